@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Start a throw-away PostgreSQL server on loopback for the test-suite and print its URL.
+# Installs Debian's postgresql if missing (needs root). Usage: eval "$(scripts/start-postgres.sh)"
+set -euo pipefail
+PORT=${SEQBENCH_PG_PORT:-55432}
+DATA=${SEQBENCH_PG_DATA:-/tmp/seqbench-pg}
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) >&2
+fi
+BIN=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)")
+RUN_AS=()
+if [ "$(id -u)" = 0 ]; then RUN_AS=(runuser -u postgres --); fi
+if ! "${RUN_AS[@]}" "$BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
+  rm -rf "$DATA" && mkdir -p "$DATA"
+  [ "$(id -u)" = 0 ] && chown postgres "$DATA"
+  "${RUN_AS[@]}" "$BIN/initdb" -D "$DATA" -U postgres --auth=trust -E UTF8 >/dev/null
+  "${RUN_AS[@]}" "$BIN/pg_ctl" -D "$DATA" -l "$DATA/log" -w \
+    -o "-p $PORT -c listen_addresses=127.0.0.1 -k $DATA" start >/dev/null
+fi
+"${RUN_AS[@]}" "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -tAc \
+  "SELECT 1 FROM pg_database WHERE datname = 'seqbench_test'" | grep -q 1 ||
+  "${RUN_AS[@]}" "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres seqbench_test
+echo "export SEQBENCH_TEST_PG_URL=postgresql+psycopg://postgres@127.0.0.1:$PORT/seqbench_test"

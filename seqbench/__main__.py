@@ -1,0 +1,3 @@
+from seqbench.cli.main import main
+
+main()

@@ -1,0 +1,31 @@
+"""Options shared across commands and the per-invocation state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:
+    from seqbench.store.store import Store
+
+
+@dataclass
+class AppState:
+    db: str | None = None
+    _store: Store | None = None
+
+    def store(self) -> Store:
+        if self._store is None:
+            from seqbench.store.store import open_store
+
+            self._store = open_store(self.db)
+        return self._store
+
+
+def state(ctx: typer.Context) -> AppState:
+    root = ctx.find_root()
+    if root.obj is None:
+        root.obj = AppState()
+    return root.obj

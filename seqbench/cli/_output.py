@@ -1,0 +1,95 @@
+"""One renderer for every listing command: --format table|csv|json|markdown."""
+
+from __future__ import annotations
+
+import csv
+import enum
+import json
+import math
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+
+
+class Format(str, enum.Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    markdown = "markdown"
+
+
+FormatOption = Annotated[
+    Format,
+    typer.Option("--format", "-f", help="Output format.", case_sensitive=False),
+]
+
+
+def _plain(v: Any) -> Any:
+    """JSON-safe value: nan/inf become the strings 'nan', 'inf', '-inf' (JSON has no NaN)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, datetime):
+        return v.isoformat(sep=" ", timespec="seconds")
+    return v
+
+
+def _text(v: Any, float_fmt: str = "{:.6g}") -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return float_fmt.format(v) if math.isfinite(v) else str(_plain(v))
+    if isinstance(v, datetime):
+        return v.isoformat(sep=" ", timespec="seconds")
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, sort_keys=True)
+    return str(v)
+
+
+def render(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    fmt: Format = Format.table,
+    *,
+    title: str | None = None,
+) -> None:
+    """Write rows to stdout in the chosen format."""
+    out = sys.stdout
+    if fmt == Format.json:
+        data = [{c: _plain(v) for c, v in zip(columns, row, strict=True)} for row in rows]
+        out.write(json.dumps(data, indent=2, default=str) + "\n")
+    elif fmt == Format.csv:
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(columns)
+        for row in rows:
+            w.writerow([_text(v, "{!r}") for v in row])
+    elif fmt == Format.markdown:
+        out.write("| " + " | ".join(columns) + " |\n")
+        out.write("|" + "|".join("---" for _ in columns) + "|\n")
+        for row in rows:
+            cells = [_text(v).replace("|", "\\|") for v in row]
+            out.write("| " + " | ".join(cells) + " |\n")
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        if not rows:
+            Console(file=out).print(f"[dim]({title + ': ' if title else ''}no rows)[/dim]")
+            return
+        table = Table(title=title, show_lines=False)
+        for c in columns:
+            table.add_column(c, overflow="fold")
+        for row in rows:
+            table.add_row(*(_text(v) for v in row))
+        Console(file=out).print(table)
+
+
+def render_mapping(pairs: Sequence[tuple[str, Any]], fmt: Format, title: str | None = None):
+    """A key/value listing (used by `show`)."""
+    if fmt == Format.json:
+        sys.stdout.write(json.dumps({k: _plain(v) for k, v in pairs}, indent=2, default=str))
+        sys.stdout.write("\n")
+    else:
+        render(["key", "value"], [(k, v) for k, v in pairs], fmt, title=title)

@@ -1,0 +1,75 @@
+"""The root `seqbench` command: global options, error mapping, and the command groups."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from typer.core import TyperGroup
+
+from seqbench import __version__
+from seqbench.cli import db, query, runs
+from seqbench.cli._options import state
+from seqbench.errors import SeqbenchError
+
+
+class _SeqbenchGroup(TyperGroup):
+    """Maps SeqbenchError (a user mistake) to one line on stderr and its exit code."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except SeqbenchError as e:
+            typer.echo(f"Error: {e}", err=True)
+            raise typer.Exit(e.exit_code) from None
+
+
+app = typer.Typer(
+    cls=_SeqbenchGroup,
+    name="seqbench",
+    help=(
+        "Does my sequence task need a recurrent model, or does a feedforward model with a "
+        "finite context k do as well? Train, stress-test and sweep models; every run is saved "
+        "in a SQL store.\n\n"
+        "Example: seqbench train --model indrnn --task adding --seq-len 100"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"seqbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            envvar="SEQBENCH_DB",
+            help="Results store: a file path or a SQLAlchemy URL "
+            "(sqlite:///runs.db, postgresql+psycopg://user@host/db). Default: ./seqbench.db",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    state(ctx).db = db
+
+
+app.add_typer(db.app, name="db")
+runs.register(app)
+query.register(app)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,50 @@
+"""`seqbench query`: read-only SQL over the store."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from seqbench.cli._options import state
+from seqbench.cli._output import Format, FormatOption, render
+from seqbench.errors import UsageError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("query")(query)
+
+
+def query(
+    ctx: typer.Context,
+    sql: Annotated[str, typer.Argument(help="One SQL statement, or - to read it from stdin.")],
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            "-p",
+            help="A bound parameter NAME=VALUE for :NAME in the SQL (repeatable).",
+        ),
+    ] = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Run read-only SQL over the results. Statements that would write are refused.
+
+    Tables: runs, metrics, summaries, curves, sweeps, baselines; views: v_results, v_summaries.
+
+    Example: seqbench query "SELECT model, AVG(test_metric) FROM v_results
+    WHERE task = :task GROUP BY model" -p task=adding --format csv
+    """
+    from seqbench.store.query import coerce_param, run_query
+
+    if sql == "-":
+        sql = sys.stdin.read()
+    params = {}
+    for p in param or []:
+        name, sep, value = p.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--param expects NAME=VALUE, got {p!r}")
+        params[name] = coerce_param(value)
+    cols, rows = run_query(state(ctx).db, sql, params)
+    render(cols, rows, fmt)

@@ -1,0 +1,49 @@
+"""Errors a user can cause. The CLI prints them as one line on stderr and exits with `exit_code`."""
+
+from __future__ import annotations
+
+import difflib
+
+
+class SeqbenchError(Exception):
+    """Base class: a mistake in input or environment, never a bug."""
+
+    exit_code = 1
+
+
+class UsageError(SeqbenchError):
+    """A bad option value or combination (exit code 2, like a parse error)."""
+
+    exit_code = 2
+
+
+class StoreError(SeqbenchError):
+    """The results store cannot be opened, is the wrong version, or refused a statement."""
+
+
+class ReadOnlyError(StoreError):
+    """A statement given to `seqbench query` would write."""
+
+
+class UnknownNameError(UsageError):
+    """A name that is not in a registry; lists the valid names and the closest match."""
+
+    def __init__(self, what: str, name: str, valid: list[str]):
+        close = difflib.get_close_matches(name, valid, n=1, cutoff=0.5)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        super().__init__(f"unknown {what} {name!r}; valid: {', '.join(sorted(valid))}.{hint}")
+        self.name = name
+        self.valid = valid
+
+
+class MissingDependencyError(SeqbenchError):
+    """An optional package (extra) is not installed."""
+
+    def __init__(self, package: str, purpose: str, extra: str = "datasets"):
+        super().__init__(
+            f"{purpose} needs the '{package}' package: pip install 'seqbench[{extra}]'"
+        )
+
+
+class RunFailedError(SeqbenchError):
+    """A run raised; the traceback is stored in the run's `error` column."""

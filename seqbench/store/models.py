@@ -1,0 +1,150 @@
+"""The results schema as a SQLAlchemy 2.0 typed ORM. Alembic migrations in migrations/versions
+create exactly this (tests/store/test_migrations.py compares them).
+
+Non-finite floats: SQLite cannot store NaN (it becomes NULL), so every float that may blow up
+is stored as (value, value_kind) with value NULL unless value_kind == "finite". Use
+:func:`split_float` / :func:`join_float` to convert.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+RUN_STATUSES = ("queued", "running", "completed", "failed", "diverged", "interrupted")
+RUN_KINDS = ("train", "stress", "bench")
+VALUE_KINDS = ("finite", "nan", "inf", "-inf")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def split_float(x: float) -> tuple[float | None, str]:
+    """float -> (value or None, value_kind) so that nan/inf/-inf round-trip exactly."""
+    x = float(x)
+    if math.isnan(x):
+        return None, "nan"
+    if math.isinf(x):
+        return None, "inf" if x > 0 else "-inf"
+    return x, "finite"
+
+
+def join_float(value: float | None, kind: str) -> float:
+    """Inverse of :func:`split_float`."""
+    if kind == "finite":
+        return float(value) if value is not None else math.nan
+    return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}[kind]
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar = {dict[str, Any]: JSON}
+
+
+class Sweep(Base):
+    __tablename__ = "sweeps"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    status: Mapped[str] = mapped_column(String(20), default="running")
+
+    runs: Mapped[list[Run]] = relationship(back_populates="sweep")
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    kind: Mapped[str] = mapped_column(String(20), default="train")
+    model: Mapped[str] = mapped_column(String(50), index=True)
+    task: Mapped[str] = mapped_column(String(50), index=True)
+    k: Mapped[int | None] = mapped_column(Integer)
+    seq_len: Mapped[int | None] = mapped_column(Integer)
+    seed: Mapped[int | None] = mapped_column(Integer)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    config_hash: Mapped[str] = mapped_column(String(64), index=True)
+    sweep_id: Mapped[int | None] = mapped_column(ForeignKey("sweeps.id", ondelete="SET NULL"))
+    environment: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime)
+    wall_seconds: Mapped[float | None] = mapped_column(Float)
+    n_params: Mapped[int | None] = mapped_column(Integer)
+    tags: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    checkpoint: Mapped[str | None] = mapped_column(Text)
+
+    sweep: Mapped[Sweep | None] = relationship(back_populates="runs")
+
+
+class Metric(Base):
+    __tablename__ = "metrics"
+    __table_args__ = (Index("ix_metrics_run_key_step", "run_id", "key", "step"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(100))
+    step: Mapped[int] = mapped_column(Integer)
+    value: Mapped[float | None] = mapped_column(Float)
+    value_kind: Mapped[str] = mapped_column(String(8), default="finite")
+
+
+class Summary(Base):
+    __tablename__ = "summaries"
+    __table_args__ = (UniqueConstraint("run_id", "key", name="uq_summaries_run_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(100), index=True)
+    value: Mapped[float | None] = mapped_column(Float)
+    value_kind: Mapped[str] = mapped_column(String(8), default="finite")
+
+
+class Curve(Base):
+    __tablename__ = "curves"
+    __table_args__ = (Index("ix_curves_run_kind", "run_id", "kind"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(50))
+    x: Mapped[float] = mapped_column(Float)
+    value: Mapped[float | None] = mapped_column(Float)
+    value_kind: Mapped[str] = mapped_column(String(8), default="finite")
+
+
+class Baseline(Base):
+    __tablename__ = "baselines"
+    __table_args__ = (
+        UniqueConstraint("name", "model", "task", "k", "metric", name="uq_baselines_point"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), index=True)
+    model: Mapped[str] = mapped_column(String(50))
+    task: Mapped[str] = mapped_column(String(50))
+    k: Mapped[int | None] = mapped_column(Integer)
+    metric: Mapped[str] = mapped_column(String(100))
+    value: Mapped[float | None] = mapped_column(Float)
+    value_kind: Mapped[str] = mapped_column(String(8), default="finite")
+    tolerance: Mapped[float] = mapped_column(Float, default=0.0)
+    direction: Mapped[str] = mapped_column(String(8))  # "lower" or "higher" is better
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

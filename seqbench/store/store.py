@@ -1,0 +1,386 @@
+"""Opening the results store (SQLite file or any SQLAlchemy URL) and writing runs to it.
+
+Opening is careful: a path that is a directory, a file that is not SQLite, a database from a
+newer seqbench, or one behind head all stop with a one-line :class:`StoreError` and leave the
+file byte-for-byte unchanged (the checks read it through a read-only connection first).
+A brand-new database is migrated to head.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid as uuidlib
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, delete, event, insert, inspect, select, update
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.orm import sessionmaker
+
+from seqbench.errors import StoreError
+from seqbench.store import migrate
+from seqbench.store.models import (
+    Curve,
+    Metric,
+    Run,
+    Summary,
+    join_float,
+    split_float,
+    utcnow,
+)
+
+DEFAULT_DB = "seqbench.db"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_TIMEOUT_S = 30.0
+SEQBENCH_TABLES = {"runs", "metrics", "summaries", "curves", "sweeps", "baselines"}
+
+
+def resolve_url(db: str | os.PathLike | None) -> str:
+    """A file path or a SQLAlchemy URL -> a SQLAlchemy URL. None means ./seqbench.db."""
+    db = str(db) if db is not None else DEFAULT_DB
+    if "://" in db:
+        try:
+            make_url(db)
+        except ArgumentError as e:
+            raise StoreError(f"not a valid database URL: {db!r}") from e
+        return db
+    return f"sqlite:///{Path(db).expanduser().resolve()}"
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file behind a sqlite URL, or None for other backends and in-memory databases."""
+    u = make_url(url)
+    if u.get_backend_name() != "sqlite" or u.database in (None, "", ":memory:"):
+        return None
+    return Path(u.database)
+
+
+def _check_sqlite_file(path: Path) -> bool:
+    """Raise StoreError if `path` cannot hold a seqbench database; True if it exists with data."""
+    if path.is_dir():
+        raise StoreError(f"database path {str(path)!r} is a directory, not a file")
+    if path.exists():
+        if path.stat().st_size == 0:
+            return False
+        try:
+            with open(path, "rb") as f:
+                header = f.read(len(SQLITE_MAGIC))
+        except OSError as e:
+            raise StoreError(f"cannot read database file {str(path)!r}: {e.strerror}") from e
+        if header != SQLITE_MAGIC:
+            raise StoreError(f"{str(path)!r} is not a SQLite database")
+        if not os.access(path, os.W_OK):
+            raise StoreError(f"database file {str(path)!r} is not writable")
+        return True
+    parent = path.parent
+    if not parent.is_dir():
+        raise StoreError(f"cannot create database {str(path)!r}: directory {str(parent)!r} missing")
+    if not os.access(parent, os.W_OK):
+        raise StoreError(f"cannot create database {str(path)!r}: directory is not writable")
+    return False
+
+
+def _sqlite_revision_readonly(path: Path) -> tuple[str | None, set[str]]:
+    """Read the alembic revision and table names without writing a byte to the file."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    except sqlite3.Error as e:
+        raise StoreError(f"cannot open {str(path)!r}: {e}") from e
+    try:
+        tables = {
+            r[0]
+            for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+        }
+        rev = None
+        if migrate.VERSION_TABLE in tables:
+            row = con.execute(f"SELECT version_num FROM {migrate.VERSION_TABLE}").fetchone()
+            rev = row[0] if row else None
+        return rev, tables
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"{str(path)!r} is not a usable SQLite database: {e}") from e
+    finally:
+        con.close()
+
+
+def _make_engine(url: str) -> Engine:
+    u = make_url(url)
+    if u.get_backend_name() == "sqlite":
+        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_con, _record):
+            # Let SQLAlchemy, not pysqlite, decide when transactions begin (so BEGIN IMMEDIATE
+            # below takes effect), then set the pragmas every connection needs.
+            dbapi_con.isolation_level = None
+            cur = dbapi_con.cursor()
+            cur.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            cur.execute("PRAGMA journal_mode = WAL")
+            cur.execute("PRAGMA foreign_keys = ON")
+            cur.execute("PRAGMA synchronous = NORMAL")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn):
+            # Take the write lock up front: a deferred transaction that later upgrades to a
+            # writer can fail with "database is locked" without waiting for busy_timeout.
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    try:
+        return create_engine(url, pool_pre_ping=True)
+    except NoSuchModuleError as e:
+        raise StoreError(f"unsupported database URL {url!r}: {e}") from e
+    except ModuleNotFoundError as e:
+        raise StoreError(
+            f"the driver for {u.get_backend_name()} is not installed ({e.name}); "
+            "for PostgreSQL: pip install 'seqbench[postgres]'"
+        ) from e
+
+
+def inspect_revision(url: str) -> tuple[str | None, bool]:
+    """(current revision, whether the database holds seqbench tables), read-only."""
+    path = sqlite_path(url)
+    if path is not None:
+        if not _check_sqlite_file(path):
+            return None, False
+        rev, tables = _sqlite_revision_readonly(path)
+        return rev, bool(tables & SEQBENCH_TABLES)
+    engine = _make_engine(url)
+    try:
+        with engine.connect() as conn:
+            rev = migrate.current_revision(conn)
+            tables = set(inspect(conn).get_table_names())
+    except OperationalError as e:
+        raise StoreError(f"cannot connect to {make_url(url).render_as_string()}: {e.orig}") from e
+    finally:
+        engine.dispose()
+    return rev, bool(tables & SEQBENCH_TABLES)
+
+
+def _check_revision(rev: str | None, has_tables: bool, where: str) -> bool:
+    """True if the database must be created (migrated from empty); raise if it is unusable."""
+    head = migrate.head_revision()
+    if rev == head:
+        return False
+    if rev is None:
+        if has_tables:
+            raise StoreError(
+                f"{where} has seqbench tables but no {migrate.VERSION_TABLE} table; "
+                "it was not created by seqbench"
+            )
+        return True
+    if rev not in migrate.known_revisions():
+        raise StoreError(
+            f"{where} is at revision {rev}, unknown to this seqbench (head {head}); "
+            "it was written by a newer seqbench: upgrade seqbench"
+        )
+    raise StoreError(
+        f"{where} is at revision {rev}, behind this seqbench's {head}: "
+        "run `seqbench db upgrade` (SQLite files are backed up first)"
+    )
+
+
+class Store:
+    """A handle on one results database. Cheap to create; share one per process."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.engine = _make_engine(url)
+        self.Session = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def display_url(self) -> str:
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    # -- runs --------------------------------------------------------------------------------
+    def create_run(self, **fields: Any) -> Run:
+        fields.setdefault("uuid", str(uuidlib.uuid4()))
+        fields.setdefault("created_at", utcnow())
+        with self.Session.begin() as s:
+            run = Run(**fields)
+            s.add(run)
+        return run
+
+    def update_run(self, run_id: int, **fields: Any) -> None:
+        with self.Session.begin() as s:
+            s.execute(update(Run).where(Run.id == run_id).values(**fields))
+
+    def heartbeat(self, run_id: int) -> None:
+        self.update_run(run_id, heartbeat_at=utcnow())
+
+    def get_run(self, run_id: int | str) -> Run | None:
+        with self.Session() as s:
+            if isinstance(run_id, str) and not run_id.isdigit():
+                return s.scalars(select(Run).where(Run.uuid.startswith(run_id))).first()
+            return s.get(Run, int(run_id))
+
+    def list_runs(
+        self,
+        *,
+        model: str | None = None,
+        task: str | None = None,
+        status: str | None = None,
+        sweep: str | None = None,
+        kind: str | None = None,
+        limit: int | None = 50,
+    ) -> list[Run]:
+        from seqbench.store.models import Sweep
+
+        q = select(Run).order_by(Run.id.desc())
+        if model:
+            q = q.where(Run.model == model)
+        if task:
+            q = q.where(Run.task == task)
+        if status:
+            q = q.where(Run.status == status)
+        if kind:
+            q = q.where(Run.kind == kind)
+        if sweep:
+            q = q.join(Run.sweep).where(Sweep.name == sweep)
+        if limit:
+            q = q.limit(limit)
+        with self.Session() as s:
+            return list(s.scalars(q))
+
+    # -- values ------------------------------------------------------------------------------
+    def log_metrics(self, run_id: int, rows: Iterable[tuple[str, int, float]]) -> int:
+        """Write (key, step, value) rows in one transaction; non-finite values keep their kind."""
+        payload = []
+        for key, step, value in rows:
+            v, kind = split_float(value)
+            payload.append(
+                {"run_id": run_id, "key": key, "step": int(step), "value": v, "value_kind": kind}
+            )
+        if payload:
+            with self.Session.begin() as s:
+                s.execute(insert(Metric), payload)
+        return len(payload)
+
+    def set_summaries(self, run_id: int, values: Mapping[str, float]) -> None:
+        """Replace the given summary keys of a run (one row per (run, key))."""
+        if not values:
+            return
+        payload = []
+        for key, value in values.items():
+            v, kind = split_float(value)
+            payload.append({"run_id": run_id, "key": key, "value": v, "value_kind": kind})
+        with self.Session.begin() as s:
+            s.execute(
+                delete(Summary).where(Summary.run_id == run_id, Summary.key.in_(list(values)))
+            )
+            s.execute(insert(Summary), payload)
+
+    def add_curve(self, run_id: int, kind: str, xs: Iterable[float], ys: Iterable[float]) -> None:
+        payload = []
+        for x, y in zip(xs, ys, strict=True):
+            v, vk = split_float(y)
+            payload.append(
+                {"run_id": run_id, "kind": kind, "x": float(x), "value": v, "value_kind": vk}
+            )
+        with self.Session.begin() as s:
+            s.execute(insert(Curve), payload)
+
+    def metrics(self, run_id: int, key: str | None = None) -> list[tuple[str, int, float]]:
+        q = select(Metric.key, Metric.step, Metric.value, Metric.value_kind).where(
+            Metric.run_id == run_id
+        )
+        if key:
+            q = q.where(Metric.key == key)
+        with self.Session() as s:
+            rows = s.execute(q.order_by(Metric.key, Metric.step, Metric.id)).all()
+        return [(k, step, join_float(v, vk)) for k, step, v, vk in rows]
+
+    def summaries(self, run_id: int) -> dict[str, float]:
+        q = select(Summary.key, Summary.value, Summary.value_kind).where(Summary.run_id == run_id)
+        with self.Session() as s:
+            return {k: join_float(v, vk) for k, v, vk in s.execute(q.order_by(Summary.key))}
+
+    def curve(self, run_id: int, kind: str) -> list[tuple[float, float]]:
+        q = (
+            select(Curve.x, Curve.value, Curve.value_kind)
+            .where(Curve.run_id == run_id, Curve.kind == kind)
+            .order_by(Curve.x)
+        )
+        with self.Session() as s:
+            return [(x, join_float(v, vk)) for x, v, vk in s.execute(q)]
+
+    def last_metrics(self, run_id: int) -> dict[str, tuple[int, float]]:
+        """The last (step, value) of every metric key of a run."""
+        out: dict[str, tuple[int, float]] = {}
+        for key, step, value in self.metrics(run_id):
+            out[key] = (step, value)
+        return out
+
+
+def open_store(db: str | os.PathLike | None = None, *, create: bool = True) -> Store:
+    """Open (and, if brand-new, create at head) the store at `db`: a path or a SQLAlchemy URL.
+
+    Raises StoreError, leaving the file unchanged, if the database cannot be used as is.
+    """
+    url = resolve_url(db)
+    path = sqlite_path(url)
+    where = str(path) if path else make_url(url).render_as_string(hide_password=True)
+    rev, has_tables = inspect_revision(url)
+    needs_create = _check_revision(rev, has_tables, where)
+    if needs_create and not create:
+        raise StoreError(f"no seqbench database at {where}")
+    store = Store(url)
+    if needs_create:
+        try:
+            migrate.upgrade(store.engine)
+        except OperationalError as e:
+            store.dispose()
+            raise StoreError(f"cannot create the database at {where}: {e.orig}") from e
+    return store
+
+
+def backup_sqlite(path: Path) -> Path:
+    """Copy a SQLite database (WAL-safe, via the backup API) to a timestamped file beside it."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    dest = path.with_name(f"{path.name}.bak-{stamp}")
+    n = 1
+    while dest.exists():
+        dest = path.with_name(f"{path.name}.bak-{stamp}-{n}")
+        n += 1
+    src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        dst = sqlite3.connect(dest)
+        with dst:
+            src.backup(dst)
+        dst.close()
+    finally:
+        src.close()
+    return dest
+
+
+def upgrade_store(db: str | os.PathLike | None = None) -> tuple[str | None, str, Path | None]:
+    """Upgrade a database to head, backing up a SQLite file first.
+
+    Returns (revision before, revision after, backup path or None).
+    """
+    url = resolve_url(db)
+    path = sqlite_path(url)
+    where = str(path) if path else make_url(url).render_as_string(hide_password=True)
+    rev, has_tables = inspect_revision(url)
+    head = migrate.head_revision()
+    if rev is not None and rev not in migrate.known_revisions():
+        raise StoreError(f"{where} is at revision {rev}, unknown to this seqbench (head {head})")
+    if rev is None and has_tables:
+        _check_revision(rev, has_tables, where)
+    backup = None
+    if rev is not None and rev != head and path is not None:
+        backup = backup_sqlite(path)
+    if rev != head:
+        engine = _make_engine(url)
+        try:
+            migrate.upgrade(engine)
+        finally:
+            engine.dispose()
+    return rev, head, backup

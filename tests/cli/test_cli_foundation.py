@@ -1,0 +1,136 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from seqbench import __version__
+from seqbench.cli.main import app
+from tests.conftest import sha256
+
+
+def _all_commands():
+    import typer.main
+
+    root = typer.main.get_command(app)
+    out = []
+
+    def walk(cmd, path):
+        sub = getattr(cmd, "commands", None)
+        if sub:
+            for name, c in sub.items():
+                walk(c, [*path, name])
+        else:
+            out.append(path)
+
+    walk(root, [])
+    return out
+
+
+@pytest.mark.parametrize("path", _all_commands(), ids=lambda p: " ".join(p))
+def test_every_command_has_help_with_an_example(cli, path):
+    result = cli(*path, "--help")
+    assert result.exit_code == 0
+    assert "Example" in result.stdout, f"seqbench {' '.join(path)} --help lacks an example"
+
+
+def test_version(cli):
+    result = cli("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"seqbench {__version__}"
+
+
+def test_db_current_creates_the_default_store_at_head(cli, tmp_path):
+    result = cli("db", "current")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().endswith("(head)")
+    assert (tmp_path / "seqbench.db").is_file()
+
+
+def test_query_delete_fails_and_leaves_the_file_unchanged(cli, tmp_path):
+    assert cli("db", "current").exit_code == 0
+    db = tmp_path / "seqbench.db"
+    before = sha256(db)
+    result = cli("query", "DELETE FROM runs")
+    assert result.exit_code == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("Error:")
+    assert sha256(db) == before
+
+
+def test_db_that_is_not_a_database_fails_with_one_line(cli, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# hello\n")
+    before = sha256(readme)
+    result = cli("--db", readme, "runs")
+    assert result.exit_code == 1
+    expected = f"Error: {str(readme)!r} is not a SQLite database"
+    assert result.stderr.strip().splitlines() == [expected]
+    assert sha256(readme) == before
+
+
+def test_db_env_var(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQBENCH_DB", str(tmp_path / "env.db"))
+    assert cli("db", "current").exit_code == 0
+    assert (tmp_path / "env.db").exists() and not (tmp_path / "seqbench.db").exists()
+
+
+def test_unknown_command_is_a_usage_error(cli):
+    assert cli("frobnicate").exit_code == 2
+
+
+@pytest.fixture
+def runs_db(store):
+    for model, status, v in [("rnn", "completed", 0.2), ("tcn", "failed", float("nan"))]:
+        r = store.create_run(
+            model=model, task="adding", config={"lr": 0.1}, config_hash="h", status=status, k=4
+        )
+        store.set_summaries(r.id, {"test_metric": v})
+        store.log_metrics(r.id, [("train_loss", 0, 1.0), ("train_loss", 5, 0.5)])
+    return store
+
+
+def test_runs_lists_and_filters(cli, runs_db):
+    result = cli("runs", "--format", "json")
+    data = json.loads(result.stdout)
+    assert [(d["model"], d["status"]) for d in data] == [("tcn", "failed"), ("rnn", "completed")]
+    assert data[0]["test_metric"] == "nan"
+    result = cli("runs", "--status", "completed", "--format", "csv")
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith("id,kind,status,model") and len(lines) == 2
+    assert "\x1b[" not in result.stdout
+
+
+def test_show_run(cli, runs_db):
+    result = cli("show", "1", "--format", "json")
+    data = json.loads(result.stdout)
+    assert data["model"] == "rnn" and data["config.lr"] == 0.1
+    assert data["summary.test_metric"] == 0.2
+    assert data["last.train_loss"] == "0.5 @ step 5"
+    result = cli("show", "99")
+    assert result.exit_code == 1 and "no run '99'" in result.stderr
+
+
+def test_query_formats_params_and_stdin(cli, runs_db):
+    result = cli(
+        "query", "SELECT model, k FROM runs WHERE model = :m", "-p", "m=rnn", "--format", "csv"
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "model,k\nrnn,4\n"
+    result = cli("query", "-", "--format", "json", input="SELECT COUNT(*) AS n FROM v_results")
+    assert json.loads(result.stdout) == [{"n": 2}]
+    result = cli("query", "SELECT model FROM runs ORDER BY id", "--format", "markdown")
+    assert result.stdout == "| model |\n|---|\n| rnn |\n| tcn |\n"
+    assert cli("query", "SELECT 1", "-p", "novalue").exit_code == 2
+
+
+def test_python_dash_m_and_fast_help():
+    """`python -m seqbench` works and --help does not import torch/pandas/triton."""
+    code = (
+        "import sys, runpy; sys.argv = ['seqbench', '--help']\n"
+        "try:\n    runpy.run_module('seqbench', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = [m for m in ('torch', 'pandas', 'triton', 'matplotlib') if m in sys.modules]\n"
+        "print('HEAVY', heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Usage" in out.stdout and "HEAVY []" in out.stdout

@@ -1,0 +1,62 @@
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from seqbench.cli.main import app
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@pytest.fixture(autouse=True)
+def _isolate(tmp_path, monkeypatch):
+    """Every test runs in its own directory with no SEQBENCH_DB from the environment, so the
+    default ./seqbench.db is a fresh file in tmp_path."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SEQBENCH_DB", raising=False)
+    monkeypatch.setenv("SEQBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+@pytest.fixture
+def db(tmp_path) -> Path:
+    return tmp_path / "seqbench.db"
+
+
+@pytest.fixture
+def store(db):
+    from seqbench.store.store import open_store
+
+    s = open_store(db)
+    yield s
+    s.dispose()
+
+
+@pytest.fixture
+def cli():
+    runner = CliRunner()
+
+    def invoke(*args, input=None):
+        return runner.invoke(app, [str(a) for a in args], input=input)
+
+    return invoke
+
+
+@pytest.fixture
+def pg_url():
+    """A real PostgreSQL database started by .ci/run (SEQBENCH_TEST_PG_URL); dropped clean."""
+    url = os.environ.get("SEQBENCH_TEST_PG_URL")
+    if not url:
+        pytest.skip("SEQBENCH_TEST_PG_URL not set (.ci/run starts a PostgreSQL server)")
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.begin() as c:
+        c.execute(text("DROP SCHEMA public CASCADE"))
+        c.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+    return url

@@ -1,0 +1,39 @@
+import subprocess
+import sys
+import textwrap
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from seqbench.store.store import open_store
+    s = open_store(sys.argv[1])
+    for i in range(25):
+        run = s.create_run(model="rnn", task="adding", config={"i": i}, config_hash=sys.argv[2])
+        s.log_metrics(run.id, [("loss", step, 1.0 / (step + 1)) for step in range(50)])
+        s.set_summaries(run.id, {"test_metric": float(i)})
+        s.update_run(run.id, status="completed")
+    """
+)
+
+
+def test_four_processes_write_one_file_concurrently(tmp_path):
+    db = tmp_path / "shared.db"  # brand-new: the four race to create it, too
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db), f"p{n}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(4)
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], errors
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert con.execute("SELECT COUNT(*) FROM runs WHERE status = 'completed'").fetchone() == (100,)
+    assert con.execute("SELECT COUNT(*) FROM metrics").fetchone() == (100 * 50,)
+    assert con.execute("SELECT COUNT(DISTINCT config_hash) FROM runs").fetchone() == (4,)
+    con.close()
