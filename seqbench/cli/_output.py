@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     table = "table"
     csv = "csv"
     json = "json"

@@ -8,7 +8,7 @@ import typer
 from typer.core import TyperGroup
 
 from seqbench import __version__
-from seqbench.cli import db, query, runs
+from seqbench.cli import catalog, db, query, runs, train
 from seqbench.cli._options import state
 from seqbench.errors import SeqbenchError
 
@@ -69,6 +69,8 @@ def root(
 app.add_typer(db.app, name="db")
 runs.register(app)
 query.register(app)
+catalog.register(app)
+train.register(app)
 
 
 def main() -> None:

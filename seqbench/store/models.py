@@ -9,7 +9,7 @@ is stored as (value, value_kind) with value NULL unless value_kind == "finite". 
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from sqlalchemy import (
@@ -31,7 +31,7 @@ VALUE_KINDS = ("finite", "nan", "inf", "-inf")
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def split_float(x: float) -> tuple[float | None, str]:

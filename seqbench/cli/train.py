@@ -1,0 +1,155 @@
+"""`seqbench train`: one training run, saved in the store."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from seqbench.cli._options import state
+from seqbench.errors import UsageError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train)
+
+
+def _progress(quiet: bool):
+    from seqbench.train.loop import Progress
+
+    if quiet:
+        return Progress()
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import Progress as RichProgress
+
+    bar = RichProgress(
+        TextColumn("[bold]train"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]}"),
+        TextColumn("valid {task.fields[valid]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )
+    tid = None
+
+    def on_start(total):
+        nonlocal tid
+        bar.start()
+        tid = bar.add_task("train", total=total, loss="-", valid="-")
+
+    def on_step(step, loss):
+        bar.update(tid, completed=step, loss=f"{loss:.4g}")
+
+    def on_eval(step, ev):
+        bar.update(tid, valid=f"{ev['metric']:.4g}")
+
+    return Progress(on_start=on_start, on_step=on_step, on_eval=on_eval, on_end=bar.stop)
+
+
+def train(
+    ctx: typer.Context,
+    model: Annotated[str, typer.Option("--model", "-m", help="Model name (seqbench models).")],
+    task: Annotated[str, typer.Option("--task", "-t", help="Task name (seqbench tasks).")],
+    seq_len: Annotated[int | None, typer.Option(help="Sequence length T (task default).")] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(help="Truncation length (TBPTT) for recurrent models, context otherwise."),
+    ] = None,
+    hidden: Annotated[int | None, typer.Option(help="Width H (model default).")] = None,
+    params: Annotated[
+        int | None, typer.Option(help="Parameter budget: choose H to land within 5%.")
+    ] = None,
+    layers: Annotated[int | None, typer.Option(help="Depth.")] = None,
+    steps: Annotated[int | None, typer.Option(help="Optimiser steps.")] = None,
+    epochs: Annotated[
+        int | None, typer.Option(help="Epochs (tasks with a fixed train set).")
+    ] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Batch size.")] = None,
+    lr: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
+    optimizer: Annotated[str | None, typer.Option(help="adam, sgd or rmsprop.")] = None,
+    clip: Annotated[float | None, typer.Option(help="Gradient-norm clipping threshold.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for data and initialisation.")] = None,
+    device: Annotated[str | None, typer.Option(help="auto, cpu or cuda.")] = None,
+    stable: Annotated[
+        bool, typer.Option("--stable", help="Project onto the stable set after every step.")
+    ] = False,
+    lam: Annotated[float | None, typer.Option(help="Stability bound λ for --stable.")] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", help="key=value label (repeatable).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Any config field as key=value (repeatable)."),
+    ] = None,
+    config: Annotated[
+        str | None, typer.Option("--config", help="A TOML file of config fields.")
+    ] = None,
+    save_checkpoint: Annotated[
+        bool, typer.Option("--save-checkpoint", help="Save the best weights; path in the run.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Train one model on one task and save the run (config, metrics, summaries) in the store.
+
+    Flags override --config; the fully resolved config is stored with the run. Defaults follow
+    the papers for each (model, task) pair and finish in minutes on a CPU.
+
+    Example: seqbench train --model indrnn --task adding --seq-len 100
+    """
+    from seqbench import api
+    from seqbench.config import parse_assignments
+
+    flags = {
+        "seq_len": seq_len, "k": k, "hidden": hidden, "params": params, "layers": layers,
+        "steps": steps, "epochs": epochs, "batch_size": batch_size, "lr": lr,
+        "optimizer": optimizer, "clip": clip, "seed": seed, "device": device, "lam": lam,
+    }  # fmt: skip
+    overrides = parse_assignments(set_)
+    for name in ("tags",):
+        if name in overrides:
+            raise UsageError("use --tag key=value for tags")
+    overrides.update({k_: v for k_, v in flags.items() if v is not None})
+    if stable:
+        overrides["stable"] = True
+    if save_checkpoint:
+        overrides["save_checkpoint"] = True
+    tags = parse_assignments(tag, "--tag")
+    cfg = api.make_config(model, task, overrides, config)
+    if tags:
+        from dataclasses import replace
+
+        cfg = replace(cfg, tags={**cfg.tags, **tags})
+    from seqbench.train.loop import train as train_loop
+
+    store = state(ctx).store()
+    try:
+        outcome = train_loop(cfg, store, progress=_progress(quiet))
+    except KeyboardInterrupt:
+        typer.echo("interrupted: the run is saved with status 'interrupted'", err=True)
+        raise typer.Exit(130) from None
+    s = outcome.summaries
+    if outcome.status == "diverged":
+        typer.echo(
+            f"run {outcome.run_id} diverged at step {int(s['diverged_step'])} "
+            f"(loss {s['final_train_loss']})",
+            err=True,
+        )
+        raise typer.Exit(1)
+    from seqbench.tasks import TASKS
+
+    metric = TASKS.get(cfg.task).metric
+    base = f" (baseline {s['baseline']:.4g})" if "baseline" in s else ""
+    typer.echo(
+        f"run {outcome.run_id} completed: test {metric} {s['test_metric']:.4g}{base}, "
+        f"{int(s['steps'])} steps in {s['wall_seconds']:.1f}s"
+    )

@@ -1,0 +1,257 @@
+"""RunConfig: everything that defines a training run, resolved and hashed.
+
+Resolution order (later wins): global defaults < model family defaults < paper defaults for the
+(model, task) pair (DOMAIN.md §4) < a TOML config file < command-line flags and --set. The fully
+resolved config is stored with the run; its stable hash (tags and output options excluded) is
+the de-duplication key for sweeps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from seqbench.errors import SeqbenchError, UsageError
+
+OPTIMIZERS = ("adam", "sgd", "rmsprop")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    model: str
+    task: str
+    seq_len: int | None = None  # None: the task's default T
+    k: int | None = None  # truncation length (recurrent: TBPTT) or context (feedforward)
+    hidden: int | None = None  # None: the model's default (or fitted to `params`)
+    params: int | None = None  # a parameter budget; the width is chosen to land within 5%
+    layers: int | None = None
+    steps: int | None = None
+    epochs: int | None = None
+    batch_size: int = 32
+    lr: float = 1e-3
+    optimizer: str = "adam"
+    clip: float | None = None
+    lr_decay_every: int | None = None  # multiply lr by lr_decay every this many steps
+    lr_decay: float = 0.1
+    weight_decay: float = 0.0
+    seed: int = 0
+    device: str = "auto"
+    stable: bool = False
+    lam: float = 0.99  # stability bound for --stable
+    eval_every: int | None = None  # None: 10 evaluations per run
+    eval_size: int = 1000
+    eval_batch_size: int = 256
+    # model family options
+    dropout: float = 0.0
+    kernel_size: int | None = None
+    levels: int | None = None
+    nonlinearity: str = "tanh"
+    base: str = "lstm"
+    magnitude: float = 2.0
+    deep: bool = False
+    heads: int = 4
+    backend: str = "auto"
+    forget_bias: float = 0.0
+    # task options
+    marker: str = "uniform"
+    subset: int | None = None
+    path: str | None = None
+    teacher_lam: float = 0.9
+    # not part of the experiment's identity
+    tags: dict[str, str] = field(default_factory=dict)
+    save_checkpoint: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def config_hash(self) -> str:
+        """sha256 of the canonical JSON of every field that changes the experiment."""
+        d = {k: v for k, v in self.to_dict().items() if k not in NOT_HASHED}
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+NOT_HASHED = {"tags", "save_checkpoint", "device"}
+FIELDS = {f.name: f for f in fields(RunConfig)}
+
+# Where a family or a paper gives a default (DOMAIN.md §4), sized so that `seqbench train` with
+# no other flag finishes in minutes on a 2-core CPU. `steps` and `lr` are tuned per pair.
+PAIR_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
+    # IndRNN adding (Li et al.): 2×128, Adam 2e-4 for ReLU models, clip 10, batch 50.
+    ("indrnn", "adding"): {"layers": 2, "hidden": 128, "lr": 2e-4, "clip": 10.0, "batch_size": 50},
+    ("lstm", "adding"): {"hidden": 128, "lr": 2e-3, "clip": 10.0, "batch_size": 50},
+    ("rnn", "adding"): {"hidden": 128, "lr": 2e-3, "clip": 10.0, "batch_size": 50},
+    ("gru", "adding"): {"hidden": 128, "lr": 2e-3, "clip": 10.0, "batch_size": 50},
+    # TCN (Bai et al.): adding K=7, 30 channels, Adam 4e-3; copy K=8, 10 channels, RMSprop 5e-4,
+    # clip 1; sequential MNIST K=7, 25 channels, Adam 2e-3; music K=5, 150 ch, clip 0.2.
+    ("tcn", "adding"): {"hidden": 30, "kernel_size": 7, "lr": 4e-3},
+    ("tcn", "copy"): {
+        "hidden": 10,
+        "kernel_size": 8,
+        "optimizer": "rmsprop",
+        "lr": 5e-4,
+        "clip": 1.0,
+    },
+    ("tcn", "digits"): {"hidden": 25, "kernel_size": 7, "lr": 2e-3},
+    ("tcn", "pdigits"): {"hidden": 25, "kernel_size": 7, "lr": 2e-3},
+    ("tcn", "fashion"): {"hidden": 25, "kernel_size": 7, "lr": 2e-3},
+    ("tcn", "pfashion"): {"hidden": 25, "kernel_size": 7, "lr": 2e-3},
+    ("tcn", "chorales"): {
+        "hidden": 150,
+        "kernel_size": 5,
+        "levels": 4,
+        "clip": 0.2,
+        "dropout": 0.25,
+    },
+    ("tcn", "ptb-char"): {"hidden": 450, "kernel_size": 3, "levels": 3},
+    # Miller & Hardt: polyphonic music with 256 hidden units.
+    ("lstm", "chorales"): {"hidden": 256},
+}
+TASK_DEFAULTS: dict[str, dict[str, Any]] = {
+    "adding": {"steps": 3000},
+    "copy": {"steps": 2000},
+    "teacher": {"steps": 1000},
+    "digits": {"steps": 2000, "batch_size": 32},
+    "pdigits": {"steps": 2000, "batch_size": 32},
+    "fashion": {"steps": 1000},
+    "pfashion": {"steps": 1000},
+    "chorales": {"steps": 1000, "batch_size": 16},
+    "ptb-char": {"steps": 1000},
+    "ptb-word": {"steps": 1000},
+    "text": {"steps": 1000},
+}
+
+
+def coerce(name: str, raw: Any) -> Any:
+    """Convert a --set / TOML value to the type of RunConfig field `name`."""
+    if name not in FIELDS:
+        from seqbench.errors import UnknownNameError
+
+        raise UnknownNameError("config field", name, [n for n in FIELDS if n != "tags"])
+    ftype = str(FIELDS[name].type)
+    if not isinstance(raw, str):
+        if name == "tags" and not isinstance(raw, dict):
+            raise UsageError("tags must be a table of key = value")
+        return raw
+    if raw.lower() in ("none", "null", "") and "None" in ftype:
+        return None
+    try:
+        if ftype.startswith("int"):
+            return int(raw)
+        if ftype.startswith("float"):
+            return float(raw)
+        if ftype.startswith("bool"):
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+    except ValueError:
+        raise UsageError(f"{name}: cannot read {raw!r} as {ftype}") from None
+    return raw
+
+
+def parse_assignments(items: list[str] | None, what: str = "--set") -> dict[str, Any]:
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{what} expects key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Read a config file: top-level keys are RunConfig fields; [tags] is a table."""
+    p = Path(path)
+    if not p.is_file():
+        raise SeqbenchError(f"config file {str(p)!r} not found")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise UsageError(f"config file {str(p)!r} does not parse: {e}") from None
+    return {k: coerce(k, v) for k, v in data.items()}
+
+
+def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
+    """Defaults < family < pair < `overrides` (already merged file + flags), validated."""
+    from seqbench.models import MODELS
+    from seqbench.tasks import TASKS
+
+    spec = MODELS.get(model)
+    TASKS.get(task)
+    values: dict[str, Any] = {}
+    values.update(spec.defaults)
+    values.update(TASK_DEFAULTS.get(task, {}))
+    values.update(PAIR_DEFAULTS.get((model, task), {}))
+    for k, v in overrides.items():
+        values[k] = coerce(k, v)
+    if overrides.get("params") is not None and "hidden" not in overrides:
+        values.pop("hidden", None)
+    values.setdefault("hidden", 128)
+    values.setdefault("layers", 1)
+    values.setdefault("kernel_size", 7)
+    if values.get("epochs") is not None and "steps" not in overrides:
+        values["steps"] = None
+    cfg = RunConfig(model=model, task=task, **values)
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: RunConfig) -> None:
+    def positive(name, v):
+        if v is not None and not v > 0:
+            raise UsageError(f"{name} must be positive, got {v}")
+
+    for name in (
+        "lr",
+        "batch_size",
+        "steps",
+        "epochs",
+        "clip",
+        "hidden",
+        "params",
+        "layers",
+        "seq_len",
+        "k",
+        "eval_every",
+        "eval_size",
+        "lam",
+        "teacher_lam",
+        "magnitude",
+        "kernel_size",
+        "levels",
+        "lr_decay_every",
+    ):
+        positive(name, getattr(cfg, name))
+    if cfg.steps is None and cfg.epochs is None:
+        raise UsageError("give --steps or --epochs")
+    if cfg.steps is not None and cfg.epochs is not None:
+        raise UsageError("give --steps or --epochs, not both")
+    if cfg.optimizer not in OPTIMIZERS:
+        raise UsageError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {cfg.optimizer!r}")
+    if cfg.device not in DEVICES:
+        raise UsageError(f"device must be one of {', '.join(DEVICES)}, got {cfg.device!r}")
+    if not 0 <= cfg.dropout < 1:
+        raise UsageError(f"dropout must be in [0, 1), got {cfg.dropout}")
+    if cfg.stable and cfg.model not in STABLE_MODELS:
+        raise UsageError(
+            f"--stable is defined for {', '.join(STABLE_MODELS)} (and window over them), "
+            f"not {cfg.model}"
+        )
+    if cfg.k is not None and cfg.levels is not None and cfg.model in ("tcn", "gcnn"):
+        raise UsageError(f"{cfg.model}: give --k (context) or levels, not both")
+
+
+STABLE_MODELS = ("rnn", "lstm", "indrnn", "window")
+
+
+def with_overrides(cfg: RunConfig, **kw) -> RunConfig:
+    new = replace(cfg, **kw)
+    validate(new)
+    return new

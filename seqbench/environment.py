@@ -1,0 +1,49 @@
+"""What a run ran on: versions, device and host, stored with every run."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import subprocess
+import sys
+from importlib import metadata
+
+from seqbench import __version__
+
+
+def _version(pkg: str) -> str | None:
+    try:
+        return metadata.version(pkg)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def git_sha() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def capture(device: str) -> dict[str, str | None]:
+    import torch
+
+    if device.startswith("cuda"):
+        name = torch.cuda.get_device_name(torch.device(device))
+    else:
+        name = platform.processor() or platform.machine()
+    return {
+        "seqbench": __version__,
+        "git_sha": git_sha(),
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "triton": _version("triton"),
+        "device": device,
+        "device_name": name,
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "threads": str(torch.get_num_threads()),
+    }

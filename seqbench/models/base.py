@@ -1,0 +1,137 @@
+"""The model protocol shared by every family.
+
+A *backbone* maps batch-first inputs to features and carries an optional recurrent state:
+``backbone(x, state) -> (features, state)`` with x: (B, T, D) and features: (B, T, H).
+Feedforward backbones ignore and return ``None`` as state. :class:`SequenceModel` adds the
+task's input embedding (token tasks), the head, the readout (every step or the last one), and
+truncated backpropagation through time for recurrent backbones.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+Readout = Literal["all", "last"]
+
+
+@dataclass(frozen=True)
+class ModelArgs:
+    """Hyperparameters every model family draws from; each family reads the fields it needs.
+
+    hidden: width H; layers: depth; k: context / window length (feedforward) or None;
+    seq_len: the task's T (IndRNN's recurrent bound M^(1/T) depends on it).
+    """
+
+    hidden: int = 128
+    layers: int = 1
+    k: int | None = None
+    seq_len: int = 100
+    dropout: float = 0.0
+    kernel_size: int = 7
+    levels: int | None = None
+    nonlinearity: str = "tanh"
+    base: str = "lstm"
+    magnitude: float = 2.0
+    deep: bool = False
+    heads: int = 4
+    backend: str = "auto"
+    forget_bias: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def with_(self, **kw) -> ModelArgs:
+        return replace(self, **kw)
+
+
+MODEL_ARG_NAMES = {f.name for f in fields(ModelArgs)} - {"extra"}
+
+
+class Backbone(nn.Module):
+    """Base class: subclasses set `out_dim`, `recurrent`, and implement forward."""
+
+    out_dim: int
+    recurrent: bool = False
+
+    @property
+    def receptive_field(self) -> float:
+        """How many inputs (current one included) an output can depend on; inf if unbounded."""
+        return math.inf
+
+    def recurrent_weights(self) -> dict[str, torch.Tensor]:
+        """Recurrent matrices (or IndRNN's vectors u) by name, for stability analysis."""
+        return {}
+
+    def constrain_(self) -> None:
+        """Project parameters back into the family's admissible set (called after each step)."""
+
+    def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
+        raise NotImplementedError
+
+
+def detach_state(state: Any) -> Any:
+    if state is None:
+        return None
+    if isinstance(state, torch.Tensor):
+        return state.detach()
+    return type(state)(detach_state(s) for s in state)
+
+
+class SequenceModel(nn.Module):
+    """Embedding (token tasks) -> backbone -> linear head, read out at every step or the last.
+
+    Args:
+        backbone: a :class:`Backbone`.
+        out_dim: the task's output size O.
+        readout: "all" -> (B, T, O); "last" -> (B, O).
+        vocab: if set, inputs are token ids (B, T) embedded to the backbone's input width.
+    """
+
+    def __init__(
+        self,
+        backbone: Backbone,
+        out_dim: int,
+        readout: Readout,
+        embed: nn.Embedding | None = None,
+    ):
+        super().__init__()
+        self.embed = embed
+        self.backbone = backbone
+        self.head = nn.Linear(backbone.out_dim, out_dim)
+        self.readout = readout
+
+    @property
+    def recurrent(self) -> bool:
+        return self.backbone.recurrent
+
+    def features(
+        self, x: torch.Tensor, state: Any = None, tbptt: int | None = None
+    ) -> tuple[torch.Tensor, Any]:
+        """Backbone features (B, T, H). With `tbptt` = k, a recurrent backbone runs in chunks of
+        k steps and the gradient is cut at chunk boundaries (the state itself is carried)."""
+        if self.embed is not None:
+            x = self.embed(x)  # (B, T) ids -> (B, T, E)
+        if not self.backbone.recurrent or tbptt is None or tbptt >= x.shape[1]:
+            return self.backbone(x, state)
+        outs = []
+        for start in range(0, x.shape[1], tbptt):
+            state = detach_state(state)
+            y, state = self.backbone(x[:, start : start + tbptt], state)
+            outs.append(y)
+        return torch.cat(outs, dim=1), state
+
+    def forward(self, x: torch.Tensor, state: Any = None, tbptt: int | None = None) -> torch.Tensor:
+        feats, _ = self.features(x, state, tbptt)  # (B, T, H)
+        if self.readout == "last":
+            feats = feats[:, -1]  # (B, H)
+        return self.head(feats)
+
+    def constrain_(self) -> None:
+        self.backbone.constrain_()
+
+
+def count_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -1,0 +1,166 @@
+"""Recurrent backbones: Elman RNN, LSTM and GRU (torch.nn's fused kernels: cuDNN on GPU, oneDNN
+on CPU) and IndRNN (Li et al. 2018, arXiv 1803.04831)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from seqbench.errors import UsageError
+from seqbench.models.base import Backbone, ModelArgs
+from seqbench.ops.indrnn import indrnn
+
+
+class TorchRecurrent(Backbone):
+    """rnn: h_t = φ(W h_{t-1} + U x_t + b), φ = tanh or relu; lstm, gru: the usual gated cells.
+
+    Multi-layer via torch.nn's `num_layers`. The recurrent matrices are `weight_hh_l{k}`
+    (LSTM gates packed i, f, g, o; GRU r, z, n).
+    """
+
+    recurrent = True
+
+    def __init__(self, kind: str, in_dim: int, args: ModelArgs):
+        super().__init__()
+        if kind == "rnn" and args.nonlinearity not in ("tanh", "relu"):
+            raise UsageError(f"rnn nonlinearity must be tanh or relu, got {args.nonlinearity!r}")
+        cls = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}[kind]
+        kw = {"nonlinearity": args.nonlinearity} if kind == "rnn" else {}
+        self.kind = kind
+        self.rnn = cls(
+            in_dim,
+            args.hidden,
+            num_layers=args.layers,
+            batch_first=True,
+            dropout=args.dropout if args.layers > 1 else 0.0,
+            **kw,
+        )
+        self.out_dim = args.hidden
+        self.forget_bias = args.forget_bias
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.rnn.reset_parameters()
+        if self.kind == "lstm" and self.forget_bias:
+            H = self.out_dim
+            with torch.no_grad():
+                for name, p in self.rnn.named_parameters():
+                    if name.startswith("bias_ih"):
+                        p[H : 2 * H].fill_(self.forget_bias)  # gate order i, f, g, o
+                    elif name.startswith("bias_hh"):
+                        p[H : 2 * H].zero_()
+
+    def recurrent_weights(self) -> dict[str, torch.Tensor]:
+        return {n: p for n, p in self.rnn.named_parameters() if n.startswith("weight_hh")}
+
+    def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
+        y, state = self.rnn(x, state)  # (B, T, H)
+        return y, state
+
+
+def indrnn_bounds(seq_len: int, magnitude: float) -> tuple[float, float]:
+    """(u_min, u_max) = ((1/M)^(1/T), M^(1/T)): a gradient over T steps stays within [1/M, M]."""
+    T = max(int(seq_len), 1)
+    return (1.0 / magnitude) ** (1.0 / T), magnitude ** (1.0 / T)
+
+
+class IndRNNLayer(nn.Module):
+    """h_t = relu(W x_t + b + u ⊙ h_{t-1}); W x_t for all t is one matmul, then the element-wise
+    recurrence. u and the state are fp32 (2^(1/5000) - 1 is below bf16 resolution)."""
+
+    def __init__(self, in_dim: int, hidden: int, u_min: float, u_max: float, last: bool, backend):
+        super().__init__()
+        self.proj = nn.Linear(in_dim, hidden)
+        self.u = nn.Parameter(torch.empty(hidden, dtype=torch.float32))
+        self.u_min, self.u_max, self.last, self.backend = u_min, u_max, last, backend
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.normal_(self.proj.weight, 0.0, 0.001)
+        nn.init.zeros_(self.proj.bias)
+        # The last layer starts near 1 (U(u_min, u_max)): without it T = 5000 fails (Li et al.).
+        low = self.u_min if self.last else 0.0
+        with torch.no_grad():
+            self.u.uniform_(low, self.u_max)
+
+    def forward(self, x: torch.Tensor, h0: torch.Tensor | None) -> torch.Tensor:
+        pre = self.proj(x)  # (B, T, H)
+        u = self.u.clamp(-self.u_max, self.u_max)
+        return indrnn(pre, u, h0, backend=self.backend)  # (B, T, H)
+
+
+class IndRNN(Backbone):
+    """Stacked IndRNN layers; `deep` adds batch norm and a residual connection per layer (the
+    ResNet-like deep IndRNN). State: a tuple of per-layer (B, H) tensors."""
+
+    recurrent = True
+
+    def __init__(self, in_dim: int, args: ModelArgs):
+        super().__init__()
+        u_min, u_max = indrnn_bounds(args.seq_len, args.magnitude)
+        H = args.hidden
+        self.layers = nn.ModuleList(
+            IndRNNLayer(
+                in_dim if i == 0 else H, H, u_min, u_max, i == args.layers - 1, args.backend
+            )
+            for i in range(args.layers)
+        )
+        self.norms = nn.ModuleList(
+            nn.BatchNorm1d(H) for _ in range(args.layers if args.deep else 0)
+        )
+        self.deep = args.deep
+        self.dropout = nn.Dropout(args.dropout)
+        self.out_dim = H
+        self.u_max = u_max
+
+    def recurrent_weights(self) -> dict[str, torch.Tensor]:
+        return {f"u_l{i}": layer.u for i, layer in enumerate(self.layers)}
+
+    def constrain_(self) -> None:
+        with torch.no_grad():
+            for layer in self.layers:
+                layer.u.clamp_(-self.u_max, self.u_max)
+
+    def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
+        states = []
+        h = x
+        for i, layer in enumerate(self.layers):
+            out = layer(h, None if state is None else state[i])  # (B, T, H) fp32
+            states.append(out[:, -1])
+            if self.deep:
+                out = self.norms[i](out.transpose(1, 2)).transpose(1, 2)
+                if out.shape == h.shape:
+                    out = out + h
+            h = self.dropout(out)
+        return h, tuple(states)
+
+
+def spectral_clip_(w: torch.Tensor, lam: float) -> float:
+    """Clamp the singular values of w to at most lam, in place; return the new spectral norm."""
+    with torch.no_grad():
+        U, S, Vh = torch.linalg.svd(w.double(), full_matrices=False)
+        S = S.clamp(max=lam)
+        w.copy_((U * S) @ Vh)
+        return float(S.max()) if S.numel() else 0.0
+
+
+def spectral_norm(w: torch.Tensor) -> float:
+    with torch.no_grad():
+        return float(torch.linalg.matrix_norm(w.double(), ord=2))
+
+
+def spectral_radius(w: torch.Tensor) -> float:
+    with torch.no_grad():
+        return float(torch.linalg.eigvals(w.double()).abs().max())
+
+
+__all__ = [
+    "IndRNN",
+    "TorchRecurrent",
+    "indrnn_bounds",
+    "spectral_clip_",
+    "spectral_norm",
+    "spectral_radius",
+]

@@ -1,0 +1,54 @@
+"""The truncated ("window") model of a recurrent network (Miller & Hardt 2019, arXiv 1805.10369):
+y_t = f(x_{t-k+1..t}, h = 0), the recurrent model run from a zero state on only the last k
+inputs. For a λ-contractive model it differs from the full model by O(λ^k)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from seqbench.errors import UsageError
+from seqbench.models.base import Backbone, ModelArgs
+
+
+class Window(Backbone):
+    """Evaluates a recurrent backbone on every length-k window at once.
+
+    Positions t < k see fewer than k inputs, so there the truncated model *is* the full model
+    from a zero state; the rest are unfolded into (B·(T-k+1), k, D) windows and run as one batch.
+    """
+
+    def __init__(self, in_dim: int, args: ModelArgs, make_base):
+        super().__init__()
+        if args.base == "window":
+            raise UsageError("window: base must be a recurrent model, not 'window'")
+        self.base = make_base(args.base, in_dim, args.with_(k=None))
+        if not self.base.recurrent:
+            raise UsageError(
+                f"window: base must be recurrent (rnn, lstm, gru, indrnn), got {args.base!r}"
+            )
+        self.k = args.k if args.k is not None else min(args.seq_len, 32)
+        self.out_dim = self.base.out_dim
+
+    @property
+    def receptive_field(self) -> float:
+        return self.k
+
+    def recurrent_weights(self) -> dict[str, torch.Tensor]:
+        return self.base.recurrent_weights()
+
+    def constrain_(self) -> None:
+        self.base.constrain_()
+
+    def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
+        B, T, D = x.shape
+        k = self.k
+        head, _ = self.base(x[:, : min(k - 1, T)])  # (B, min(k-1,T), H): full = truncated here
+        if k > T:
+            return head, None
+        windows = x.unfold(1, k, 1)  # (B, T-k+1, D, k)
+        windows = windows.permute(0, 1, 3, 2).reshape(-1, k, D)  # (B·(T-k+1), k, D)
+        ys, _ = self.base(windows)  # (B·(T-k+1), k, H)
+        tail = ys[:, -1].reshape(B, T - k + 1, -1)  # (B, T-k+1, H)
+        return torch.cat([head, tail], dim=1), None

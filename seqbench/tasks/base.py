@@ -1,0 +1,159 @@
+"""The task protocol: data for a seed, a loss, a metric and a trivial baseline.
+
+Every task is deterministic for its seed: it draws from private ``torch.Generator`` objects,
+never the global RNG. Inputs are batch-first: float (B, T, D), or token ids (B, T) when
+``vocab`` is set (the model then embeds them to ``in_dim``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+SPLITS = ("train", "valid", "test")
+
+
+@dataclass(frozen=True)
+class TaskArgs:
+    """seq_len T; seed; marker (adding: uniform | halves); subset (real data: first N examples
+    per split, or N chorales); path (text); lam (teacher spectral norm); eval_size (synthetic
+    valid/test set size, and the cap on evaluated sequences for big real splits)."""
+
+    seq_len: int | None = None
+    seed: int = 0
+    marker: str = "uniform"
+    subset: int | None = None
+    path: str | None = None
+    lam: float = 0.9
+    eval_size: int = 1000
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def cache_dir() -> Path:
+    """Where parsed datasets are cached: $SEQBENCH_CACHE, else ~/.cache/seqbench."""
+    d = Path(os.environ.get("SEQBENCH_CACHE", Path.home() / ".cache" / "seqbench"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def generator(seed: int, stream: int = 0) -> torch.Generator:
+    """A private generator for (seed, stream): streams keep train/valid/test draws apart."""
+    g = torch.Generator()
+    g.manual_seed(seed * 1_000_003 + stream)
+    return g
+
+
+class Task:
+    """Subclasses set the class attributes and implement `sample` or `split_tensors`."""
+
+    name: str
+    description: str
+    metric: str  # e.g. "mse", "acc", "bpc"
+    higher_is_better: bool = False
+    readout: Literal["all", "last"] = "last"
+    in_dim: int
+    out_dim: int
+    vocab: int | None = None
+    default_seq_len: int | None = None
+    synthetic: bool = False
+    baseline_note: str = "-"  # how the trivial baseline is defined, for `seqbench tasks`
+
+    def __init__(self, args: TaskArgs):
+        self.args = args
+        self.seq_len = args.seq_len if args.seq_len is not None else self.default_seq_len
+
+    # -- data -----------------------------------------------------------------------------
+    def train_batch(self, batch_size: int, gen: torch.Generator) -> tuple[torch.Tensor, Any]:
+        """A training batch drawn with `gen` (fresh data for synthetic tasks)."""
+        raise NotImplementedError
+
+    def eval_batches(self, split: str, batch_size: int) -> Iterator[tuple[torch.Tensor, Any]]:
+        """The fixed valid or test set, in order."""
+        raise NotImplementedError
+
+    # -- objective ------------------------------------------------------------------------
+    def loss(self, out: torch.Tensor, y: Any) -> torch.Tensor:
+        raise NotImplementedError
+
+    def metric_sums(self, out: torch.Tensor, y: Any) -> tuple[float, float, float]:
+        """(sum of loss, sum of metric, count) over a batch, so that splits average exactly."""
+        raise NotImplementedError
+
+    def finish_metric(self, loss_mean: float, metric_mean: float) -> float:
+        return metric_mean
+
+    def baseline(self) -> float | None:
+        """The metric of the trivial predictor (DOMAIN.md §3), or None where there is none."""
+        return None
+
+    # -- helpers --------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self, predict, split: str, batch_size: int = 256) -> dict[str, float]:
+        """Mean loss and metric of `predict(x) -> out` over a split."""
+        tot_l = tot_m = n = 0.0
+        for x, y in self.eval_batches(split, batch_size):
+            out = predict(x)
+            l_sum, m_sum, cnt = self.metric_sums(out, to_device(y, out.device))
+            tot_l, tot_m, n = tot_l + l_sum, tot_m + m_sum, n + cnt
+        loss = tot_l / max(n, 1)
+        return {"loss": loss, "metric": self.finish_metric(loss, tot_m / max(n, 1))}
+
+
+def to_device(y: Any, device) -> Any:
+    if isinstance(y, torch.Tensor):
+        return y.to(device)
+    return type(y)(to_device(v, device) for v in y)
+
+
+class TensorTask(Task):
+    """A task whose splits are fixed tensors (x, y) with classification over the last step."""
+
+    metric = "acc"
+    higher_is_better = True
+    baseline_note = "chance: 10%"
+
+    def split_tensors(self, split: str) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    @property
+    def n_train(self) -> int:
+        return self.split_tensors("train")[0].shape[0]
+
+    def train_batch(self, batch_size, gen):
+        x, y = self.split_tensors("train")
+        idx = torch.randint(0, x.shape[0], (batch_size,), generator=gen)
+        return x[idx], y[idx]
+
+    def eval_batches(self, split, batch_size):
+        x, y = self.split_tensors(split)
+        for i in range(0, x.shape[0], batch_size):
+            yield x[i : i + batch_size], y[i : i + batch_size]
+
+    def loss(self, out, y):
+        return torch.nn.functional.cross_entropy(out, y)
+
+    def metric_sums(self, out, y):
+        ce = torch.nn.functional.cross_entropy(out, y, reduction="sum")
+        correct = (out.argmax(-1) == y).sum()
+        return float(ce), float(correct), float(y.shape[0])
+
+    def baseline(self):
+        return 1.0 / self.out_dim
+
+
+def seeded_split(n: int, seed: int, fractions=(0.6, 0.2, 0.2)) -> dict[str, torch.Tensor]:
+    """Disjoint index sets for train/valid/test from one seeded permutation."""
+    perm = torch.randperm(n, generator=generator(seed, 99))
+    a = round(fractions[0] * n)
+    b = a + round(fractions[1] * n)
+    return {"train": perm[:a], "valid": perm[a:b], "test": perm[b:]}
+
+
+def nats_to_bits(x: float) -> float:
+    return x / math.log(2)

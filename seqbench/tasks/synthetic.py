@@ -1,0 +1,177 @@
+"""Synthetic tasks with fresh training data every batch: adding, copy memory, teacher RNN."""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+
+import torch
+
+from seqbench.errors import UsageError
+from seqbench.tasks.base import Task, TaskArgs, generator
+
+
+class SyntheticTask(Task):
+    """Valid and test are fixed sets of `eval_size` sequences from their own generator streams."""
+
+    synthetic = True
+
+    def sample(self, n: int, gen: torch.Generator):
+        raise NotImplementedError
+
+    def train_batch(self, batch_size, gen):
+        return self.sample(batch_size, gen)
+
+    @cached_property
+    def _eval_sets(self):
+        return {
+            split: self.sample(self.args.eval_size, generator(self.args.seed, stream))
+            for split, stream in (("valid", 1), ("test", 2))
+        }
+
+    def eval_batches(self, split, batch_size):
+        x, y = self._eval_sets[split]
+        for i in range(0, x.shape[0], batch_size):
+            yield x[i : i + batch_size], y[i : i + batch_size]
+
+
+class Adding(SyntheticTask):
+    """Two channels: values U(0,1) and a marker channel with two 1s; the target is the sum of the
+    two marked values. Markers uniform over distinct positions (Bai et al.) or one in each half
+    (IndRNN, uRNN). Predicting 1 scores Var(a + b) = 1/6."""
+
+    name = "adding"
+    description = "adding problem: sum the two marked values (MSE)"
+    metric = "mse"
+    in_dim, out_dim = 2, 1
+    default_seq_len = 100
+    baseline_note = "predict 1: 1/6 ≈ 0.1667"
+
+    def __init__(self, args: TaskArgs):
+        super().__init__(args)
+        if args.marker not in ("uniform", "halves"):
+            raise UsageError(f"adding: marker must be uniform or halves, got {args.marker!r}")
+        if self.seq_len < 2:
+            raise UsageError(f"adding needs seq_len >= 2, got {self.seq_len}")
+
+    def sample(self, n, gen):
+        T = self.seq_len
+        values = torch.rand(n, T, generator=gen)  # (n, T)
+        if self.args.marker == "halves":
+            half = T // 2
+            first = torch.randint(0, half, (n,), generator=gen)
+            second = torch.randint(half, T, (n,), generator=gen)
+        else:
+            first = torch.randint(0, T, (n,), generator=gen)
+            # a distinct second position: shift by 1..T-1 around the circle
+            second = (first + torch.randint(1, T, (n,), generator=gen)) % T
+        marks = torch.zeros(n, T)
+        rows = torch.arange(n)
+        marks[rows, first] = 1.0
+        marks[rows, second] = 1.0
+        x = torch.stack([values, marks], dim=-1)  # (n, T, 2)
+        y = (values * marks).sum(1, keepdim=True)  # (n, 1)
+        return x, y
+
+    def loss(self, out, y):
+        return torch.nn.functional.mse_loss(out, y)
+
+    def metric_sums(self, out, y):
+        se = float(((out - y) ** 2).sum())
+        return se, se, float(y.numel())
+
+    def baseline(self):
+        return 1.0 / 6.0
+
+
+class CopyMemory(SyntheticTask):
+    """Copy memory (Bai et al.): 10 symbols from {1..8}, T-1 blanks (0), the delimiter 9, then 10
+    blanks: input length T+20. The output must be blank everywhere except the last 10 steps,
+    which reproduce the symbols. Cross-entropy averaged over all T+20 steps, so a memoryless
+    model that outputs blanks and then guesses scores 10·ln 8 / (T+20)."""
+
+    name = "copy"
+    description = "copy memory: recall 10 symbols after T blanks (cross-entropy)"
+    metric = "ce"
+    readout = "all"
+    in_dim, out_dim, vocab = 16, 10, 10
+    default_seq_len = 100
+    baseline_note = "memoryless: 10·ln 8/(T+20)"
+
+    def __init__(self, args: TaskArgs):
+        super().__init__(args)
+        if self.seq_len < 1:
+            raise UsageError(f"copy needs seq_len >= 1, got {self.seq_len}")
+
+    def sample(self, n, gen):
+        T = self.seq_len
+        symbols = torch.randint(1, 9, (n, 10), generator=gen)
+        x = torch.zeros(n, T + 20, dtype=torch.long)
+        x[:, :10] = symbols
+        x[:, T + 9] = 9
+        y = torch.zeros(n, T + 20, dtype=torch.long)
+        y[:, -10:] = symbols
+        return x, y  # (n, T+20) ids each
+
+    def loss(self, out, y):
+        return torch.nn.functional.cross_entropy(out.reshape(-1, self.out_dim), y.reshape(-1))
+
+    def metric_sums(self, out, y):
+        ce = torch.nn.functional.cross_entropy(
+            out.reshape(-1, self.out_dim), y.reshape(-1), reduction="sum"
+        )
+        return float(ce), float(ce), float(y.numel())
+
+    def baseline(self):
+        return 10 * math.log(8) / (self.seq_len + 20)
+
+
+class Teacher(SyntheticTask):
+    """A random teacher RNN h_t = tanh(W h_{t-1} + U x_t), y_t = v·h_t with W = λ·Q, Q orthogonal,
+    so ‖W‖₂ = λ exactly (stable for λ < 1). Inputs x_t ~ N(0, 1); the student regresses y_t.
+    The baseline is the MSE of predicting the test set's mean."""
+
+    name = "teacher"
+    description = "regress a random teacher RNN with spectral norm λ (MSE)"
+    metric = "mse"
+    readout = "all"
+    in_dim, out_dim = 4, 1
+    default_seq_len = 100
+    teacher_hidden = 32
+    baseline_note = "predict the mean: Var(y)"
+
+    def __init__(self, args: TaskArgs):
+        super().__init__(args)
+        if args.lam <= 0:
+            raise UsageError(f"teacher: lam must be positive, got {args.lam}")
+        g = generator(args.seed, 7)
+        H = self.teacher_hidden
+        q, _ = torch.linalg.qr(torch.randn(H, H, generator=g, dtype=torch.float64))
+        self.W = (args.lam * q).float()  # (H, H), spectral norm λ
+        self.U = torch.randn(H, self.in_dim, generator=g) / math.sqrt(self.in_dim)
+        self.v = torch.randn(H, generator=g) / math.sqrt(H)
+
+    @torch.no_grad()
+    def run_teacher(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.zeros(x.shape[0], self.teacher_hidden)
+        ys = []
+        drive = x @ self.U.T  # (n, T, H)
+        for t in range(x.shape[1]):
+            h = torch.tanh(h @ self.W.T + drive[:, t])
+            ys.append(h @ self.v)
+        return torch.stack(ys, dim=1)[..., None]  # (n, T, 1)
+
+    def sample(self, n, gen):
+        x = torch.randn(n, self.seq_len, self.in_dim, generator=gen)
+        return x, self.run_teacher(x)
+
+    def loss(self, out, y):
+        return torch.nn.functional.mse_loss(out, y)
+
+    def metric_sums(self, out, y):
+        se = float(((out - y) ** 2).sum())
+        return se, se, float(y.numel())
+
+    def baseline(self):
+        y = self._eval_sets["test"][1]
+        return float(((y - y.mean()) ** 2).mean())

@@ -1,0 +1,295 @@
+"""One model-agnostic training loop; everything that varies comes in through the config, the
+model (TBPTT for recurrent backbones) and small callbacks (progress display).
+
+Outcomes, all recorded in the store:
+- completed: summaries written, test metric taken at the best valid checkpoint;
+- diverged: the loss became nan/inf; the step is stored as `diverged_step`;
+- failed: an exception; its traceback goes to `runs.error` and RunFailedError is raised;
+- interrupted: Ctrl-C; what was logged so far is kept and KeyboardInterrupt propagates.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import resource
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from seqbench import environment
+from seqbench.config import RunConfig
+from seqbench.errors import RunFailedError, UsageError
+from seqbench.models import build_model, fit_hidden
+from seqbench.models.base import ModelArgs, count_params
+from seqbench.store.models import utcnow
+from seqbench.store.store import Store
+from seqbench.tasks import make_task
+from seqbench.tasks.base import TaskArgs, generator, to_device
+from seqbench.train import stability
+
+LOG_EVERY = 10  # train_loss / grad_norm are logged every this many steps
+
+
+@dataclass
+class Progress:
+    """Callbacks the loop calls; the CLI passes one that draws a rich progress bar."""
+
+    on_start: Callable[[int], None] = lambda total: None
+    on_step: Callable[[int, float], None] = lambda step, loss: None
+    on_eval: Callable[[int, dict[str, float]], None] = lambda step, ev: None
+    on_end: Callable[[], None] = lambda: None
+
+
+@dataclass
+class TrainOutcome:
+    run_id: int
+    status: str
+    summaries: dict[str, float] = field(default_factory=dict)
+    config: RunConfig | None = None
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA GPU is available here (use --device cpu)")
+    return torch.device(name)
+
+
+def task_args(cfg: RunConfig) -> TaskArgs:
+    return TaskArgs(
+        seq_len=cfg.seq_len,
+        seed=cfg.seed,
+        marker=cfg.marker,
+        subset=cfg.subset,
+        path=cfg.path,
+        lam=cfg.teacher_lam,
+        eval_size=cfg.eval_size,
+    )
+
+
+def model_args(cfg: RunConfig, seq_len: int) -> ModelArgs:
+    return ModelArgs(
+        hidden=cfg.hidden,
+        layers=cfg.layers,
+        k=cfg.k,
+        seq_len=seq_len,
+        dropout=cfg.dropout,
+        kernel_size=cfg.kernel_size,
+        levels=cfg.levels,
+        nonlinearity=cfg.nonlinearity,
+        base=cfg.base,
+        magnitude=cfg.magnitude,
+        deep=cfg.deep,
+        heads=cfg.heads,
+        backend=cfg.backend,
+        forget_bias=cfg.forget_bias,
+    )
+
+
+def prepare(cfg: RunConfig):
+    """Build task and model from a config (validating everything a user can get wrong), and
+    return the config with the derived values filled in: T, the fitted width, the steps."""
+    device = resolve_device(cfg.device)
+    task = make_task(cfg.task, task_args(cfg))
+    cfg = replace(cfg, seq_len=task.seq_len)
+    if cfg.params is not None:
+        cfg = replace(
+            cfg, hidden=fit_hidden(cfg.model, task, model_args(cfg, task.seq_len), cfg.params)
+        )
+    if cfg.epochs is not None:
+        n_train = getattr(task, "n_train", None)
+        if n_train is None:
+            raise UsageError(
+                f"--epochs needs a task with a fixed training set; {cfg.task} draws "
+                "fresh data every batch: use --steps"
+            )
+        cfg = replace(cfg, steps=cfg.epochs * math.ceil(n_train / cfg.batch_size))
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.model, task, model_args(cfg, task.seq_len)).to(device)
+    return cfg, task, model, device
+
+
+def make_optimizer(cfg: RunConfig, params) -> torch.optim.Optimizer:
+    if cfg.optimizer == "adam":
+        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    if cfg.optimizer == "rmsprop":
+        return torch.optim.RMSprop(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    return torch.optim.SGD(params, lr=cfg.lr, momentum=0.9, weight_decay=cfg.weight_decay)
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def train(
+    cfg: RunConfig,
+    store: Store,
+    *,
+    progress: Progress | None = None,
+    sweep_id: int | None = None,
+    checkpoint_dir: str | Path = "checkpoints",
+) -> TrainOutcome:
+    """Train one run end to end and record it in `store`. Bad configs raise before any row is
+    written; once the run row exists, every outcome is recorded on it."""
+    progress = progress or Progress()
+    cfg, task, model, device = prepare(cfg)
+    n_params = count_params(model)
+    run = store.create_run(
+        kind="train",
+        status="running",
+        model=cfg.model,
+        task=cfg.task,
+        k=cfg.k,
+        seq_len=cfg.seq_len,
+        seed=cfg.seed,
+        config=cfg.to_dict(),
+        config_hash=cfg.config_hash(),
+        sweep_id=sweep_id,
+        environment=environment.capture(str(device)),
+        tags=cfg.tags or None,
+        n_params=n_params,
+        started_at=utcnow(),
+        heartbeat_at=utcnow(),
+    )
+    buffer: list[tuple[str, int, float]] = []
+    t0 = time.perf_counter()
+
+    def finish(status: str, summaries: dict[str, float], error: str | None = None):
+        store.log_metrics(run.id, buffer)
+        buffer.clear()
+        wall = time.perf_counter() - t0
+        summaries = {**summaries, "wall_seconds": wall}
+        store.set_summaries(run.id, summaries)
+        store.update_run(
+            run.id, status=status, finished_at=utcnow(), wall_seconds=wall, error=error
+        )
+        return TrainOutcome(run.id, status, summaries, cfg)
+
+    try:
+        return _loop(
+            cfg, task, model, device, store, run.id, buffer, progress, finish, checkpoint_dir
+        )
+    except KeyboardInterrupt:
+        finish("interrupted", {})
+        raise
+    except Exception as e:
+        finish("failed", {}, traceback.format_exc())
+        raise RunFailedError(f"run {run.id} failed: {type(e).__name__}: {e}") from e
+    finally:
+        progress.on_end()
+
+
+def _loop(cfg, task, model, device, store, run_id, buffer, progress, finish, checkpoint_dir):
+    opt = make_optimizer(cfg, model.parameters())
+    sched = (
+        torch.optim.lr_scheduler.StepLR(opt, cfg.lr_decay_every, gamma=cfg.lr_decay)
+        if cfg.lr_decay_every
+        else None
+    )
+    gen = generator(cfg.seed, 3)
+    steps = cfg.steps
+    eval_every = cfg.eval_every or max(steps // 10, 1)
+    tbptt = cfg.k if model.recurrent else None
+    higher = task.higher_is_better
+    best = {"metric": None, "state": None, "step": 0}
+    last_valid = math.nan
+    train_time = 0.0
+
+    def evaluate(split):
+        model.eval()
+        ev = task.evaluate(lambda x: model(x.to(device)), split, cfg.eval_batch_size)
+        model.train()
+        return ev
+
+    progress.on_start(steps)
+    model.train()
+    loss_v = math.nan
+    for step in range(1, steps + 1):
+        t_step = time.perf_counter()
+        x, y = task.train_batch(cfg.batch_size, gen)
+        x, y = x.to(device), to_device(y, device)
+        out = model(x, tbptt=tbptt)
+        loss = task.loss(out, y)
+        loss_v = float(loss.detach())
+        if not math.isfinite(loss_v):
+            buffer.append(("train_loss", step, loss_v))
+            return finish(
+                "diverged", {"diverged_step": step, "final_train_loss": loss_v, "steps": step}
+            )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip or math.inf)
+        opt.step()
+        if sched:
+            sched.step()
+        model.constrain_()
+        if cfg.stable:
+            stability.project_(model, cfg.lam)
+        train_time += time.perf_counter() - t_step
+        if step % LOG_EVERY == 0 or step == 1:
+            buffer += [("train_loss", step, loss_v), ("grad_norm", step, float(gnorm))]
+        progress.on_step(step, loss_v)
+
+        if step % eval_every == 0 or step == steps:
+            ev = evaluate("valid")
+            last_valid = ev["metric"]
+            buffer += [("valid_loss", step, ev["loss"]), ("valid_metric", step, ev["metric"])]
+            bound = stability.achieved_bound(model)
+            if bound is not None:
+                buffer.append(("stability_bound", step, bound))
+            if math.isfinite(last_valid) and (
+                best["metric"] is None
+                or (last_valid > best["metric"] if higher else last_valid < best["metric"])
+            ):
+                best = {
+                    "metric": last_valid,
+                    "state": copy.deepcopy(model.state_dict()),
+                    "step": step,
+                }
+            store.log_metrics(run_id, buffer)
+            buffer.clear()
+            store.heartbeat(run_id)
+            progress.on_eval(step, ev)
+
+    if best["state"] is not None:
+        model.load_state_dict(best["state"])
+    test = evaluate("test")
+    summaries = {
+        "test_metric": test["metric"],
+        "test_loss": test["loss"],
+        f"test_{task.metric}": test["metric"],
+        "best_valid_metric": best["metric"] if best["metric"] is not None else math.nan,
+        "best_step": best["step"],
+        "final_valid_metric": last_valid,
+        "final_train_loss": loss_v,
+        "steps": steps,
+        "throughput": steps * cfg.batch_size / max(train_time, 1e-9),
+        "peak_memory_mb": peak_memory_mb(device),
+        "n_params": count_params(model),
+    }
+    bound = stability.achieved_bound(model)
+    if bound is not None:
+        summaries["stability_bound"] = bound
+    baseline = task.baseline()
+    if baseline is not None:
+        summaries["baseline"] = baseline
+    if cfg.save_checkpoint:
+        path = Path(checkpoint_dir) / f"run-{run_id}.pt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({"config": cfg.to_dict(), "state_dict": model.state_dict()}, path)
+        store.update_run(run_id, checkpoint=str(path.resolve()))
+    return finish("completed", summaries)
+
+
+def load_checkpoint(path: str | Path, map_location="cpu") -> dict[str, Any]:
+    """Load a checkpoint written by train(); weights only (no pickled code is executed)."""
+    return torch.load(path, map_location=map_location, weights_only=True)

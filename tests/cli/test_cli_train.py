@@ -1,0 +1,81 @@
+import json
+
+import pytest
+
+from seqbench.store.store import open_store
+
+FAST = ["--seq-len", "20", "--steps", "20", "--hidden", "8", "--set", "eval_size=32", "--quiet"]
+
+
+def test_train_prints_one_summary_line_and_saves_the_run(cli, tmp_path):
+    result = cli("train", "--model", "gru", "--task", "adding", "--tag", "owner=me", *FAST)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("run 1 completed: test mse ")
+    assert "(baseline 0.1667)" in result.stdout
+    data = json.loads(cli("runs", "--format", "json").stdout)
+    assert data[0]["model"] == "gru" and data[0]["status"] == "completed"
+    shown = json.loads(cli("show", "1", "--format", "json").stdout)
+    assert shown["tags"] == {"owner": "me"} and shown["config.steps"] == 20
+
+
+def test_progress_bar_goes_to_stderr(cli):
+    args = [a for a in FAST if a != "--quiet"]
+    result = cli("train", "-m", "rnn", "-t", "adding", *args)
+    assert result.exit_code == 0
+    assert "train" in result.stderr and "run 1 completed" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "msg"),
+    [
+        (["--lr", "0"], "lr must be positive"),
+        (["--steps", "-5"], "steps must be positive"),
+        (["--batch-size", "0"], "batch_size must be positive"),
+        (["--clip", "-1"], "clip must be positive"),
+        (["--set", "bogus=1"], "unknown config field 'bogus'"),
+        (["--set", "hidden"], "--set expects key=value"),
+        (["--config", "missing.toml"], "config file 'missing.toml' not found"),
+        (["--model", "lstn"], "Did you mean 'lstm'?"),
+    ],
+)
+def test_bad_input_is_one_line_and_leaves_no_run(cli, tmp_path, args, msg):
+    base = ["train", "--model", "rnn", "--task", "adding", *FAST]
+    if "--model" in args:
+        base = ["train", "--task", "adding", *FAST]
+    result = cli(*base, *args)
+    assert result.exit_code in (1, 2), result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:") and msg in lines[0]
+    store = open_store(tmp_path / "seqbench.db")
+    assert store.list_runs() == []
+
+
+def test_device_cuda_without_gpu(cli):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    result = cli("train", "-m", "rnn", "-t", "adding", *FAST, "--device", "cuda")
+    assert result.exit_code == 2 and "no CUDA GPU" in result.stderr
+
+
+def test_diverged_run_exits_non_zero(cli):
+    result = cli("train", "-m", "rnn", "-t", "adding", *FAST, "--lr", "1e12",
+                 "--optimizer", "sgd", "--set", "nonlinearity=relu", "--steps", "200")  # fmt: skip
+    assert result.exit_code == 1 and "diverged at step" in result.stderr
+    data = json.loads(cli("runs", "--format", "json").stdout)
+    assert data[0]["status"] == "diverged"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "markdown", "table"])
+def test_models_and_tasks_listings(cli, fmt):
+    models = cli("models", "--format", fmt)
+    tasks = cli("tasks", "--format", fmt)
+    assert models.exit_code == 0 and tasks.exit_code == 0
+    for name in ("rnn", "lstm", "gru", "indrnn", "tcn", "gcnn", "window", "transformer"):
+        assert name in models.stdout
+    for name in ("adding", "copy", "digits", "chorales", "ptb-char", "teacher"):
+        assert name in tasks.stdout
+    if fmt == "json":
+        rows = {r["model"]: r for r in json.loads(models.stdout)}
+        assert rows["rnn"]["params"] == 128 * 2 + 128 * 128 + 2 * 128 + 128 + 1

@@ -1,0 +1,192 @@
+import math
+
+import pytest
+import torch
+
+from seqbench.errors import UnknownNameError, UsageError
+from seqbench.models import MODELS, build_model, fit_hidden, make_backbone
+from seqbench.models.base import ModelArgs, count_params
+from seqbench.models.conv import tcn_levels_for, tcn_receptive_field
+from seqbench.models.recurrent import indrnn_bounds
+from seqbench.tasks import make_task
+from seqbench.tasks.base import TaskArgs
+
+ALL = MODELS.names()
+
+
+@pytest.fixture(scope="module")
+def adding():
+    return make_task("adding", TaskArgs(seq_len=40))
+
+
+@pytest.fixture(scope="module")
+def teacher():
+    return make_task("teacher", TaskArgs(seq_len=40))
+
+
+def _model(name, task, **kw):
+    torch.manual_seed(0)
+    args = ModelArgs(seq_len=task.seq_len, **{"hidden": 16, **kw})
+    if name in ("window", "gcnn", "transformer") and "k" not in kw:
+        args = args.with_(k=8)
+    return build_model(name, task, args).eval()
+
+
+def _x(shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_shapes_for_both_readouts(name, adding, teacher):
+    m = _model(name, adding)
+    assert m(_x((3, 40, 2))).shape == (3, 1)
+    m = _model(name, teacher)
+    assert m(_x((3, 40, 4))).shape == (3, 40, 1)
+    assert m(_x((1, 1, 4))).shape == (1, 1, 1)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_causal(name, teacher):
+    m = _model(name, teacher)
+    x = _x((2, 40, 4))
+    x2 = x.clone()
+    x2[:, 25:] += 1.0  # perturb the future from t = 25 on
+    y, y2 = m(x), m(x2)
+    torch.testing.assert_close(y[:, :25], y2[:, :25], rtol=0, atol=1e-6)
+    assert not torch.allclose(y[:, 25:], y2[:, 25:])
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_gradients_reach_every_parameter(name, teacher):
+    m = _model(name, teacher, layers=2).train()
+    out = m(_x((4, 40, 4)))
+    out.pow(2).mean().backward()
+    for pname, p in m.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), pname
+        assert p.grad.abs().sum() > 0, f"{name}: no gradient reaches {pname}"
+
+
+def test_tbptt_cuts_the_gradient_at_chunk_boundaries(teacher):
+    m = _model("rnn", teacher)
+    x = _x((2, 40, 4)).requires_grad_()
+    out = m(x, tbptt=10)
+    out[:, -1].sum().backward()  # loss at the last step only
+    g = x.grad.abs().sum(dim=(0, 2))  # (T,)
+    assert (g[:30] == 0).all() and (g[30:] > 0).all()
+    # ...while the state is carried: the output differs from a fresh start at the last chunk
+    assert not torch.allclose(out[:, 30:], m(x[:, 30:].detach()))
+
+
+@pytest.mark.parametrize(("K", "L"), [(2, 1), (3, 3), (7, 8), (5, 4)])
+def test_tcn_receptive_field_formula_and_levels(K, L):
+    assert tcn_receptive_field(K, L) == 1 + 2 * (K - 1) * (2**L - 1)
+    rf = tcn_receptive_field(K, L)
+    assert tcn_levels_for(rf, K) == L and tcn_levels_for(rf + 1, K) == L + 1
+
+
+def test_tcn_output_is_independent_of_inputs_beyond_its_receptive_field(teacher):
+    m = _model("tcn", teacher, kernel_size=3, levels=2)  # rf = 1 + 2·2·3 = 13
+    rf = m.backbone.receptive_field
+    assert rf == 13
+    x = _x((1, 40, 4))
+    t = 39
+    far, near = x.clone(), x.clone()
+    far[:, t - rf] += 10.0  # lag rf: just outside
+    near[:, t - rf + 1] += 10.0  # lag rf - 1: just inside
+    assert torch.equal(m(x)[:, t], m(far)[:, t])
+    assert not torch.allclose(m(x)[:, t], m(near)[:, t])
+
+
+def test_tcn_k_chooses_levels(teacher):
+    m = _model("tcn", teacher, k=100, kernel_size=7)
+    assert m.backbone.receptive_field >= 100 and m.backbone.levels == 4
+    with pytest.raises(UsageError, match="not both"):
+        _model("tcn", teacher, k=100, levels=3)
+
+
+def test_tcn_init_takes_effect_through_weight_norm(teacher):
+    m = _model("tcn", teacher, hidden=64)
+    w = m.backbone.blocks[0].conv1.conv.weight  # the effective weight g·v/‖v‖
+    assert 0.007 < float(w.detach().std()) < 0.013
+
+
+def test_indrnn_bounds_and_init(teacher):
+    T = 1000
+    u_min, u_max = indrnn_bounds(T, 2.0)
+    assert u_max == pytest.approx(1.000693, abs=1e-6) and u_min == pytest.approx(2 ** (-1 / T))
+    m = build_model("indrnn", teacher, ModelArgs(seq_len=T, hidden=256, layers=3))
+    layers = m.backbone.layers
+    for layer in layers[:-1]:
+        assert float(layer.u.min()) >= 0 and float(layer.u.max()) <= u_max
+    assert float(layers[-1].u.min()) >= u_min and float(layers[-1].u.max()) <= u_max
+    assert float(layers[0].proj.weight.std()) == pytest.approx(0.001, rel=0.1)
+    assert layers[0].u.dtype == torch.float32
+    with torch.no_grad():
+        layers[0].u.fill_(5.0)
+    m.constrain_()
+    assert float(layers[0].u.max()) == pytest.approx(u_max)
+
+
+def test_lstm_forget_bias_init(teacher):
+    m = _model("lstm", teacher, forget_bias=10.0)
+    b = m.backbone.rnn.bias_ih_l0
+    assert torch.all(b[16:32] == 10.0) and not torch.all(b[:16] == 10.0)
+
+
+def test_recurrent_matrices_are_reachable(teacher):
+    w = _model("lstm", teacher, layers=2).backbone.recurrent_weights()
+    assert set(w) == {"weight_hh_l0", "weight_hh_l1"} and w["weight_hh_l0"].shape == (64, 16)
+    assert set(_model("indrnn", teacher, layers=2).backbone.recurrent_weights()) == {"u_l0", "u_l1"}
+
+
+@pytest.mark.parametrize("base", ["rnn", "lstm", "gru", "indrnn"])
+def test_window_is_the_truncated_model(base, teacher):
+    k = 6
+    m = _model("window", teacher, base=base, k=k)
+    x = _x((2, 20, 4))
+    feats, _ = m.backbone(x)
+    for t in (0, 3, 5, 6, 13, 19):
+        start = max(0, t - k + 1)
+        ref, _ = m.backbone.base(x[:, start : t + 1])  # fresh zero state on the last k inputs
+        torch.testing.assert_close(feats[:, t], ref[:, -1], rtol=1e-5, atol=1e-6)
+
+
+def test_window_with_k_at_least_t_equals_the_full_model(teacher):
+    m = _model("window", teacher, base="gru", k=50)
+    x = _x((2, 20, 4))
+    full, _ = m.backbone.base(x)
+    torch.testing.assert_close(m.backbone(x)[0], full)
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("target", [5_000, 40_000])
+def test_parameter_budget_lands_within_5_percent(name, target, teacher):
+    args = ModelArgs(seq_len=40, k=8)
+    h = fit_hidden(name, teacher, args, target)
+    n = count_params(build_model(name, teacher, args.with_(hidden=h)))
+    assert abs(n - target) <= 0.05 * target, (name, h, n)
+
+
+def test_unknown_model_lists_names_and_suggests():
+    with pytest.raises(UnknownNameError) as e:
+        MODELS.get("lstn")
+    assert "Did you mean 'lstm'?" in str(e.value) and "indrnn" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("kw", "msg"),
+    [
+        ({"k": 0}, "k must be positive"),
+        ({"hidden": 0}, "hidden must be"),
+        ({"seq_len": -1}, "seq_len"),
+    ],
+)
+def test_bad_model_args(kw, msg):
+    with pytest.raises(UsageError, match=msg):
+        make_backbone("tcn", 2, ModelArgs(**kw))
+
+
+def test_param_counts_are_finite_and_positive(adding):
+    for name in ALL:
+        n = count_params(_model(name, adding))
+        assert 0 < n < math.inf

@@ -1,0 +1,210 @@
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from seqbench import api
+from seqbench.errors import RunFailedError, SeqbenchError, UsageError
+from seqbench.store.store import open_store
+from seqbench.tasks.synthetic import Adding
+from seqbench.train.loop import load_checkpoint
+
+FAST = {"seq_len": 20, "steps": 30, "hidden": 16, "eval_size": 64}
+
+
+def _train(store, model="rnn", task="adding", **kw):
+    return api.train(model, task, db=store, **{**FAST, **kw})
+
+
+def test_completed_run_is_fully_recorded(store):
+    out = _train(store, "lstm", k=5)
+    assert out.status == "completed"
+    run = store.get_run(out.run_id)
+    assert run.status == "completed" and run.kind == "train" and run.k == 5
+    assert run.config["hidden"] == 16 and run.config["seq_len"] == 20
+    assert run.config_hash == out.config.config_hash() and len(run.config_hash) == 64
+    assert run.environment["torch"] == torch.__version__ and run.n_params > 0
+    s = store.summaries(out.run_id)
+    for key in (
+        "test_metric",
+        "test_mse",
+        "best_valid_metric",
+        "final_valid_metric",
+        "steps",
+        "throughput",
+        "peak_memory_mb",
+        "n_params",
+        "wall_seconds",
+        "baseline",
+    ):
+        assert key in s, key
+    assert s["baseline"] == pytest.approx(1 / 6) and s["steps"] == 30
+    keys = {k for k, _, _ in store.metrics(out.run_id)}
+    assert {"train_loss", "grad_norm", "valid_loss", "valid_metric"} <= keys
+    assert run.finished_at is not None and run.wall_seconds > 0
+
+
+def test_same_config_and_seed_give_identical_history(store):
+    a = _train(store, "gru", k=7, seed=3)
+    b = _train(store, "gru", k=7, seed=3)
+    c = _train(store, "gru", k=7, seed=4)
+    assert store.metrics(a.run_id) == store.metrics(b.run_id)
+    assert store.metrics(a.run_id) != store.metrics(c.run_id)
+    assert a.config.config_hash() == b.config.config_hash() != c.config.config_hash()
+
+
+def test_diverged_run_keeps_non_finite_values(store):
+    out = _train(store, "rnn", lr=1e12, optimizer="sgd", steps=200, nonlinearity="relu")
+    assert out.status == "diverged"
+    run = store.get_run(out.run_id)
+    assert run.status == "diverged"
+    s = store.summaries(out.run_id)
+    step = int(s["diverged_step"])
+    last = next(v for k, st, v in store.metrics(out.run_id, "train_loss") if st == step)
+    assert not math.isfinite(last) and not math.isfinite(s["final_train_loss"])
+
+
+def test_failed_run_stores_the_traceback(store, monkeypatch):
+    calls = {"n": 0}
+    real = Adding.loss
+
+    def flaky(self, out, y):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise RuntimeError("boom at step 5")
+        return real(self, out, y)
+
+    monkeypatch.setattr(Adding, "loss", flaky)
+    with pytest.raises(RunFailedError, match="RuntimeError: boom at step 5"):
+        _train(store)
+    (run,) = store.list_runs()
+    assert run.status == "failed" and "boom at step 5" in run.error
+    assert "Traceback" in run.error and run.finished_at is not None
+    assert [st for _, st, _ in store.metrics(run.id, "train_loss")] == [1]
+
+
+def test_ctrl_c_marks_the_run_interrupted_and_keeps_its_metrics(tmp_path):
+    db = tmp_path / "int.db"
+    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "train", "--model", "rnn",
+           "--task", "adding", "--seq-len", "20", "--steps", "100000", "--hidden", "8",
+           "--set", "eval_every=20", "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    store = open_store(db)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        runs = store.list_runs()
+        if runs and store.metrics(runs[0].id, "valid_metric"):
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    (run,) = store.list_runs()
+    assert run.status == "interrupted"
+    assert store.metrics(run.id, "valid_metric")
+    store.dispose()
+
+
+@pytest.mark.parametrize(
+    ("kw", "msg"),
+    [
+        ({"lr": 0}, "lr must be positive"),
+        ({"lr": -1e-3}, "lr must be positive"),
+        ({"steps": 0}, "steps must be positive"),
+        ({"batch_size": 0}, "batch_size must be positive"),
+        ({"clip": 0}, "clip must be positive"),
+        ({"optimizer": "lbfgs"}, "optimizer must be one of"),
+        ({"device": "tpu"}, "device must be one of"),
+        ({"nosuch": 1}, "unknown config field 'nosuch'"),
+        ({"k": 0}, "k must be positive"),
+        ({"seq_len": 0}, "seq_len must be positive"),
+        ({"hidden": -4}, "hidden must be positive"),
+    ],
+)
+def test_bad_config_fails_before_any_run_is_written(store, kw, msg):
+    with pytest.raises(SeqbenchError, match=msg):
+        _train(store, **kw)
+    assert store.list_runs() == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
+def test_cuda_without_a_gpu_is_refused(store):
+    with pytest.raises(UsageError, match="no CUDA GPU"):
+        _train(store, device="cuda")
+    assert store.list_runs() == []
+
+
+def test_k_for_a_model_that_cannot_use_it(store):
+    with pytest.raises(UsageError, match="not both"):
+        _train(store, "tcn", k=10, levels=2)
+    assert store.list_runs() == []
+
+
+def test_epochs_need_a_fixed_training_set(store):
+    with pytest.raises(UsageError, match="use --steps"):
+        _train(store, steps=None, epochs=1)
+    out = _train(store, "tcn", "digits", steps=None, epochs=1, batch_size=256, eval_size=100)
+    assert out.summaries["steps"] == math.ceil(1078 / 256)
+
+
+@pytest.mark.parametrize(("model", "lam"), [("rnn", 0.5), ("lstm", 0.8), ("indrnn", 0.9)])
+def test_stable_projection_bounds_the_recurrence(store, model, lam):
+    out = _train(store, model, stable=True, lam=lam, lr=0.05)
+    bounds = [v for _, _, v in store.metrics(out.run_id, "stability_bound")]
+    assert bounds and max(bounds) <= lam + 1e-6
+    assert out.summaries["stability_bound"] <= lam + 1e-6
+
+
+def test_unstable_rnn_is_free_to_exceed_the_bound(store):
+    out = _train(store, "rnn", lr=0.05, hidden=32)
+    assert out.summaries["stability_bound"] > 0.5
+
+
+def test_stable_is_refused_for_models_without_a_condition(store):
+    with pytest.raises(UsageError, match="--stable is defined for"):
+        _train(store, "gru", stable=True)
+
+
+def test_checkpoint_saved_and_loaded_weights_only(store, tmp_path):
+    out = _train(store, "indrnn", save_checkpoint=True)
+    run = store.get_run(out.run_id)
+    assert run.checkpoint and os.path.exists(run.checkpoint)
+    ck = load_checkpoint(run.checkpoint)
+    assert ck["config"]["model"] == "indrnn" and "backbone.layers.0.u" in ck["state_dict"]
+
+
+def test_parameter_budget(store):
+    out = _train(store, "lstm", hidden=None, params=20_000)
+    assert abs(out.summaries["n_params"] - 20_000) <= 1000
+    assert out.config.hidden == store.get_run(out.run_id).config["hidden"]
+
+
+def test_config_file_and_overrides(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text('hidden = 24\nlr = 0.01\nseq_len = 30\n[tags]\nowner = "me"\n')
+    cfg = api.make_config("gru", "adding", {"lr": 0.02}, str(f))
+    assert (cfg.hidden, cfg.lr, cfg.seq_len, cfg.tags) == (24, 0.02, 30, {"owner": "me"})
+    assert cfg.config_hash() == api.make_config("gru", "adding", {"lr": 0.02}, str(f)).config_hash()
+
+
+@pytest.mark.parametrize(
+    ("text", "msg"),
+    [("hidden = [", "does not parse"), ("bogus = 1", "unknown config field 'bogus'")],
+)
+def test_bad_config_file(tmp_path, text, msg):
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    with pytest.raises(SeqbenchError, match=msg):
+        api.make_config("gru", "adding", {}, str(f))
+
+
+def test_paper_defaults_apply_per_pair():
+    cfg = api.make_config("indrnn", "adding", {})
+    assert (cfg.layers, cfg.hidden, cfg.lr, cfg.clip) == (2, 128, 2e-4, 10.0)
+    cfg = api.make_config("tcn", "copy", {})
+    assert (cfg.optimizer, cfg.kernel_size, cfg.hidden) == ("rmsprop", 8, 10)
