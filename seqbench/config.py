@@ -76,7 +76,8 @@ class RunConfig:
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
-NOT_HASHED = {"tags", "save_checkpoint", "device"}
+# Where and how a run executes, not what it computes.
+NOT_HASHED = {"tags", "save_checkpoint", "device", "backend"}
 FIELDS = {f.name: f for f in fields(RunConfig)}
 
 # Where a family or a paper gives a default (DOMAIN.md §4), sized so that `seqbench train` with
@@ -237,6 +238,10 @@ def validate(cfg: RunConfig) -> None:
         raise UsageError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {cfg.optimizer!r}")
     if cfg.device not in DEVICES:
         raise UsageError(f"device must be one of {', '.join(DEVICES)}, got {cfg.device!r}")
+    from seqbench.ops.indrnn import BACKENDS
+
+    if cfg.backend not in BACKENDS:
+        raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, got {cfg.backend!r}")
     if not 0 <= cfg.dropout < 1:
         raise UsageError(f"dropout must be in [0, 1), got {cfg.dropout}")
     if cfg.stable and cfg.model not in STABLE_MODELS:

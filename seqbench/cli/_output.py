@@ -73,16 +73,17 @@ def render(
             out.write("| " + " | ".join(cells) + " |\n")
     else:
         from rich.console import Console
+        from rich.markup import escape
         from rich.table import Table
 
         if not rows:
             Console(file=out).print(f"[dim]({title + ': ' if title else ''}no rows)[/dim]")
             return
-        table = Table(title=title, show_lines=False)
+        table = Table(title=escape(title) if title else None, show_lines=False)
         for c in columns:
-            table.add_column(c, overflow="fold")
+            table.add_column(escape(c), overflow="fold")
         for row in rows:
-            table.add_row(*(_text(v) for v in row))
+            table.add_row(*(escape(_text(v)) for v in row))
         Console(file=out).print(table)
 
 

@@ -8,7 +8,7 @@ import typer
 from typer.core import TyperGroup
 
 from seqbench import __version__
-from seqbench.cli import catalog, db, query, runs, train
+from seqbench.cli import bench, catalog, db, query, runs, train
 from seqbench.cli._options import state
 from seqbench.errors import SeqbenchError
 
@@ -67,6 +67,7 @@ def root(
 
 
 app.add_typer(db.app, name="db")
+app.add_typer(bench.app, name="bench")
 runs.register(app)
 query.register(app)
 catalog.register(app)

@@ -84,6 +84,9 @@ def train(
         bool, typer.Option("--stable", help="Project onto the stable set after every step.")
     ] = False,
     lam: Annotated[float | None, typer.Option(help="Stability bound λ for --stable.")] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="IndRNN recurrence: auto, cpu, triton or torch.")
+    ] = None,
     tag: Annotated[
         list[str] | None, typer.Option("--tag", help="key=value label (repeatable).")
     ] = None,
@@ -113,6 +116,7 @@ def train(
         "seq_len": seq_len, "k": k, "hidden": hidden, "params": params, "layers": layers,
         "steps": steps, "epochs": epochs, "batch_size": batch_size, "lr": lr,
         "optimizer": optimizer, "clip": clip, "seed": seed, "device": device, "lam": lam,
+        "backend": backend,
     }  # fmt: skip
     overrides = parse_assignments(set_)
     for name in ("tags",):

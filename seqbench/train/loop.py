@@ -97,6 +97,10 @@ def prepare(cfg: RunConfig):
     """Build task and model from a config (validating everything a user can get wrong), and
     return the config with the derived values filled in: T, the fitted width, the steps."""
     device = resolve_device(cfg.device)
+    if cfg.model == "indrnn" or (cfg.model == "window" and cfg.base == "indrnn"):
+        from seqbench.ops.indrnn import resolve_backend
+
+        resolve_backend(cfg.backend, device)  # an unavailable backend fails before the run
     task = make_task(cfg.task, task_args(cfg))
     cfg = replace(cfg, seq_len=task.seq_len)
     if cfg.params is not None:

@@ -139,6 +139,25 @@ def test_cuda_without_a_gpu_is_refused(store):
     assert store.list_runs() == []
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
+def test_unavailable_backend_is_refused_before_the_run(store, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(UsageError, match="backend 'triton' is unavailable"):
+        _train(store, "indrnn", backend="triton")
+    with pytest.raises(UsageError, match="backend must be one of"):
+        _train(store, "indrnn", backend="fast")
+    assert store.list_runs() == []
+
+
+@pytest.mark.parametrize("backend", ["torch", "cpu"])
+def test_indrnn_backends_train_identically(store, backend):
+    out = _train(store, "indrnn", backend=backend, seed=1)
+    ref = _train(store, "indrnn", backend="torch", seed=1)
+    a = [v for _, _, v in store.metrics(out.run_id, "valid_metric")]
+    b = [v for _, _, v in store.metrics(ref.run_id, "valid_metric")]
+    assert a == pytest.approx(b, rel=1e-4)
+
+
 def test_k_for_a_model_that_cannot_use_it(store):
     with pytest.raises(UsageError, match="not both"):
         _train(store, "tcn", k=10, levels=2)

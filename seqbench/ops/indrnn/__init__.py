@@ -1,18 +1,70 @@
-"""The IndRNN recurrence h_t = relu(x_t + u ⊙ h_{t-1}) behind one public function."""
+"""The IndRNN recurrence h_t = relu(x_t + u ⊙ h_{t-1}) behind one public function.
 
+Backends: "torch" (autograd through a Python loop: the reference, naive.py), "cpu" (hand-written
+forward/backward loops, cpu.py), "triton" (fused kernels, triton_kernel.py; CUDA tensors, or CPU
+tensors under TRITON_INTERPRET=1). "auto" picks triton on CUDA and cpu elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from seqbench.errors import UsageError
+from seqbench.ops.indrnn.cpu import indrnn_cpu
 from seqbench.ops.indrnn.naive import indrnn_naive
+
+BACKENDS = ("auto", "torch", "cpu", "triton")
+
+
+def triton_available(device: torch.device) -> tuple[bool, str]:
+    """(usable, reason if not) for the Triton backend on tensors of `device`."""
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False, "triton is not installed (pip install triton, Linux x86_64)"
+    if device.type == "cuda":
+        return True, ""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return True, ""
+    return False, (
+        f"the triton backend needs CUDA tensors (got {device.type}); set TRITON_INTERPRET=1 "
+        "before starting Python to run it in the interpreter"
+    )
+
+
+def resolve_backend(backend: str, device: torch.device) -> str:
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown IndRNN backend {backend!r}; valid: {', '.join(BACKENDS)}")
+    if backend == "auto":
+        return "triton" if device.type == "cuda" and triton_available(device)[0] else "cpu"
+    if backend == "triton":
+        ok, why = triton_available(device)
+        if not ok:
+            raise UsageError(f"IndRNN backend 'triton' is unavailable: {why}")
+    return backend
 
 
 def indrnn(x, u, h0=None, backend: str = "auto"):
-    """IndRNN recurrence; x: (B, T, N), u: (N,), h0: (B, N) or None -> h: (B, T, N) fp32.
+    """IndRNN recurrence (Li et al. 2018, arXiv 1803.04831).
 
-    backend: "torch" (autograd reference) or "auto" (the fastest available for x's device).
+    Args:
+        x: (B, T, N) pre-activations W x_t + b (fp32, bf16 or fp16).
+        u: (N,) recurrent weights (fp32).
+        h0: (B, N) initial state or None (zeros).
+        backend: "auto", "torch", "cpu" or "triton".
+    Returns:
+        h: (B, T, N) fp32 states (the state stays fp32 whatever the input dtype).
     """
-    from seqbench.errors import UsageError
+    which = resolve_backend(backend, x.device)
+    if which == "torch":
+        return indrnn_naive(x, u, h0)
+    if which == "cpu":
+        return indrnn_cpu(x, u, h0)
+    from seqbench.ops.indrnn.triton_kernel import indrnn_triton
 
-    if backend not in ("auto", "torch"):
-        raise UsageError(f"unknown IndRNN backend {backend!r}; valid: auto, torch")
-    return indrnn_naive(x, u, h0)
+    return indrnn_triton(x, u, h0)
 
 
-__all__ = ["indrnn", "indrnn_naive"]
+__all__ = ["BACKENDS", "indrnn", "indrnn_cpu", "indrnn_naive", "resolve_backend"]

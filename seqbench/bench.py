@@ -1,0 +1,133 @@
+"""Kernel benchmarks: forward + backward of every IndRNN backend (and cuDNN LSTM/RNN of the same
+width on GPU), timed side by side in one process, with achieved bandwidth against the device's
+measured copy bandwidth. Results are stored as runs of kind "bench"."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import torch
+
+from seqbench.store.store import Store
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    name: str
+    ms: float  # forward + backward, median over repeats
+    gbps: float | None  # achieved bandwidth (IndRNN backends only)
+    copy_fraction: float | None  # gbps / measured copy bandwidth
+    speedup_vs_torch: float | None
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_fn(fn: Callable[[], None], device: torch.device, repeat: int, warmup: int = 1) -> float:
+    """Median wall time of fn() in milliseconds."""
+    for _ in range(warmup):
+        fn()
+    _sync(device)
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        _sync(device)
+        times.append((time.perf_counter() - t) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def copy_bandwidth(device: torch.device, n_bytes: int = 1 << 28) -> float:
+    """GB/s of a device-to-device tensor copy (read + write counted)."""
+    src = torch.empty(n_bytes // 4, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    ms = time_fn(lambda: dst.copy_(src), device, repeat=5)
+    return 2 * n_bytes / (ms / 1e3) / 1e9
+
+
+def indrnn_bytes(B: int, T: int, N: int, x_itemsize: int = 4) -> int:
+    """Compulsory traffic of forward + backward: read x, write h; read h and g_out, write dx."""
+    return B * T * N * (x_itemsize + 4 + 4 + 4 + x_itemsize)
+
+
+def bench_kernels(
+    seq_len: int = 1000,
+    batch: int = 32,
+    hidden: int = 128,
+    device: str = "cpu",
+    backends: tuple[str, ...] | None = None,
+    repeat: int = 3,
+) -> tuple[list[BenchRow], float]:
+    """Time every available backend; returns (rows, measured copy GB/s)."""
+    from seqbench.ops.indrnn import indrnn, triton_available
+
+    dev = torch.device(device)
+    if backends is None:
+        backends = ("torch", "cpu") + (("triton",) if triton_available(dev)[0] else ())
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(batch, seq_len, hidden, generator=g) * 0.5).to(dev).requires_grad_()
+    u = (torch.rand(hidden, generator=g)).to(dev).requires_grad_()
+    gout = torch.randn(batch, seq_len, hidden, generator=g).to(dev)
+    copy_gbps = copy_bandwidth(dev)
+    n_bytes = indrnn_bytes(batch, seq_len, hidden)
+    timings: dict[str, float] = {}
+    for be in backends:
+
+        def step(be=be):
+            x.grad = u.grad = None
+            indrnn(x, u, None, backend=be).backward(gout)
+
+        # the autograd loop is slow at long T: one repeat is plenty to rank it
+        timings[be] = time_fn(step, dev, repeat=1 if be == "torch" else repeat)
+    rows = []
+    for be, ms in timings.items():
+        gbps = n_bytes / (ms / 1e3) / 1e9
+        speed = timings["torch"] / ms if "torch" in timings else None
+        rows.append(BenchRow(f"indrnn[{be}]", ms, gbps, gbps / copy_gbps, speed))
+    if dev.type == "cuda":
+        for kind in ("lstm", "rnn"):
+            cls = torch.nn.LSTM if kind == "lstm" else torch.nn.RNN
+            net = cls(hidden, hidden, batch_first=True).to(dev)
+            xi = x.detach().requires_grad_()
+
+            def step(net=net, xi=xi):
+                net(xi)[0].backward(gout)
+
+            ms = time_fn(step, dev, repeat)
+            speed = timings["torch"] / ms if "torch" in timings else None
+            rows.append(BenchRow(f"cudnn-{kind}", ms, None, None, speed))
+    return rows, copy_gbps
+
+
+def store_bench(store: Store, rows: list[BenchRow], params: dict, copy_gbps: float) -> list[int]:
+    """One run of kind "bench" per row, with the timings as summaries."""
+    import hashlib
+    import json
+
+    from seqbench import environment
+    from seqbench.store.models import utcnow
+
+    ids = []
+    for row in rows:
+        cfg = {**params, "backend": row.name}
+        run = store.create_run(
+            kind="bench",
+            status="completed",
+            model=row.name,
+            task="kernel",
+            seq_len=params["seq_len"],
+            config=cfg,
+            config_hash=hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest(),
+            environment=environment.capture(params["device"]),
+            started_at=utcnow(),
+            finished_at=utcnow(),
+            wall_seconds=row.ms / 1e3,
+        )
+        values = {k: v for k, v in asdict(row).items() if k != "name" and v is not None}
+        store.set_summaries(run.id, {**values, "copy_gbps": copy_gbps})
+        ids.append(run.id)
+    return ids
