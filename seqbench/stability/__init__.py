@@ -1,0 +1,1 @@
+"""Stability analysis: gradient vs lag, rates and verdicts, spectra, truncation error vs k."""

@@ -1,0 +1,238 @@
+"""`seqbench stress` as a library: analyse fresh initialisations or trained runs, store curves
+and summaries as runs of kind "stress"."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from seqbench.errors import SeqbenchError, UsageError
+from seqbench.stability.analysis import (
+    VERDICT_CODES,
+    activation_bytes,
+    decay_rate,
+    grad_vs_lag,
+    k_grid,
+    rates,
+    spectra,
+    truncation_error,
+)
+from seqbench.store.models import utcnow
+from seqbench.store.store import Store
+
+
+@dataclass
+class StressResult:
+    model: str
+    seed: int
+    source: str  # "init" or "run N"
+    gain: float
+    horizon: int
+    verdict: str
+    decay: float
+    spectra: dict[str, float]
+    lags: np.ndarray
+    grad: np.ndarray
+    ks: list[int]
+    trunc: np.ndarray
+    run_id: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def available_memory() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def analyse(
+    backbone,
+    *,
+    model: str,
+    seed: int,
+    seq_len: int,
+    batch: int,
+    in_dim: int,
+    dtype: torch.dtype,
+    source: str = "init",
+    rtol: float = 1e-6,
+    eps: float = 1e-3,
+) -> StressResult:
+    g = torch.Generator().manual_seed(seed + 17)
+    x = torch.randn(batch, seq_len, in_dim, generator=g, dtype=dtype)
+    readout = torch.randn(backbone.out_dim, generator=g, dtype=dtype)
+    readout = readout / readout.norm()
+    backbone = backbone.to(dtype).eval()
+    grad = grad_vs_lag(backbone, x, readout)
+    r = rates(grad, rtol=rtol, eps=eps)
+    ks = k_grid(seq_len)
+    trunc, floor = truncation_error(backbone, x, ks)
+    return StressResult(
+        model, seed, source, r.gain, r.horizon, r.verdict, decay_rate(ks, trunc, floor),
+        spectra(backbone), np.arange(seq_len), grad, ks, trunc,
+    )  # fmt: skip
+
+
+def check_memory(model: str, batch: int, seq_len: int, hidden: int, in_dim: int, layers: int,
+                 dtype: torch.dtype) -> None:  # fmt: skip
+    need = activation_bytes(model, batch, seq_len, hidden, in_dim, layers, dtype.itemsize)
+    have = available_memory()
+    if need > 0.8 * have:
+        raise UsageError(
+            f"stress {model} at T={seq_len}, B={batch}, H={hidden} needs about "
+            f"{need / 2**30:.1f} GiB but {have / 2**30:.1f} GiB is available: "
+            "lower --seq-len or --batch"
+        )
+
+
+def fresh_backbone(model: str, seq_len: int, hidden: int | None, seed: int, in_dim: int):
+    from seqbench.config import resolve
+    from seqbench.models import make_backbone
+    from seqbench.train.loop import model_args
+
+    cfg = resolve(model, "adding", {"seq_len": seq_len, **({"hidden": hidden} if hidden else {})})
+    torch.manual_seed(seed)
+    return make_backbone(model, in_dim, model_args(cfg, seq_len)), cfg
+
+
+def trained_backbone(store: Store, run_ref: str):
+    """The backbone of a trained run, from its checkpoint (weights only)."""
+    from seqbench.api import make_config
+    from seqbench.train.loop import load_checkpoint, prepare
+
+    run = store.get_run(run_ref)
+    if run is None:
+        raise SeqbenchError(f"no run {run_ref!r} in {store.display_url}")
+    if not run.checkpoint:
+        raise SeqbenchError(
+            f"run {run.id} has no checkpoint: train it with --save-checkpoint to stress it"
+        )
+    if not os.path.exists(run.checkpoint):
+        raise SeqbenchError(f"run {run.id}: checkpoint {run.checkpoint} is missing")
+    conf = dict(run.config)
+    conf.pop("model"), conf.pop("task")
+    conf["device"] = "cpu"
+    if conf.get("epochs") is not None:
+        conf["steps"] = None  # prepare() derives steps from epochs again
+    cfg = make_config(run.model, run.task, conf)
+    _, task, model, _ = prepare(cfg)
+    model.load_state_dict(load_checkpoint(run.checkpoint)["state_dict"])
+    return model.backbone, task.in_dim, run
+
+
+def save(store: Store, res: StressResult, params: dict) -> int:
+    from seqbench import environment
+
+    cfg = {**params, "model": res.model, "seed": res.seed, "source": res.source}
+    run = store.create_run(
+        kind="stress",
+        status="running",
+        model=res.model,
+        task="stress",
+        seq_len=params["seq_len"],
+        seed=res.seed,
+        config=cfg,
+        config_hash=hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest(),
+        environment=environment.capture("cpu"),
+        started_at=utcnow(),
+    )
+    store.add_curve(run.id, "grad_norm", res.lags, res.grad)
+    store.add_curve(run.id, "truncation_error", res.ks, res.trunc)
+    store.set_summaries(
+        run.id,
+        {
+            "gain": res.gain,
+            "horizon": res.horizon,
+            "verdict": VERDICT_CODES[res.verdict],
+            "decay_rate": res.decay,
+            **res.spectra,
+        },
+    )
+    store.update_run(run.id, status="completed", finished_at=utcnow())
+    return run.id
+
+
+def stress(
+    store: Store,
+    models: list[str],
+    *,
+    seq_len: int = 5000,
+    hidden: int | None = 128,
+    batch: int = 4,
+    seeds: list[int] = (0,),
+    runs: list[str] = (),
+    dtype: str = "float32",
+    rtol: float = 1e-6,
+    eps: float = 1e-3,
+    in_dim: int = 2,
+    on_result=None,
+) -> list[StressResult]:
+    """Analyse each model × seed at init, and each trained run; store and return results.
+    Everything a user can get wrong is checked before anything is written."""
+    from seqbench.models import MODELS
+
+    if seq_len <= 0:
+        raise UsageError(f"seq-len must be positive, got {seq_len}")
+    if batch <= 0:
+        raise UsageError(f"batch must be positive, got {batch}")
+    if hidden is not None and hidden <= 0:
+        raise UsageError(f"hidden must be positive, got {hidden}")
+    if dtype not in ("float32", "float64"):
+        raise UsageError(f"dtype must be float32 or float64, got {dtype!r}")
+    tdtype = getattr(torch, dtype)
+    for m in models:
+        MODELS.get(m)
+    jobs = []  # (label, make) built up front so bad input fails before any write
+    for m in models:
+        for s in seeds:
+            bb, cfg = fresh_backbone(m, seq_len, hidden, s, in_dim)
+            check_memory(m, batch, seq_len, cfg.hidden, in_dim, cfg.layers, tdtype)
+            jobs.append((m, s, "init", bb, in_dim))
+    for ref in runs:
+        bb, d, run = trained_backbone(store, ref)
+        check_memory(run.model, batch, seq_len, bb.out_dim, d, 2, tdtype)
+        jobs.append((run.model, run.seed or 0, f"run {run.id}", bb, d))
+    params = {"seq_len": seq_len, "batch": batch, "hidden": hidden, "dtype": dtype,
+              "rtol": rtol, "eps": eps}  # fmt: skip
+    results = []
+    for m, s, source, bb, d in jobs:
+        res = analyse(bb, model=m, seed=s, seq_len=seq_len, batch=batch, in_dim=d,
+                      dtype=tdtype, source=source, rtol=rtol, eps=eps)  # fmt: skip
+        res.run_id = save(store, res, params)
+        results.append(res)
+        if on_result:
+            on_result(res)
+    return results
+
+
+def plot(results: list[StressResult], path: str) -> None:
+    """Gradient norm vs lag (log y) and truncation error vs k (log-log), all models."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for r in results:
+        label = f"{r.model} ({r.source}, seed {r.seed})"
+        ok = np.isfinite(r.grad) & (r.grad > 0)
+        a.semilogy(r.lags[ok], r.grad[ok], label=label, lw=1)
+        okt = np.isfinite(r.trunc) & (r.trunc > 0)
+        b.loglog(np.asarray(r.ks)[okt], r.trunc[okt], marker="o", ms=3, label=label)
+    a.set(xlabel="lag L", ylabel="‖∂ℓ/∂x_{T-L}‖", title="gradient vs lag")
+    b.set(xlabel="k (inputs seen)", ylabel="‖y_T(full) − y_T(last k)‖", title="truncation error")
+    a.legend(fontsize=7)
+    b.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,181 @@
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from seqbench import api
+from seqbench.errors import SeqbenchError, UnknownNameError, UsageError
+from seqbench.models.base import Backbone
+from seqbench.stability.analysis import grad_vs_lag, k_grid, rates, truncation_error
+from seqbench.stability.stress import analyse, fresh_backbone, stress
+
+
+class LinearRNN(Backbone):
+    """Oracle: h_t = W h_{t-1} + x_t with W = λQ, Q orthogonal, so ‖(W^T)^L v‖ = λ^L ‖v‖."""
+
+    recurrent = True
+
+    def __init__(self, n: int, lam: float, seed: int = 0):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        q, _ = torch.linalg.qr(torch.randn(n, n, generator=g, dtype=torch.float64))
+        self.W = torch.nn.Parameter(lam * q)
+        self.out_dim = n
+
+    def forward(self, x, state=None):
+        h = torch.zeros(x.shape[0], self.out_dim, dtype=x.dtype)
+        out = []
+        for t in range(x.shape[1]):
+            h = h @ self.W.T + x[:, t]
+            out.append(h)
+        return torch.stack(out, 1), h
+
+
+@pytest.mark.parametrize(
+    ("lam", "verdict"), [(0.9, "vanishing"), (1.0, "stable"), (1.05, "exploding")]
+)
+def test_linear_rnn_gradient_is_exactly_lambda_to_the_lag(lam, verdict):
+    bb = LinearRNN(6, lam)
+    x = torch.randn(1, 120, 6, dtype=torch.float64)
+    readout = torch.zeros(6, dtype=torch.float64)
+    readout[0] = 1.0
+    g = grad_vs_lag(bb, x, readout)
+    np.testing.assert_allclose(g, lam ** np.arange(120), rtol=1e-9)
+    r = rates(g)
+    assert r.gain == pytest.approx(lam, rel=1e-9) and r.verdict == verdict
+
+
+def test_linear_rnn_truncation_error_decays_like_lambda():
+    bb = LinearRNN(8, 0.7)
+    x = torch.randn(4, 64, 8, dtype=torch.float64)
+    ks = k_grid(64)
+    errs, floor = truncation_error(bb, x, ks)
+    from seqbench.stability.analysis import decay_rate
+
+    assert decay_rate(ks, errs, floor) == pytest.approx(0.7, rel=0.02)
+    assert errs[-1] == 0.0
+
+
+def test_indrnn_unit_gradient_scales_as_u_to_the_lag():
+    T = 100  # IndRNN keeps its state in fp32: 0.5^T must stay a normal float32
+    bb, _ = fresh_backbone("indrnn", T, 5, seed=0, in_dim=5)
+    bb = bb.double().eval()
+    layer = bb.layers[0]
+    bb.layers = torch.nn.ModuleList([layer])  # one layer: unit n sees only x_n
+    with torch.no_grad():
+        layer.proj.weight.copy_(torch.eye(5, dtype=torch.float64))
+        layer.proj.bias.fill_(1.0)  # positive pre-activations: the ReLU is the identity
+        layer.u.copy_(torch.tensor([0.5, 0.9, 0.99, 1.0, 1.003]))
+    bb.u_max = 2.0
+    layer.u_max = 2.0
+    x = torch.rand(1, T, 5, dtype=torch.float64)
+    for n, u in enumerate(layer.u.tolist()):
+        e = torch.zeros(5, dtype=torch.float64)
+        e[n] = 1.0
+        g = grad_vs_lag(bb, x, e)
+        np.testing.assert_allclose(g, np.abs(u) ** np.arange(T), rtol=1e-5)
+
+
+def test_tcn_gradient_is_zero_beyond_its_receptive_field_and_truncation_is_exact():
+    from seqbench.models import make_backbone
+    from seqbench.models.base import ModelArgs
+
+    torch.manual_seed(0)
+    bb = make_backbone("tcn", 2, ModelArgs(hidden=8, kernel_size=3, levels=3, seq_len=100)).eval()
+    rf = bb.receptive_field  # 1 + 2·2·7 = 29
+    x = torch.randn(2, 100, 2)
+    g = grad_vs_lag(bb, x, torch.ones(8) / 8**0.5)
+    assert (g[rf:] == 0).all() and (g[:rf] > 0).sum() > rf // 2
+    errs, _ = truncation_error(bb, x, [1, 4, rf // 2, rf, rf + 1, 100])
+    assert errs[2] > 0 and errs[3] == errs[4] == errs[5] == 0.0
+
+
+@pytest.mark.parametrize("base", ["gru", "indrnn"])
+def test_window_model_has_zero_truncation_error_from_its_size_on(base):
+    from seqbench.models import make_backbone
+    from seqbench.models.base import ModelArgs
+
+    torch.manual_seed(0)
+    bb = make_backbone("window", 2, ModelArgs(hidden=8, k=10, base=base, seq_len=50)).eval()
+    errs, floor = truncation_error(bb, torch.randn(2, 50, 2), [1, 5, 9, 10, 11, 32, 50])
+    # zero up to rounding: the fused kernels may sum in another order for another batch size
+    assert errs[1] > 100 * floor and max(errs[3:]) <= floor
+
+
+def test_exploding_gradients_are_stored_as_inf_and_read_back(store):
+    bb = LinearRNN(4, 1.5).float()
+    res = analyse(bb, model="linear", seed=0, seq_len=400, batch=1, in_dim=4, dtype=torch.float32)
+    assert np.isinf(res.grad).any() and res.verdict == "exploding"
+    from seqbench.stability.stress import save
+
+    run_id = save(store, res, {"seq_len": 400})
+    back = np.array([v for _, v in store.curve(run_id, "grad_norm")])
+    assert np.array_equal(np.isinf(back), np.isinf(res.grad))
+    assert np.array_equal(np.isnan(back), np.isnan(res.grad))
+    finite = np.isfinite(res.grad)
+    np.testing.assert_array_equal(back[finite], res.grad[finite])
+    assert store.summaries(run_id)["verdict"] == 1.0
+
+
+def test_stress_stores_curves_and_summaries(store):
+    results = stress(store, ["rnn", "indrnn", "tcn"], seq_len=300, hidden=16, batch=2, seeds=[0, 1])
+    assert len(results) == 6
+    for r in results:
+        run = store.get_run(r.run_id)
+        assert run.kind == "stress" and run.status == "completed"
+        assert len(store.curve(r.run_id, "grad_norm")) == 300
+        assert [x for x, _ in store.curve(r.run_id, "truncation_error")] == k_grid(300)
+        s = store.summaries(r.run_id)
+        assert {"gain", "horizon", "verdict", "decay_rate"} <= set(s)
+    rnn = [r for r in results if r.model == "rnn"]
+    assert all(r.verdict == "vanishing" and r.gain < 0.9 for r in rnn)
+    assert not np.array_equal(rnn[0].grad, rnn[1].grad)  # seeds differ
+    ind = next(r for r in results if r.model == "indrnn")
+    assert ind.spectra["max_abs_u"] <= 2 ** (1 / 300) + 1e-7
+
+
+def test_stress_a_trained_run_from_its_checkpoint(store):
+    out = api.train("rnn", "adding", db=store, seq_len=20, steps=5, hidden=8,
+                    save_checkpoint=True, eval_size=32)  # fmt: skip
+    (res,) = stress(store, [], seq_len=50, runs=[str(out.run_id)], batch=1)
+    assert res.source == f"run {out.run_id}" and res.model == "rnn"
+
+
+@pytest.mark.parametrize(
+    ("kw", "err", "msg"),
+    [
+        ({"seq_len": 0}, UsageError, "seq-len must be positive"),
+        ({"models": ["lstn"]}, UnknownNameError, "Did you mean 'lstm'"),
+        ({"runs": ["99"]}, SeqbenchError, "no run '99'"),
+        ({"seq_len": 10**9}, UsageError, "needs about"),
+        ({"dtype": "float16"}, UsageError, "dtype must be"),
+    ],
+)
+def test_bad_input_writes_nothing(store, kw, err, msg):
+    kw = {"models": ["rnn"], **kw}
+    models = kw.pop("models")
+    with pytest.raises(err, match=msg):
+        stress(store, models, **{"hidden": 8, "batch": 1, **kw})
+    assert store.list_runs() == []
+
+
+def test_run_without_checkpoint_is_refused(store):
+    out = api.train("rnn", "adding", db=store, seq_len=20, steps=3, hidden=8, eval_size=32)
+    with pytest.raises(SeqbenchError, match="has no checkpoint"):
+        stress(store, [], runs=[str(out.run_id)])
+    assert [r.kind for r in store.list_runs()] == ["train"]
+
+
+def test_cli_stress_table_json_and_plot(cli, tmp_path):
+    png = tmp_path / "s.png"
+    result = cli("stress", "--models", "rnn,indrnn", "--seq-len", "200", "--hidden", "8",
+                 "--batch", "1", "--plot", png, "--format", "json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["model"] for r in rows] == ["rnn", "indrnn"]
+    assert rows[0]["verdict"] == "vanishing" and math.isfinite(rows[0]["gain γ"])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    bad = cli("stress", "--models", "rnn", "--seq-len", "-3")
+    assert bad.exit_code == 2 and bad.stderr.startswith("Error: seq-len must be positive")
