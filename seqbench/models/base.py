@@ -55,6 +55,9 @@ class Backbone(nn.Module):
 
     out_dim: int
     recurrent: bool = False
+    # True when the output at t is a function of x_{t-rf+1..t} alone, independent of absolute
+    # position: then a last-step readout may run on the last rf inputs only.
+    translation_invariant: bool = False
 
     @property
     def receptive_field(self) -> float:
@@ -124,6 +127,10 @@ class SequenceModel(nn.Module):
         return torch.cat(outs, dim=1), state
 
     def forward(self, x: torch.Tensor, state: Any = None, tbptt: int | None = None) -> torch.Tensor:
+        if self.readout == "last" and self.backbone.translation_invariant:
+            rf = self.backbone.receptive_field
+            if rf < x.shape[1]:
+                x = x[:, -int(rf) :]  # the last output cannot see further back
         feats, _ = self.features(x, state, tbptt)  # (B, T, H)
         if self.readout == "last":
             feats = feats[:, -1]  # (B, H)

@@ -81,6 +81,8 @@ class TCN(Backbone):
     `k`, else covering the sequence length.
     """
 
+    translation_invariant = True
+
     def __init__(self, in_dim: int, args: ModelArgs):
         super().__init__()
         if args.levels is not None and args.k is not None:
@@ -124,6 +126,8 @@ class GLUBlock(nn.Module):
 class GatedCNN(Backbone):
     """Gated convolutional network (no dilation): receptive field 1 + L(K-1). L comes from
     `levels`, else the fewest layers covering k (default k = min(T, 32))."""
+
+    translation_invariant = True
 
     def __init__(self, in_dim: int, args: ModelArgs):
         super().__init__()

@@ -19,6 +19,8 @@ class Window(Backbone):
     from a zero state; the rest are unfolded into (B·(T-k+1), k, D) windows and run as one batch.
     """
 
+    translation_invariant = True
+
     def __init__(self, in_dim: int, args: ModelArgs, make_base):
         super().__init__()
         if args.base == "window":

@@ -190,3 +190,11 @@ def test_param_counts_are_finite_and_positive(adding):
     for name in ALL:
         n = count_params(_model(name, adding))
         assert 0 < n < math.inf
+
+
+@pytest.mark.parametrize("name", ["tcn", "gcnn", "window"])
+def test_last_step_readout_on_the_receptive_field_equals_the_full_run(name, adding):
+    m = _model(name, adding, k=8)
+    x = _x((3, 40, 2))
+    feats, _ = m.backbone(x)
+    torch.testing.assert_close(m(x), m.head(feats[:, -1]), rtol=1e-5, atol=1e-6)
