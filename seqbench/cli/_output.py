@@ -54,8 +54,10 @@ def render(
     fmt: Format = Format.table,
     *,
     title: str | None = None,
+    bold: Sequence[int | None] | None = None,
 ) -> None:
-    """Write rows to stdout in the chosen format."""
+    """Write rows to stdout in the chosen format. `bold[i]`: a column to highlight in row i
+    (tables only; e.g. the best model)."""
     out = sys.stdout
     if fmt == Format.json:
         data = [{c: _plain(v) for c, v in zip(columns, row, strict=True)} for row in rows]
@@ -82,8 +84,11 @@ def render(
         table = Table(title=escape(title) if title else None, show_lines=False)
         for c in columns:
             table.add_column(escape(c), overflow="fold")
-        for row in rows:
-            table.add_row(*(escape(_text(v)) for v in row))
+        for i, row in enumerate(rows):
+            cells = [escape(_text(v)) for v in row]
+            if bold and bold[i] is not None:
+                cells[bold[i]] = f"[bold green]{cells[bold[i]]}[/bold green]"
+            table.add_row(*cells)
         Console(file=out).print(table)
 
 

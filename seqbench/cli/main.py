@@ -8,7 +8,7 @@ import typer
 from typer.core import TyperGroup
 
 from seqbench import __version__
-from seqbench.cli import bench, catalog, db, query, runs, stress, train
+from seqbench.cli import bench, catalog, db, query, report, runs, stress, train
 from seqbench.cli._options import state
 from seqbench.errors import SeqbenchError
 
@@ -73,6 +73,7 @@ query.register(app)
 catalog.register(app)
 train.register(app)
 stress.register(app)
+report.register(app)
 
 
 def main() -> None:

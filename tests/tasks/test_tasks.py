@@ -208,3 +208,9 @@ def test_unknown_task_and_bad_lengths():
 
 def test_every_task_is_registered():
     assert set(TASKS.names()) == set(QUICK) | {"text"}
+
+
+def test_light_task_metadata_matches_the_classes():
+    from seqbench.task_meta import HIGHER_IS_BETTER
+
+    assert {n for n in TASKS.names() if TASKS.get(n).higher_is_better} == HIGHER_IS_BETTER

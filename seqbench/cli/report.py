@@ -1,0 +1,202 @@
+"""`seqbench report`, `seqbench baseline` and `seqbench check`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from seqbench.cli._options import state
+from seqbench.cli._output import Format, FormatOption, render
+
+baseline_app = typer.Typer(
+    help="Reference values for regression checks (saved in the store, kept in git as JSON).",
+    no_args_is_help=True,
+)
+
+WhereOption = Annotated[
+    str | None,
+    typer.Option(help='A SQL condition on the v_results view, e.g. "seq_len = 100".'),
+]
+SweepOption = Annotated[str | None, typer.Option(help="Only runs of this sweep.")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
+    app.command("check")(check)
+    app.add_typer(baseline_app, name="baseline")
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [v for item in values or [] for v in item.split(",") if v]
+
+
+def report(
+    ctx: typer.Context,
+    models: Annotated[
+        list[str] | None, typer.Argument(help="Models to show (all if omitted).")
+    ] = None,
+    compare: Annotated[
+        bool, typer.Option("--compare", help="One column per model, with differences.")
+    ] = False,
+    task: Annotated[list[str] | None, typer.Option(help="Only this task (repeatable).")] = None,
+    metric: Annotated[str, typer.Option(help="Summary key to report.")] = "test_metric",
+    by: Annotated[str | None, typer.Option(help="Also group by k, seq_len or model.")] = None,
+    sweep: SweepOption = None,
+    where: WhereOption = None,
+    plot: Annotated[
+        str | None, typer.Option(help="Also draw a PNG (needs --by k|seq_len).")
+    ] = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Compare models across runs: mean ± std over seeds (n), the best highlighted, the
+    difference and ratio of the first two compared models, and the task's trivial baseline.
+    Without --compare: a leaderboard of the models on each task.
+
+    Example: seqbench report --compare rnn tcn --task adding --by k --plot k.png
+    """
+    from seqbench.errors import UsageError
+    from seqbench.report.tables import (
+        build_report,
+        comparison_rows,
+        flat_rows,
+        format_cell,
+        leaderboard_rows,
+        plot_report,
+    )
+
+    chosen = _split(models)
+    if compare and not chosen:
+        raise UsageError("--compare needs models: seqbench report --compare rnn tcn")
+    state(ctx).store()  # validates the store (version, file) before reading it
+    rep = build_report(
+        state(ctx).db, compare=chosen or None, tasks=_split(task) or None, metric=metric,
+        by=by, sweep=sweep, where=where,
+    )  # fmt: skip
+    if rep is None:
+        typer.echo("no completed runs in the store match: nothing to report")
+        return
+    if compare and rep.compare:
+        cols, rows, best = comparison_rows(rep)
+    else:
+        cols, rows, best = leaderboard_rows(rep)
+    cell_cols = set(rep.models) if compare and rep.compare else set()
+    if fmt == Format.table:
+        render(cols, [[format_cell(v) for v in r] for r in rows], fmt, bold=best,
+               title=f"{metric}{' by ' + by if by else ''}")  # fmt: skip
+    else:
+        flat_cols, flat = flat_rows(cols, rows, cell_cols)
+        render(flat_cols, flat, fmt)
+    if plot:
+        plot_report(rep, plot)
+        typer.echo(f"plot written to {plot}", err=True)
+
+
+@baseline_app.command("save")
+def baseline_save(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Baseline name.")],
+    sweep: SweepOption = None,
+    where: WhereOption = None,
+    metric: Annotated[list[str] | None, typer.Option(help="Summary keys (repeatable).")] = None,
+    rtol: Annotated[float, typer.Option(help="Relative tolerance stored with each value.")] = 0.05,
+    atol: Annotated[float, typer.Option(help="Absolute tolerance stored with each value.")] = 0.0,
+) -> None:
+    """Store the current medians over seeds per (model, task, k, metric) as a baseline.
+
+    Example: seqbench baseline save nightly --where "task = 'adding'" --rtol 0.1
+    """
+    from seqbench.report.check import save_baseline
+
+    points = save_baseline(state(ctx).store(), name, metrics=tuple(metric or ["test_metric"]),
+                           sweep=sweep, where=where, rtol=rtol, atol=atol)  # fmt: skip
+    typer.echo(f"saved baseline {name!r}: {len(points)} points")
+
+
+@baseline_app.command("export")
+def baseline_export(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Baseline name.")],
+    path: Annotated[str, typer.Argument(help="JSON file to write.")],
+) -> None:
+    """Write a stored baseline to a JSON file (to keep it in git).
+
+    Example: seqbench baseline export nightly baselines/nightly.json
+    """
+    from seqbench.report.check import export_baseline
+
+    n = export_baseline(state(ctx).store(), name, path)
+    typer.echo(f"wrote {n} points to {path}")
+
+
+@baseline_app.command("import")
+def baseline_import(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(help="JSON file written by export.")],
+    name: Annotated[str | None, typer.Option(help="Store under this name.")] = None,
+) -> None:
+    """Load a baseline JSON file into the store.
+
+    Example: seqbench baseline import baselines/ci.json
+    """
+    from seqbench.report.check import import_baseline
+
+    stored, n = import_baseline(state(ctx).store(), path, name)
+    typer.echo(f"imported baseline {stored!r}: {n} points")
+
+
+@baseline_app.command("list")
+def baseline_list(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
+    """List stored baselines with their number of points.
+
+    Example: seqbench baseline list --format json
+    """
+    from seqbench.store.query import run_query
+
+    state(ctx).store()
+    cols, rows = run_query(
+        state(ctx).db,
+        "SELECT name, COUNT(*) AS points, MAX(created_at) AS created FROM baselines "
+        "GROUP BY name ORDER BY name",
+    )
+    render(cols, rows, fmt)
+
+
+def check(
+    ctx: typer.Context,
+    baseline: Annotated[str, typer.Option(help="Baseline name in the store, or a JSON file.")],
+    sweep: SweepOption = None,
+    where: WhereOption = None,
+    rtol: Annotated[float | None, typer.Option(help="Override the stored tolerance.")] = None,
+    atol: Annotated[float | None, typer.Option(help="Override the stored tolerance.")] = None,
+    junit: Annotated[str | None, typer.Option(help="Write a JUnit XML report here.")] = None,
+    fail_on_missing: Annotated[
+        bool, typer.Option("--fail-on-missing", help="Treat missing results as failures.")
+    ] = False,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Compare current results with a baseline; exit 1 if anything regressed.
+
+    Per (model, task, k, metric): the median over seeds against the baseline value ± tolerance
+    in the metric's direction: pass, regressed (a nan always is), improved or missing.
+    Exit codes: 0 nothing regressed, 1 a regression, 2 usage error or unknown baseline.
+
+    Example: seqbench check --baseline baselines/ci.json --junit check.xml
+    """
+    from seqbench.report.check import check as run_check
+    from seqbench.report.check import junit_xml, resolve_baseline
+
+    store = state(ctx).store()
+    points = resolve_baseline(store, baseline)
+    rows = run_check(store, points, sweep=sweep, where=where, rtol=rtol, atol=atol)
+    cols = ["status", "model", "task", "k", "metric", "baseline", "current", "tolerance",
+            "direction"]  # fmt: skip
+    render(cols, [(r.status, r.model, r.task, r.k, r.metric, r.baseline, r.current, r.tolerance,
+                   r.direction) for r in rows], fmt, title=f"check against {baseline}")  # fmt: skip
+    if junit:
+        junit_xml(rows, junit)
+    counts = {s: sum(r.status == s for r in rows) for s in ("pass", "regressed", "improved",
+                                                             "missing")}  # fmt: skip
+    typer.echo(", ".join(f"{n} {s}" for s, n in counts.items()), err=True)
+    if counts["regressed"] or (fail_on_missing and counts["missing"]):
+        raise typer.Exit(1)

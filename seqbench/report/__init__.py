@@ -1,0 +1,1 @@
+"""Reports over the store: results frames (pandas), comparison tables, plots, regression checks."""

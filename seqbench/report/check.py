@@ -1,0 +1,216 @@
+"""Baselines and regression checks: compare current results with stored reference values per
+(model, task, k, metric), using the median over seeds and the metric's direction."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from sqlalchemy import delete, insert, select
+
+from seqbench.errors import SeqbenchError, UsageError
+from seqbench.report.frames import metric_direction, results_frame
+from seqbench.store.models import Baseline, join_float, split_float
+from seqbench.store.store import Store
+
+STATUSES = ("pass", "regressed", "improved", "missing")
+
+
+@dataclass(frozen=True)
+class Point:
+    model: str
+    task: str
+    k: int | None
+    metric: str
+    value: float
+    tolerance: float
+    direction: str  # "lower" or "higher" is better
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    model: str
+    task: str
+    k: int | None
+    metric: str
+    baseline: float
+    current: float | None
+    tolerance: float
+    direction: str
+    status: str
+
+
+def tolerance(value: float, rtol: float, atol: float) -> float:
+    """max(atol, rtol·|value|); 0 for a non-finite value."""
+    if rtol < 0 or atol < 0:
+        raise UsageError("--rtol and --atol must be non-negative")
+    return max(atol, rtol * abs(value)) if math.isfinite(value) else 0.0
+
+
+def current_medians(db, metrics, *, sweep=None, where=None) -> dict[tuple, tuple[float, int]]:
+    """{(model, task, k, metric): (median over seeds, n)} of completed and diverged runs (a
+    diverged run's nan makes the median nan, so it cannot pass silently)."""
+    out = {}
+    for metric in metrics:
+        df = results_frame(db, metric, sweep=sweep, where=where,
+                           statuses=("completed", "diverged"))  # fmt: skip
+        if df.empty:
+            continue
+        df["k"] = df["k"].astype("object").where(df["k"].notna(), None)
+        for (model, task, k), g in df.groupby(["model", "task", "k"], dropna=False):
+            vals = g["value"].astype(float)
+            med = math.nan if vals.isna().any() else float(vals.median())
+            out[(model, task, None if k is None or k != k else int(k), metric)] = (med, len(g))
+    return out
+
+
+def save_baseline(store: Store, name: str, *, metrics=("test_metric",), sweep=None, where=None,
+                  rtol=0.05, atol=0.0) -> list[Point]:  # fmt: skip
+    """Store the current medians as baseline `name` (replacing an older one of that name)."""
+    cur = current_medians(store.url, metrics, sweep=sweep, where=where)
+    if not cur:
+        raise SeqbenchError("no completed runs match: nothing to save as a baseline")
+    points = [
+        Point(m, t, k, metric, v, tolerance(v, rtol, atol), metric_direction(metric, t))
+        for (m, t, k, metric), (v, _) in sorted(cur.items(), key=lambda kv: str(kv[0]))
+    ]
+    write_points(store, name, points)
+    return points
+
+
+def write_points(store: Store, name: str, points: list[Point]) -> None:
+    rows = []
+    for p in points:
+        v, kind = split_float(p.value)
+        rows.append({"name": name, "model": p.model, "task": p.task, "k": p.k,
+                     "metric": p.metric, "value": v, "value_kind": kind,
+                     "tolerance": p.tolerance, "direction": p.direction,
+                     "created_at": datetime.now()})  # fmt: skip
+    with store.Session.begin() as s:
+        s.execute(delete(Baseline).where(Baseline.name == name))
+        s.execute(insert(Baseline), rows)
+
+
+def read_points(store: Store, name: str) -> list[Point]:
+    with store.Session() as s:
+        rows = s.scalars(select(Baseline).where(Baseline.name == name).order_by(Baseline.id))
+        return [
+            Point(
+                b.model,
+                b.task,
+                b.k,
+                b.metric,
+                join_float(b.value, b.value_kind),
+                b.tolerance,
+                b.direction,
+            )
+            for b in rows
+        ]
+
+
+def _json_value(v: float):
+    return v if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+
+
+def export_baseline(store: Store, name: str, path: str | Path) -> int:
+    points = read_points(store, name)
+    if not points:
+        raise UsageError(f"no baseline named {name!r} in {store.display_url}")
+    data = {"name": name, "points": [{**asdict(p), "value": _json_value(p.value)} for p in points]}
+    Path(path).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return len(points)
+
+
+def load_file(path: str | Path) -> tuple[str, list[Point]]:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+        points = [Point(d["model"], d["task"], d["k"], d["metric"], float(d["value"]),
+                        float(d["tolerance"]), d["direction"]) for d in data["points"]]  # fmt: skip
+    except FileNotFoundError:
+        raise UsageError(f"baseline file {str(p)!r} not found") from None
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise UsageError(f"baseline file {str(p)!r} is not a seqbench baseline: {e}") from None
+    for pt in points:
+        if pt.direction not in ("lower", "higher"):
+            raise UsageError(f"baseline file {str(p)!r}: direction must be lower or higher")
+    return data.get("name", p.stem), points
+
+
+def import_baseline(store: Store, path: str | Path, name: str | None = None) -> tuple[str, int]:
+    file_name, points = load_file(path)
+    write_points(store, name or file_name, points)
+    return name or file_name, len(points)
+
+
+def resolve_baseline(store: Store, ref: str) -> list[Point]:
+    """A baseline by name in the store, or from a .json file."""
+    if ref.endswith(".json") or Path(ref).is_file():
+        return load_file(ref)[1]
+    points = read_points(store, ref)
+    if not points:
+        raise UsageError(f"no baseline named {ref!r} in {store.display_url}")
+    return points
+
+
+def judge(p: Point, current: float | None, tol: float) -> str:
+    if current is None:
+        return "missing"
+    if not math.isfinite(current):
+        return "regressed"  # a nan (or a blown-up inf) is never a pass
+    if math.isnan(p.value):
+        return "improved"
+    worse = current - p.value if p.direction == "lower" else p.value - current
+    # the edge itself passes: allow for the rounding in (value ± tol) of decimal inputs
+    slack = tol + 1e-12 * max(abs(p.value), abs(current), 1.0)
+    if worse > slack:
+        return "regressed"
+    if worse < -slack:
+        return "improved"
+    return "pass"
+
+
+def check(store: Store, points: list[Point], *, sweep=None, where=None, rtol=None,
+          atol=None) -> list[CheckRow]:  # fmt: skip
+    """Judge the current medians against each baseline point; --rtol/--atol override the stored
+    tolerance."""
+    cur = current_medians(store.url, sorted({p.metric for p in points}), sweep=sweep, where=where)
+    rows = []
+    for p in points:
+        tol = p.tolerance
+        if rtol is not None or atol is not None:
+            tol = tolerance(p.value, rtol or 0.0, atol or 0.0)
+        value = cur.get((p.model, p.task, p.k, p.metric))
+        current = None if value is None else value[0]
+        rows.append(CheckRow(p.model, p.task, p.k, p.metric, p.value, current, tol,
+                             p.direction, judge(p, current, tol)))  # fmt: skip
+    return rows
+
+
+def junit_xml(rows: list[CheckRow], path: str | Path) -> None:
+    """One testcase per point: failure for regressed, skipped for missing."""
+    suite = ET.Element(
+        "testsuite",
+        name="seqbench check",
+        tests=str(len(rows)),
+        failures=str(sum(r.status == "regressed" for r in rows)),
+        skipped=str(sum(r.status == "missing" for r in rows)),
+    )
+    for r in rows:
+        case = ET.SubElement(suite, "testcase", classname=f"{r.task}.{r.model}",
+                             name=f"k={r.k} {r.metric}")  # fmt: skip
+        msg = (f"{r.metric} {r.current} vs baseline {r.baseline} ± {r.tolerance} "
+               f"({r.direction} is better)")  # fmt: skip
+        if r.status == "regressed":
+            ET.SubElement(case, "failure", message=msg, type="regression").text = msg
+        elif r.status == "missing":
+            ET.SubElement(case, "skipped", message="no current result")
+        else:
+            ET.SubElement(case, "system-out").text = f"{r.status}: {msg}"
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,88 @@
+"""From the store to pandas: one row per completed run with the requested summary metric.
+
+Reads `summaries` (one row per run and key) joined to `runs`, never the metric history, so a
+report over 10,000 runs costs one indexed query. A user's --where is a SQL condition on the
+v_results view; the whole statement goes through the read-only query runner, so it cannot
+write, and every other value is a bound parameter.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from seqbench.errors import UsageError
+from seqbench.store.models import join_float
+from seqbench.store.query import run_query
+
+GROUP_AXES = ("k", "seq_len", "model")
+
+
+TASK_RELATIVE = ("test_metric", "best_valid_metric", "final_valid_metric")
+
+
+def metric_direction(metric: str, task: str | None = None) -> str:
+    """'higher' or 'lower' is better for a summary key; the task-relative keys ask the task."""
+    from seqbench.task_meta import HIGHER_IS_BETTER
+
+    if metric == "throughput" or metric.endswith("_acc"):
+        return "higher"
+    if metric in TASK_RELATIVE and task in HIGHER_IS_BETTER:
+        return "higher"
+    return "lower"
+
+
+def results_frame(
+    db: str | None,
+    metric: str = "test_metric",
+    *,
+    tasks: list[str] | None = None,
+    models: list[str] | None = None,
+    sweep: str | None = None,
+    where: str | None = None,
+    statuses: tuple[str, ...] = ("completed",),
+) -> pd.DataFrame:
+    """Columns: run_id, model, task, k, seq_len, seed, sweep, value (non-finite restored)."""
+    sql = [
+        "SELECT r.id AS run_id, r.model, r.task, r.k, r.seq_len, r.seed, sw.name AS sweep,",
+        "  s.value, s.value_kind",
+        "FROM runs r JOIN summaries s ON s.run_id = r.id AND s.key = :metric",
+        "LEFT JOIN sweeps sw ON sw.id = r.sweep_id",
+        "WHERE r.kind = 'train'",
+    ]
+    params: dict = {"metric": metric}
+    for i, st in enumerate(statuses):
+        params[f"st{i}"] = st
+    sql.append("AND r.status IN (" + ", ".join(f":st{i}" for i in range(len(statuses))) + ")")
+    for name, values in (("task", tasks), ("model", models)):
+        if values:
+            keys = [f"{name}{i}" for i in range(len(values))]
+            params.update(dict(zip(keys, values, strict=True)))
+            sql.append(f"AND r.{name} IN (" + ", ".join(f":{k}" for k in keys) + ")")
+    if sweep:
+        sql.append("AND sw.name = :sweep")
+        params["sweep"] = sweep
+    if where:
+        if ";" in where:
+            raise UsageError("--where takes one SQL condition, without ';'")
+        sql.append(f"AND r.id IN (SELECT run_id FROM v_results WHERE {where})")
+    cols, rows = run_query(db, "\n".join(sql), params)
+    df = pd.DataFrame(rows, columns=cols)
+    if df.empty:
+        return df.drop(columns=["value_kind"])
+    df["value"] = [join_float(v, k) for v, k in zip(df["value"], df["value_kind"], strict=True)]
+    return df.drop(columns=["value_kind"])
+
+
+def baselines_by_task(db: str | None, tasks: list[str]) -> dict[tuple[str, int | None], float]:
+    """Mean stored trivial baseline per (task, seq_len), from the runs' `baseline` summaries."""
+    df = results_frame(db, "baseline", tasks=tasks or None)
+    if df.empty:
+        return {}
+    out = {}
+    for (task, T), g in df.groupby(["task", "seq_len"], dropna=False):
+        vals = [v for v in g["value"] if math.isfinite(v)]
+        if vals:
+            out[(task, None if pd.isna(T) else int(T))] = sum(vals) / len(vals)
+    return out

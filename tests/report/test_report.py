@@ -1,0 +1,186 @@
+import json
+import math
+import statistics
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from seqbench.errors import SeqbenchError, UsageError
+from seqbench.report.check import Point, check, judge, resolve_baseline, save_baseline
+from seqbench.report.tables import build_report, comparison_rows, leaderboard_rows
+
+# (model, task, k, seed, test_metric) — adding is lower-better, digits higher-better
+RESULTS = [
+    ("rnn", "adding", 4, 0, 0.20), ("rnn", "adding", 4, 1, 0.16), ("rnn", "adding", 4, 2, 0.18),
+    ("tcn", "adding", 4, 0, 0.05), ("tcn", "adding", 4, 1, 0.07),
+    ("rnn", "adding", 8, 0, 0.10), ("tcn", "adding", 8, 0, 0.01),
+    ("rnn", "digits", None, 0, 0.80), ("tcn", "digits", None, 0, 0.95),
+    ("tcn", "digits", None, 1, 0.93),
+]  # fmt: skip
+
+
+@pytest.fixture
+def filled(store, db):
+    for model, task, k, seed, v in RESULTS:
+        r = store.create_run(model=model, task=task, k=k, seed=seed, seq_len=100,
+                             config={}, config_hash="h", status="completed")  # fmt: skip
+        base = 1 / 6 if task == "adding" else 0.1
+        store.set_summaries(r.id, {"test_metric": v, "baseline": base})
+    bad = store.create_run(model="rnn", task="adding", k=4, seed=9, seq_len=100, config={},
+                           config_hash="h", status="failed")  # fmt: skip
+    store.set_summaries(bad.id, {"test_metric": 99.0})  # failed runs are not reported
+    return db
+
+
+def test_comparison_numbers_equal_a_hand_computation(filled):
+    rep = build_report(str(filled), compare=["rnn", "tcn"], tasks=["adding"], by="k")
+    cols, rows, best = comparison_rows(rep)
+    assert cols == ["task", "k", "rnn", "tcn", "rnn - tcn", "rnn / tcn", "baseline"]
+    row4 = rows[0]
+    rnn4 = [0.20, 0.16, 0.18]
+    assert row4[:2] == ["adding", 4]
+    mu, sd, n = row4[2]
+    assert (n, mu) == (3, pytest.approx(statistics.mean(rnn4)))
+    assert sd == pytest.approx(statistics.stdev(rnn4))
+    assert row4[3][0] == pytest.approx(0.06) and row4[3][2] == 2
+    assert row4[4] == pytest.approx(0.18 - 0.06) and row4[5] == pytest.approx(0.18 / 0.06)
+    assert row4[6] == pytest.approx(1 / 6)
+    assert best == [3, 3]  # tcn (column 3) is best on both rows: lower is better
+
+
+def test_best_follows_the_metric_direction(filled):
+    rep = build_report(str(filled), compare=["rnn", "tcn"], tasks=["digits"])
+    _cols, rows, best = comparison_rows(rep)
+    assert rows[0][1] == (0.8, 0.0, 1) and rows[0][2][0] == pytest.approx(0.94)
+    assert best == [2]  # column of tcn: higher accuracy wins
+    assert rows[0][-1] == pytest.approx(0.1)
+
+
+def test_leaderboard_ranks_models(filled):
+    rep = build_report(str(filled), tasks=["adding"])
+    _cols, rows, _ = leaderboard_rows(rep)
+    assert [(r[1], r[2]) for r in rows] == [(1, "tcn"), (2, "rnn")]
+    assert rows[0][5] == 3 and rows[1][5] == 4
+
+
+def test_empty_store_and_missing_model(store, db):
+    assert build_report(str(db)) is None
+    store.create_run(model="rnn", task="adding", config={}, config_hash="h", status="completed")
+    with pytest.raises(SeqbenchError, match="no completed runs"):
+        build_report(str(db), compare=["rnn", "gru"])
+
+
+def test_missing_compared_model_is_named(filled):
+    with pytest.raises(SeqbenchError, match="no completed runs for model 'gru'"):
+        build_report(str(filled), compare=["rnn", "gru"])
+
+
+def test_where_is_read_only_and_filters(filled):
+    rep = build_report(str(filled), where="k = 8", by="k")
+    assert set(rep.stats["k"]) == {8}
+    with pytest.raises(SeqbenchError):
+        build_report(str(filled), where="1=1; DELETE FROM runs")
+    with pytest.raises(UsageError, match="--by must be"):
+        build_report(str(filled), by="lr")
+
+
+@pytest.mark.parametrize(
+    ("direction", "value", "current", "tol", "status"),
+    [
+        ("lower", 1.0, 1.1, 0.1, "pass"),  # exactly at the edge passes
+        ("lower", 1.0, 1.1000001, 0.1, "regressed"),
+        ("lower", 1.0, 0.8, 0.1, "improved"),
+        ("higher", 0.9, 0.85, 0.05, "pass"),
+        ("higher", 0.9, 0.84, 0.05, "regressed"),
+        ("higher", 0.9, 0.96, 0.05, "improved"),
+        ("lower", 1.0, math.nan, 10.0, "regressed"),
+        ("higher", 0.9, math.nan, 10.0, "regressed"),
+        ("lower", 1.0, None, 0.1, "missing"),
+        ("lower", 1.0, math.inf, 0.1, "regressed"),
+    ],
+)
+def test_judge(direction, value, current, tol, status):
+    p = Point("m", "t", None, "test_metric", value, tol, direction)
+    assert judge(p, current, tol) == status
+
+
+def test_save_and_check_round_trip(filled, store):
+    points = save_baseline(store, "ref", rtol=0.1)
+    by_key = {(p.model, p.task, p.k): p for p in points}
+    assert by_key[("rnn", "adding", 4)].value == pytest.approx(0.18)  # median of 3 seeds
+    assert by_key[("tcn", "digits", None)].direction == "higher"
+    assert by_key[("rnn", "adding", 4)].tolerance == pytest.approx(0.018)
+    rows = check(store, resolve_baseline(store, "ref"))
+    assert {r.status for r in rows} == {"pass"}
+    with pytest.raises(UsageError, match="no baseline named 'nope'"):
+        resolve_baseline(store, "nope")
+
+
+def test_cli_check_exit_codes_junit_and_json(cli, filled, store, tmp_path):
+    assert cli("baseline", "save", "ref", "--rtol", "0.1").exit_code == 0
+    path = tmp_path / "ref.json"
+    assert cli("baseline", "export", "ref", path).exit_code == 0
+    data = json.loads(path.read_text())
+    assert len(data["points"]) == 6
+    ok = cli("check", "--baseline", path, "--junit", tmp_path / "j.xml", "--format", "json")
+    assert ok.exit_code == 0, ok.output
+    assert {r["status"] for r in json.loads(ok.stdout)} == {"pass"}
+    suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
+    assert suite.get("tests") == "6" and suite.get("failures") == "0"
+    # make tcn on digits worse than its baseline: a regression, exit 1
+    r = store.create_run(model="tcn", task="digits", seed=5, seq_len=100, config={},
+                         config_hash="h", status="completed")  # fmt: skip
+    store.set_summaries(r.id, {"test_metric": 0.1})
+    store.create_run(model="tcn", task="digits", seed=6, config={}, config_hash="h",
+                     status="completed")  # no test_metric: ignored  # fmt: skip
+    r2 = store.create_run(model="tcn", task="digits", seed=7, seq_len=100, config={},
+                          config_hash="h", status="completed")  # fmt: skip
+    store.set_summaries(r2.id, {"test_metric": 0.1})
+    bad = cli("check", "--baseline", "ref", "--junit", tmp_path / "j2.xml")
+    assert bad.exit_code == 1
+    suite = ET.parse(tmp_path / "j2.xml").getroot().find("testsuite")
+    assert suite.get("failures") == "1"
+    assert suite.find("testcase/failure") is not None
+    # a missing baseline is a usage error
+    assert cli("check", "--baseline", "nope").exit_code == 2
+    assert cli("check", "--baseline", tmp_path / "nofile.json").exit_code == 2
+    # the baseline survives import into a fresh store
+    fresh = tmp_path / "fresh.db"
+    assert cli("--db", fresh, "baseline", "import", path).exit_code == 0
+    assert "ref" in cli("--db", fresh, "baseline", "list", "--format", "csv").stdout
+    assert cli("--db", fresh, "check", "--baseline", "ref").exit_code == 0  # all missing
+
+
+def test_nan_result_regresses(cli, store, db):
+    r = store.create_run(model="rnn", task="adding", k=2, seed=0, config={}, config_hash="h",
+                         status="diverged")  # fmt: skip
+    store.set_summaries(r.id, {"test_metric": math.nan})
+    path = db.parent / "b.json"
+    path.write_text(json.dumps({"name": "b", "points": [
+        {"model": "rnn", "task": "adding", "k": 2, "metric": "test_metric", "value": 0.1,
+         "tolerance": 1.0, "direction": "lower"}]}))  # fmt: skip
+    result = cli("check", "--baseline", path, "--format", "csv")
+    assert result.exit_code == 1 and "regressed" in result.stdout
+
+
+def test_cli_report_formats_and_plot(cli, filled, tmp_path):
+    t = cli("report", "--compare", "rnn", "tcn", "--task", "adding", "--by", "k")
+    assert t.exit_code == 0, t.output
+    assert "0.18 ± 0.02 (n=3)" in t.stdout
+    j = json.loads(cli("report", "rnn,tcn", "--compare", "--task", "adding", "--by", "k",
+                       "--format", "json").stdout)  # fmt: skip
+    assert j[0]["rnn_n"] == 3 and j[0]["tcn_mean"] == pytest.approx(0.06)
+    md = cli("report", "--format", "markdown").stdout
+    assert md.startswith("| task | rank | model |")
+    png = tmp_path / "r.png"
+    p = cli("report", "--compare", "rnn", "tcn", "--by", "k", "--task", "adding", "--plot", png)
+    assert p.exit_code == 0 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_report_empty_and_missing(cli):
+    empty = cli("report")
+    assert empty.exit_code == 0 and empty.stdout.strip().startswith("no completed runs")
+    assert len(empty.stdout.strip().splitlines()) == 1
+    missing = cli("report", "--compare", "rnn", "gru")
+    assert missing.exit_code == 1 and "no completed runs" in missing.stderr
+    assert cli("report", "--compare").exit_code == 2
