@@ -8,7 +8,7 @@ PY=${PYTHON:-python3}
 PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 # The CPU build of torch first: a bare "torch" requirement would pull a multi-GB CUDA build.
 .venv/bin/python -c "import torch" 2>/dev/null || "${PIP[@]}" torch==2.13.0
-"${PIP[@]}" -e '.[all,dev]'
+"${PIP[@]}" -e '.[all,ray,dev]'
 if [ ! -d /usr/share/datasets/fashion-mnist ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist) \
     >/dev/null 2>&1 || echo "note: could not install dataset-fashion-mnist; the fashion tasks will say so" >&2

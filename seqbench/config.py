@@ -187,7 +187,7 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
     from seqbench.tasks import TASKS
 
     spec = MODELS.get(model)
-    TASKS.get(task)
+    task_cls = TASKS.get(task)
     values: dict[str, Any] = {}
     values.update(spec.defaults)
     values.update(TASK_DEFAULTS.get(task, {}))
@@ -196,6 +196,8 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
         values[k] = coerce(k, v)
     if overrides.get("params") is not None and "hidden" not in overrides:
         values.pop("hidden", None)
+    if values.get("seq_len") is None:
+        values["seq_len"] = task_cls.default_seq_len
     values.setdefault("hidden", 128)
     values.setdefault("layers", 1)
     values.setdefault("kernel_size", 7)

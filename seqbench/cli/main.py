@@ -8,8 +8,8 @@ import typer
 from typer.core import TyperGroup
 
 from seqbench import __version__
-from seqbench.cli import bench, catalog, db, query, report, runs, stress, train
-from seqbench.cli._options import state
+from seqbench.cli import bench, catalog, db, query, report, runs, stress, sweep, train
+from seqbench.cli._options import AppState, state
 from seqbench.errors import SeqbenchError
 
 
@@ -22,6 +22,12 @@ class _SeqbenchGroup(TyperGroup):
         except SeqbenchError as e:
             typer.echo(f"Error: {e}", err=True)
             raise typer.Exit(e.exit_code) from None
+        finally:
+            # close the store's connections before returning: SQLite checkpoints its WAL
+            # into the file now, not whenever the engine happens to be collected
+            if isinstance(ctx.obj, AppState) and ctx.obj._store is not None:
+                ctx.obj._store.dispose()
+                ctx.obj._store = None
 
 
 app = typer.Typer(
@@ -68,6 +74,7 @@ def root(
 
 app.add_typer(db.app, name="db")
 app.add_typer(bench.app, name="bench")
+app.add_typer(sweep.app, name="sweep")
 runs.register(app)
 query.register(app)
 catalog.register(app)

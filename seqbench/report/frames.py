@@ -60,8 +60,11 @@ def results_frame(
             keys = [f"{name}{i}" for i in range(len(values))]
             params.update(dict(zip(keys, values, strict=True)))
             sql.append(f"AND r.{name} IN (" + ", ".join(f":{k}" for k in keys) + ")")
-    if sweep:
-        sql.append("AND sw.name = :sweep")
+    if sweep:  # the sweep's points, whichever sweep (or plain train) produced their runs
+        sql.append(
+            "AND r.config_hash IN (SELECT sp.config_hash FROM sweep_points sp "
+            "JOIN sweeps s2 ON s2.id = sp.sweep_id WHERE s2.name = :sweep)"
+        )
         params["sweep"] = sweep
     if where:
         if ";" in where:

@@ -67,6 +67,19 @@ class Sweep(Base):
     runs: Mapped[list[Run]] = relationship(back_populates="sweep")
 
 
+class SweepPoint(Base):
+    """One point of a sweep's expanded grid; done when any run with its config_hash is."""
+
+    __tablename__ = "sweep_points"
+    __table_args__ = (UniqueConstraint("sweep_id", "config_hash", name="uq_sweep_points_hash"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sweep_id: Mapped[int] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    config_hash: Mapped[str] = mapped_column(String(64), index=True)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
 class Run(Base):
     __tablename__ = "runs"
 

@@ -42,7 +42,14 @@ class PixelTask(TensorTask):
 
     def __init__(self, args: TaskArgs):
         super().__init__(args)
-        self.seq_len = self.default_seq_len  # fixed by the images
+        if args.seq_len not in (None, self.default_seq_len):
+            from seqbench.errors import UsageError
+
+            raise UsageError(
+                f"{self.name} has a fixed length of {self.default_seq_len} steps; "
+                f"got seq_len {args.seq_len}"
+            )
+        self.seq_len = self.default_seq_len
 
     def load(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         raise NotImplementedError

@@ -142,9 +142,15 @@ def train(
     sweep_id: int | None = None,
     checkpoint_dir: str | Path = "checkpoints",
 ) -> TrainOutcome:
-    """Train one run end to end and record it in `store`. Bad configs raise before any row is
-    written; once the run row exists, every outcome is recorded on it."""
+    """Train one run end to end and record it in `store` (a Store, or anything with its
+    create_run / log_metrics / heartbeat / set_summaries / update_run, such as the sweep
+    workers' in-memory recorder). Bad configs raise before any row is written; once the run
+    row exists, every outcome is recorded on it.
+
+    The run's config_hash is the hash of `cfg` as given (resolved, before the values derived
+    while building: a fitted width, steps from epochs), so the same command always dedupes."""
     progress = progress or Progress()
+    config_hash = cfg.config_hash()
     cfg, task, model, device = prepare(cfg)
     n_params = count_params(model)
     run = store.create_run(
@@ -156,7 +162,7 @@ def train(
         seq_len=cfg.seq_len,
         seed=cfg.seed,
         config=cfg.to_dict(),
-        config_hash=cfg.config_hash(),
+        config_hash=config_hash,
         sweep_id=sweep_id,
         environment=environment.capture(str(device)),
         tags=cfg.tags or None,

@@ -22,7 +22,8 @@ def _tables(engine):
 def test_upgrade_downgrade_upgrade_round_trip(tmp_path):
     engine = create_engine(f"sqlite:///{tmp_path / 'm.db'}")
     migrate.upgrade(engine)
-    assert {"runs", "metrics", "summaries", "curves", "sweeps", "baselines"} <= _tables(engine)
+    assert {"runs", "metrics", "summaries", "curves", "sweeps", "sweep_points",
+            "baselines"} <= _tables(engine)  # fmt: skip
     assert set(inspect(engine).get_view_names()) == {"v_results", "v_summaries"}
     migrate.downgrade(engine, "base")
     assert _tables(engine) == {migrate.VERSION_TABLE}
@@ -46,7 +47,7 @@ def test_orm_matches_migrated_schema(tmp_path):
 
 def test_history_is_linear_and_ends_at_head():
     revs = migrate.history()
-    assert [r.revision for r in revs][:2] == ["0001", "0002"]
+    assert [r.revision for r in revs][:3] == ["0001", "0002", "0003"]
     assert revs[-1].is_head and sum(r.is_head for r in revs) == 1
     for prev, cur in itertools.pairwise(revs):
         assert cur.down_revision == prev.revision

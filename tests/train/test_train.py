@@ -167,7 +167,9 @@ def test_k_for_a_model_that_cannot_use_it(store):
 def test_epochs_need_a_fixed_training_set(store):
     with pytest.raises(UsageError, match="use --steps"):
         _train(store, steps=None, epochs=1)
-    out = _train(store, "tcn", "digits", steps=None, epochs=1, batch_size=256, eval_size=100)
+    out = _train(
+        store, "tcn", "digits", steps=None, epochs=1, batch_size=256, eval_size=100, seq_len=None
+    )
     assert out.summaries["steps"] == math.ceil(1078 / 256)
 
 
@@ -220,6 +222,12 @@ def test_bad_config_file(tmp_path, text, msg):
     f.write_text(text)
     with pytest.raises(SeqbenchError, match=msg):
         api.make_config("gru", "adding", {}, str(f))
+
+
+def test_fixed_length_tasks_refuse_another_length(store):
+    with pytest.raises(UsageError, match="fixed length of 64"):
+        _train(store, "tcn", "digits", seq_len=100)
+    assert api.make_config("tcn", "digits", {}).seq_len == 64
 
 
 def test_paper_defaults_apply_per_pair():

@@ -1,0 +1,1 @@
+"""Sweeps: grids of training runs that resume, survive crashes, and run on a process pool or Ray."""

@@ -1,0 +1,166 @@
+"""Where sweep points run: a local process pool or a Ray cluster. Workers never touch the
+store: they train into an in-memory recorder and send the record back to the driver, the one
+process that writes (SQLite allows one writer; a shared PostgreSQL store needs no more)."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing as mp
+import os
+import signal
+import socket
+import sys
+import threading
+import traceback
+from types import SimpleNamespace
+from typing import Any
+
+from seqbench.errors import SeqbenchError, UsageError
+
+
+class MemoryRecorder:
+    """The Store methods train() uses, kept in memory: the record travels back to the driver."""
+
+    def __init__(self, run_id: int):
+        self.run_id = run_id
+        self.fields: dict[str, Any] = {}
+        self.metrics: list[tuple[str, int, float]] = []
+        self.summaries: dict[str, float] = {}
+
+    def create_run(self, **fields):
+        self.fields.update(fields)
+        return SimpleNamespace(id=self.run_id)
+
+    def log_metrics(self, run_id, rows):
+        rows = list(rows)
+        self.metrics.extend(rows)
+        return len(rows)
+
+    def heartbeat(self, run_id):
+        pass
+
+    def set_summaries(self, run_id, values):
+        self.summaries.update(values)
+
+    def update_run(self, run_id, **fields):
+        self.fields.update(fields)
+
+    def record(self) -> dict:
+        return {"fields": self.fields, "metrics": self.metrics, "summaries": self.summaries}
+
+
+def execute_point(run_id: int, config: dict, checkpoint_dir: str = "checkpoints") -> dict:
+    """Train one point (in a worker) and return its record. Never raises for a failed run."""
+    from seqbench.config import RunConfig
+    from seqbench.errors import RunFailedError
+    from seqbench.train.loop import train
+
+    rec = MemoryRecorder(run_id)
+    try:
+        train(RunConfig(**config), rec, checkpoint_dir=checkpoint_dir)
+    except RunFailedError:
+        pass  # the recorder holds status "failed" and the traceback
+    except Exception:
+        rec.fields.update(status="failed", error=traceback.format_exc())
+    return rec.record()
+
+
+def _worker_init(threads: int, parent: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+
+    def watchdog():  # an orphaned worker (driver killed with SIGKILL) stops promptly
+        import time
+
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(0.5)
+
+    threading.Thread(target=watchdog, daemon=True).start()
+
+
+class LocalExecutor:
+    """A process pool; `threads` torch threads per worker (cores / workers)."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+        self.pool = cf.ProcessPoolExecutor(
+            workers, mp_context=ctx, initializer=_worker_init, initargs=(threads, os.getpid())
+        )
+
+    def submit(self, run_id: int, config: dict):
+        return self.pool.submit(execute_point, run_id, config)
+
+    def wait(self, handles: list, timeout: float) -> list[tuple[Any, dict | None, str | None]]:
+        done, _ = cf.wait(handles, timeout=timeout, return_when=cf.FIRST_COMPLETED)
+        out = []
+        for h in done:
+            try:
+                out.append((h, h.result(), None))
+            except Exception as e:  # the worker died (e.g. killed, out of memory)
+                out.append((h, None, f"worker error: {type(e).__name__}: {e}"))
+        return out
+
+    def shutdown(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def check_address(address: str) -> None:
+    """HOST:PORT must accept a TCP connection (fail fast instead of Ray's long retries)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UsageError(f"--address must be auto, local or HOST:PORT, got {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+    except OSError as e:
+        raise SeqbenchError(f"cannot reach the Ray cluster at {address}: {e.strerror or e}") from e
+
+
+class RayExecutor:
+    """Each point is a Ray task (one CPU, or one GPU when the config asks for cuda)."""
+
+    def __init__(self, address: str, workers: int | None):
+        try:
+            import ray
+        except ImportError:
+            raise SeqbenchError("the ray executor needs Ray: pip install 'seqbench[ray]'") from None
+        if address not in ("auto", "local"):
+            check_address(address)
+        self.ray = ray
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                  "ignore_reinit_error": True}  # fmt: skip
+        if address == "local":
+            # a single-machine cluster, kept on loopback
+            kwargs["num_cpus"] = workers or os.cpu_count()
+            kwargs["_node_ip_address"] = "127.0.0.1"
+        else:
+            kwargs["address"] = address
+        try:
+            ray.init(**kwargs)
+        except ConnectionError as e:
+            raise SeqbenchError(f"cannot connect to Ray at {address}: {e}") from e
+        self.workers = workers or int(ray.cluster_resources().get("CPU", 1))
+        self.remote = ray.remote(execute_point)
+        self._refs: dict[Any, Any] = {}
+
+    def submit(self, run_id: int, config: dict):
+        gpus = 1 if config.get("device") == "cuda" else 0
+        return self.remote.options(num_cpus=1, num_gpus=gpus).remote(run_id, config)
+
+    def wait(self, handles: list, timeout: float):
+        ready, _ = self.ray.wait(handles, num_returns=1, timeout=timeout)
+        out = []
+        for ref in ready:
+            try:
+                out.append((ref, self.ray.get(ref), None))
+            except Exception as e:
+                out.append((ref, None, f"ray task error: {type(e).__name__}: {e}"))
+        return out
+
+    def shutdown(self) -> None:
+        self.ray.shutdown()

@@ -1,0 +1,225 @@
+"""Sweep specifications: axes, ranges, presets, scales, and expansion into RunConfigs.
+
+A spec is a list of *grids*; each grid is {models, tasks, k, seeds, set: {field: [values]}}
+and expands to their Cartesian product. Presets are several grids (e.g. recurrent models with
+TBPTT k next to a TCN with context k). `--scale` picks the sizes: tiny (minutes on a CPU),
+small (about an hour on a 2-core CPU), paper (the papers' sizes, for a GPU).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tomllib
+from copy import deepcopy
+from pathlib import Path
+from typing import Any
+
+from seqbench.config import FIELDS, RunConfig, coerce
+from seqbench.errors import SeqbenchError, UnknownNameError, UsageError
+
+SCALES = ("tiny", "small", "paper")
+GRID_KEYS = {"models", "tasks", "k", "seeds", "set"}
+
+
+def parse_range(text: str) -> list[int]:
+    """'1,2,4' or 'start:stop:xF' (geometric, factor F) or 'start:stop:+S' / 'start:stop:S'
+    (arithmetic); stop is inclusive. Raises UsageError on anything malformed or empty."""
+    text = text.strip()
+    if ":" not in text:
+        try:
+            vals = [int(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            raise UsageError(f"not a list of integers: {text!r}") from None
+        if not vals:
+            raise UsageError(f"empty list: {text!r}")
+        return vals
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise UsageError(f"a range is start:stop:xF or start:stop:+S, got {text!r}")
+    try:
+        start, stop = int(parts[0]), int(parts[1])
+        step = parts[2].strip()
+        geometric = step.startswith("x")
+        amount = float(step[1:]) if geometric else int(step.lstrip("+"))
+    except ValueError:
+        raise UsageError(f"malformed range {text!r}") from None
+    if stop < start:
+        raise UsageError(f"range {text!r} is empty: stop is below start")
+    if geometric and (amount <= 1 or start <= 0):
+        raise UsageError(f"range {text!r}: a geometric range needs start > 0 and factor > 1")
+    if not geometric and amount <= 0:
+        raise UsageError(f"range {text!r}: the step must be positive")
+    vals, v = [], float(start)
+    while v <= stop:
+        if not vals or round(v) != vals[-1]:
+            vals.append(round(v))
+        v = v * amount if geometric else v + amount
+    return vals
+
+
+def parse_values(field: str, text: str) -> list[Any]:
+    """--set key=v1,v2 (or an integer range) -> typed values for RunConfig field `field`."""
+    if field not in FIELDS or field in ("model", "task", "tags"):
+        valid = [f for f in FIELDS if f not in ("model", "task", "tags")]
+        raise UnknownNameError("sweep axis", field, valid)
+    if ":" in text and str(FIELDS[field].type).startswith("int"):
+        return parse_range(text)
+    vals = [coerce(field, v.strip()) for v in text.split(",") if v.strip()]
+    if not vals:
+        raise UsageError(f"--set {field}= has no values")
+    return vals
+
+
+def _csv(text: str | list | None) -> list[str]:
+    if text is None:
+        return []
+    if isinstance(text, list):
+        return [str(t) for t in text]
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def grid_from_flags(models, tasks, k, seeds, sets: list[str] | None) -> dict:
+    grid: dict[str, Any] = {"models": _csv(models), "tasks": _csv(tasks)}
+    if k:
+        grid["k"] = parse_range(k)
+    grid["seeds"] = parse_range(seeds) if seeds else [0]
+    axes = {}
+    for item in sets or []:
+        key, sep, val = item.partition("=")
+        if not sep:
+            raise UsageError(f"--set expects key=v1,v2, got {item!r}")
+        axes[key.strip()] = parse_values(key.strip(), val)
+    if axes:
+        grid["set"] = axes
+    return grid
+
+
+def load_spec_file(path: str) -> dict:
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"spec file {path!r} not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"cannot read spec file {path!r}: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"spec file {path!r} does not parse: {e}") from None
+    grids = data.get("grid") or [{k: v for k, v in data.items() if k in GRID_KEYS}]
+    for g in grids:
+        unknown = set(g) - GRID_KEYS
+        if unknown:
+            raise UsageError(f"spec file {path!r}: unknown keys {sorted(unknown)}")
+        for key in ("k", "seeds"):
+            if isinstance(g.get(key), str):
+                g[key] = parse_range(g[key])
+        g["set"] = {
+            f: (parse_values(f, v) if isinstance(v, str) else [coerce(f, x) for x in v])
+            for f, v in (g.get("set") or {}).items()
+        }
+    return {"grids": grids, "name": data.get("name")}
+
+
+# -- presets ---------------------------------------------------------------------------------
+# Each preset maps a scale to its grids. tiny: minutes on a CPU; small: ~1 hour on 2 cores;
+# paper: the papers' sizes (DOMAIN.md §4), for a GPU.
+def _miller_hardt(scale: str) -> list[dict]:
+    T = {"tiny": 32, "small": 64, "paper": 200}[scale]
+    steps = {"tiny": 60, "small": 1500, "paper": 20000}[scale]
+    ks = {"tiny": [1, 4, 16], "small": [1, 2, 4, 8, 16, 32, 64],
+          "paper": [1, 2, 4, 8, 16, 32, 64, 128]}[scale]  # fmt: skip
+    seeds = [0] if scale == "tiny" else [0, 1, 2]
+    hidden = {"tiny": 16, "small": 32, "paper": 128}[scale]
+    common = {"seq_len": [T], "steps": [steps], "hidden": [hidden], "teacher_lam": [0.8]}
+    return [
+        {"models": ["rnn", "lstm"], "tasks": ["teacher"], "k": ks, "seeds": seeds,
+         "set": {**common, "stable": [False, True]}},
+        {"models": ["window"], "tasks": ["teacher"], "k": ks, "seeds": seeds,
+         "set": {**common, "base": ["rnn"]}},
+        {"models": ["tcn"], "tasks": ["teacher"], "k": ks, "seeds": seeds, "set": common},
+    ]  # fmt: skip
+
+
+def _indrnn_adding(scale: str) -> list[dict]:
+    Ts = {"tiny": [20, 50], "small": [100, 500, 1000], "paper": [100, 500, 1000, 5000]}[scale]
+    steps = {"tiny": 50, "small": 2000, "paper": 60000}[scale]
+    hidden = {"tiny": 16, "small": 64, "paper": 128}[scale]
+    seeds = [0] if scale == "tiny" else [0, 1]
+    s = {"seq_len": Ts, "steps": [steps], "hidden": [hidden], "marker": ["halves"]}
+    return [{"models": ["indrnn", "lstm", "rnn"], "tasks": ["adding"], "seeds": seeds, "set": s}]
+
+
+def _bai_tcn(scale: str) -> list[dict]:
+    steps = {"tiny": 40, "small": 1000, "paper": 20000}[scale]
+    seeds = [0] if scale == "tiny" else [0, 1]
+    hidden = {"tiny": 16, "small": 64, "paper": 128}
+    grids = []
+    tasks = ["adding", "copy", "digits", "pdigits"]
+    for task in tasks:
+        s: dict[str, list] = {"steps": [steps]}
+        if task in ("adding", "copy"):
+            paper_T = 600 if task == "adding" else 1000
+            s["seq_len"] = [{"tiny": 30, "small": 200, "paper": paper_T}[scale]]
+        grids.append({"models": ["tcn"], "tasks": [task], "seeds": seeds,
+                      "set": {**s, **({"hidden": [8]} if scale == "tiny" else {})}})  # fmt: skip
+        grids.append({"models": ["lstm", "gru", "rnn"], "tasks": [task], "seeds": seeds,
+                      "set": {**s, "hidden": [hidden[scale]]}})  # fmt: skip
+    return grids
+
+
+PRESETS = {"miller-hardt": _miller_hardt, "indrnn-adding": _indrnn_adding, "bai-tcn": _bai_tcn}
+
+
+def preset_grids(name: str, scale: str) -> list[dict]:
+    if name not in PRESETS:
+        raise UnknownNameError("preset", name, list(PRESETS))
+    if scale not in SCALES:
+        raise UsageError(f"--scale must be one of {', '.join(SCALES)}, got {scale!r}")
+    return PRESETS[name](scale)
+
+
+# -- expansion --------------------------------------------------------------------------------
+def expand(grids: list[dict]) -> list[RunConfig]:
+    """All points of all grids as resolved, validated RunConfigs, duplicates removed, in order.
+    Raises (before anything is written) on an empty grid or any invalid point."""
+    from seqbench.api import make_config
+
+    points: list[RunConfig] = []
+    seen: set[str] = set()
+    for g in grids:
+        models, tasks = g.get("models") or [], g.get("tasks") or []
+        if not models or not tasks:
+            raise UsageError("empty grid: give at least one model and one task")
+        ks = g.get("k") or [None]
+        seeds = g.get("seeds") or [0]
+        axes = g.get("set") or {}
+        names = list(axes)
+        for model, task, k, seed, *vals in itertools.product(
+            models, tasks, ks, seeds, *(axes[n] for n in names)
+        ):
+            over = {"seed": seed, **dict(zip(names, vals, strict=True))}
+            if k is not None:
+                over["k"] = k
+            try:
+                cfg = make_config(model, task, over)
+            except SeqbenchError as e:
+                e.args = (f"grid point {model}/{task} {over}: {e}",)
+                raise
+            h = cfg.config_hash()
+            if h not in seen:
+                seen.add(h)
+                points.append(cfg)
+    if not points:
+        raise UsageError("empty grid: nothing to run")
+    return points
+
+
+def canonical(spec: dict) -> dict:
+    """A JSON-stable copy of a spec (what is stored and compared when a name is reused)."""
+    return json.loads(json.dumps(deepcopy(spec), sort_keys=True, default=str))
+
+
+def spec_name(spec: dict) -> str:
+    blob = json.dumps(canonical(spec), sort_keys=True)
+    return "sweep-" + hashlib.sha256(blob.encode()).hexdigest()[:8]

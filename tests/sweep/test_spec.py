@@ -1,0 +1,66 @@
+import pytest
+
+from seqbench.errors import UnknownNameError, UsageError
+from seqbench.sweep.spec import PRESETS, expand, grid_from_flags, parse_range, preset_grids
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("1,2,4", [1, 2, 4]),
+        ("1:16:x2", [1, 2, 4, 8, 16]),
+        ("1:256:x2", [1, 2, 4, 8, 16, 32, 64, 128, 256]),
+        ("1:20:x2", [1, 2, 4, 8, 16]),
+        ("0:10:+5", [0, 5, 10]),
+        ("3:3:x2", [3]),
+        ("1:100:x10", [1, 10, 100]),
+    ],
+)
+def test_parse_range(text, values):
+    assert parse_range(text) == values
+
+
+@pytest.mark.parametrize("text", ["1:0:x2", "1:8:x1", "0:8:x2", "1:8", "a:b:x2", "1:8:+0", ""])
+def test_malformed_ranges(text):
+    with pytest.raises(UsageError):
+        parse_range(text)
+
+
+def test_expand_is_the_product_and_dedupes():
+    grid = grid_from_flags("rnn,tcn", "adding", "1:4:x2", "0,1", ["hidden=8,16"])
+    points = expand([grid, grid])  # the second copy adds nothing
+    assert len(points) == 2 * 1 * 3 * 2 * 2
+    assert len({p.config_hash() for p in points}) == len(points)
+    assert {p.hidden for p in points} == {8, 16}
+
+
+@pytest.mark.parametrize(
+    ("kw", "err", "msg"),
+    [
+        ({"models": "", "tasks": "adding"}, UsageError, "empty grid"),
+        ({"models": "rnn", "tasks": "adding", "sets": ["lrr=0.1"]}, UnknownNameError,
+         "Did you mean 'lr'"),
+        ({"models": "rnn", "tasks": "adding", "sets": ["lr=0,0.1"]}, UsageError,
+         "lr must be positive"),
+        ({"models": "lstn", "tasks": "adding"}, UnknownNameError, "Did you mean 'lstm'"),
+    ],
+)  # fmt: skip
+def test_bad_grids(kw, err, msg):
+    with pytest.raises(err, match=msg):
+        expand([grid_from_flags(kw["models"], kw["tasks"], None, "0", kw.get("sets"))])
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+@pytest.mark.parametrize("scale", ["tiny", "small", "paper"])
+def test_presets_expand(preset, scale):
+    points = expand(preset_grids(preset, scale))
+    assert len(points) >= 3
+    if scale == "tiny":
+        assert all(p.steps <= 100 for p in points)
+
+
+def test_unknown_preset_and_scale():
+    with pytest.raises(UnknownNameError, match="miller-hardt"):
+        preset_grids("miller", "tiny")
+    with pytest.raises(UsageError, match="--scale"):
+        preset_grids("bai-tcn", "huge")

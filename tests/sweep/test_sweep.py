@@ -1,0 +1,187 @@
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from seqbench.store.store import open_store
+from seqbench.sweep.runner import sweep_status
+
+GRID = ["--models", "rnn,tcn", "--tasks", "adding", "--k", "2,4", "--seeds", "0",
+        "--set", "steps=15", "--set", "hidden=8", "--set", "seq_len=20",
+        "--set", "eval_size=32", "--quiet"]  # fmt: skip
+
+
+def _completed_per_hash(store):
+    with store.engine.connect() as c:
+        rows = c.exec_driver_sql(
+            "SELECT config_hash, COUNT(*) FROM runs WHERE status = 'completed' GROUP BY 1"
+        ).fetchall()
+    return dict(rows)
+
+
+def test_sweep_runs_resumes_and_reports(cli, tmp_path):
+    first = cli("sweep", *GRID, "--name", "s1", "--workers", "2")
+    assert first.exit_code == 0, first.output
+    assert "4 points, 0 already done or skipped, ran 4: 4 completed" in first.stdout
+    again = cli("sweep", *GRID, "--name", "s1", "--workers", "2")
+    assert "4 already done or skipped, ran 0" in again.stdout
+    store = open_store(tmp_path / "seqbench.db")
+    assert set(_completed_per_hash(store).values()) == {1}
+    (st,) = sweep_status(store, "s1")
+    assert (st["total"], st["completed"], st["remaining"], st["status"]) == (4, 4, 0, "completed")
+    runs = store.list_runs(sweep="s1")
+    assert len(runs) == 4 and all(r.config["steps"] == 15 for r in runs)
+    assert all(store.metrics(r.id, "valid_metric") for r in runs)
+    rep = cli("report", "--compare", "rnn", "tcn", "--sweep", "s1", "--by", "k", "--format", "csv")
+    assert rep.exit_code == 0 and rep.stdout.count("\n") == 3
+    forced = cli("sweep", *GRID, "--name", "s1", "--workers", "1", "--force")
+    assert "ran 4: 4 completed" in forced.stdout
+    assert set(_completed_per_hash(store).values()) == {2}
+
+
+def test_failed_and_diverged_points_are_recorded_and_the_sweep_goes_on(cli, tmp_path):
+    text = tmp_path / "corpus.txt"
+    grid = ["--models", "rnn", "--tasks", "text,adding", "--set", "steps=10", "--set",
+            "hidden=8", "--set", f"path={text}", "--set", "seq_len=16", "--set", "lr=1e-3,1e12",
+            "--set", "optimizer=sgd", "--set", "nonlinearity=relu", "--set", "eval_size=16",
+            "--quiet", "--name", "mixed", "--workers", "2"]  # fmt: skip
+    out = cli("sweep", *grid)
+    assert out.exit_code == 0, out.output
+    store = open_store(tmp_path / "seqbench.db")
+    (st,) = sweep_status(store, "mixed")
+    assert st["failed"] == 2 and st["completed"] + st["diverged"] == 2 and st["diverged"] >= 1
+    failed = [r for r in store.list_runs(sweep="mixed") if r.status == "failed"]
+    assert all("no such file" in r.error for r in failed)
+    assert "ran 0" in cli("sweep", *grid).stdout  # failed points wait for --retry-failed
+    text.write_text("abcdefgh " * 300)
+    retry = cli("sweep", *grid, "--retry-failed")
+    assert "ran 2" in retry.stdout
+    (st,) = sweep_status(store, "mixed")
+    assert st["failed"] == 0 and st["remaining"] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "msg"),
+    [
+        (["--models", "", "--tasks", "adding"], "empty grid"),
+        (["--seeds", "1"], "give --models and --tasks"),
+        (["--models", "rnn", "--tasks", "adding", "--k", "1:0:x2"], "stop is below start"),
+        (["--models", "rnn", "--tasks", "adding", "--set", "lrr=1,2"], "unknown sweep axis"),
+        (["--spec", "missing.toml"], "spec file 'missing.toml' not found"),
+        (["--preset", "bai-tcn", "--models", "rnn"], "not several"),
+        (["--models", "rnn", "--tasks", "adding", "--executor", "ray", "--address",
+          "127.0.0.1:1"], "cannot reach the Ray cluster"),
+        (["--models", "rnn", "--tasks", "adding", "--workers", "0"], "--workers must be"),
+    ],
+)  # fmt: skip
+def test_bad_input_leaves_the_store_untouched(cli, tmp_path, args, msg):
+    db = tmp_path / "seqbench.db"
+    result = cli("sweep", *args)
+    assert result.exit_code != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and msg in lines[0], result.output
+    assert not db.exists()
+
+
+def test_unparsable_spec_file(cli, tmp_path):
+    (tmp_path / "bad.toml").write_text("models = [")
+    r = cli("sweep", "--spec", tmp_path / "bad.toml")
+    assert r.exit_code == 2 and "does not parse" in r.stderr
+
+
+def test_spec_file(cli, tmp_path):
+    (tmp_path / "s.toml").write_text(
+        'name = "from-file"\nmodels = ["rnn"]\ntasks = ["adding"]\nk = "1:2:x2"\n'
+        "seeds = [0]\n[set]\nsteps = [5]\nhidden = [4]\nseq_len = [10]\neval_size = [8]\n"
+    )
+    r = cli("sweep", "--spec", tmp_path / "s.toml", "--quiet", "--workers", "1")
+    assert r.exit_code == 0, r.output and "'from-file': 2 points" in r.stdout
+
+
+def test_reused_name_with_another_spec_is_refused(cli, tmp_path):
+    assert cli("sweep", *GRID, "--name", "same", "--workers", "2").exit_code == 0
+    db = tmp_path / "seqbench.db"
+    before = sqlite3.connect(db).execute("SELECT COUNT(*), MAX(id) FROM runs").fetchone()
+    other = [*GRID[:-1], "--seeds", "1", "--quiet"]
+    r = cli("sweep", *other, "--name", "same")
+    assert r.exit_code == 2 and "exists with a different spec" in r.stderr
+    assert sqlite3.connect(db).execute("SELECT COUNT(*), MAX(id) FROM runs").fetchone() == before
+    assert cli("sweep", *other, "--name", "same", "--force").exit_code == 0
+
+
+def test_dry_run_prints_the_grid_and_writes_nothing(cli, tmp_path):
+    r = cli("sweep", *GRID, "--dry-run", "--format", "csv")
+    assert r.exit_code == 0
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].startswith("#,model,task,k") and len(lines) == 5
+    assert "4 points" in r.stderr and not (tmp_path / "seqbench.db").exists()
+
+
+def test_sweep_status_unknown_name(cli):
+    r = cli("sweep", "status", "nope")
+    assert r.exit_code == 1 and "no sweep named 'nope'" in r.stderr
+
+
+CRASH_GRID = ["sweep", "--models", "rnn,gru,tcn", "--tasks", "adding", "--k", "2,4",
+              "--set", "steps=40", "--set", "hidden=8", "--set", "seq_len=30",
+              "--set", "eval_size=64", "--name", "crash", "--workers", "2", "--quiet"]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_points_then_resume(tmp_path):
+    db = tmp_path / "crash.db"
+    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), *CRASH_GRID]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    rng = random.Random(1234)
+    kills = 0
+    for _ in range(4):
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(1.5, 6.0))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait(timeout=60)
+    assert kills >= 1
+    final = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert final.returncode == 0, final.stderr
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    points = con.execute(
+        "SELECT config_hash FROM sweep_points sp JOIN sweeps s ON s.id = sp.sweep_id "
+        "WHERE s.name = 'crash'"
+    ).fetchall()
+    assert len(points) == 6
+    per = dict(con.execute(
+        "SELECT config_hash, COUNT(*) FROM runs WHERE status = 'completed' GROUP BY 1"
+    ).fetchall())  # fmt: skip
+    assert {h for (h,) in points} == set(per) and set(per.values()) == {1}
+    assert con.execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone() == (0,)
+    stale = con.execute("SELECT COUNT(*) FROM runs WHERE error LIKE 'stale:%'").fetchone()[0]
+    completed_without_summary = con.execute(
+        "SELECT COUNT(*) FROM runs r WHERE status = 'completed' AND NOT EXISTS "
+        "(SELECT 1 FROM summaries s WHERE s.run_id = r.id AND s.key = 'test_metric')"
+    ).fetchone()
+    assert completed_without_summary == (0,)
+    con.close()
+    assert stale >= 0
+
+
+@pytest.mark.postgres
+def test_sweep_on_postgres(cli, pg_url):
+    r = cli("--db", pg_url, "sweep", *GRID, "--name", "pg", "--workers", "2")
+    assert r.exit_code == 0, r.output
+    again = cli("--db", pg_url, "sweep", *GRID, "--name", "pg", "--workers", "2")
+    assert "4 already done or skipped" in again.stdout
+    store = open_store(pg_url)
+    (st,) = sweep_status(store, "pg")
+    assert st["completed"] == 4
+    assert set(_completed_per_hash(store).values()) == {1}
+    rep = cli("--db", pg_url, "report", "--compare", "rnn", "tcn", "--sweep", "pg", "--format",
+              "json")  # fmt: skip
+    assert rep.exit_code == 0, rep.output
+    store.dispose()
