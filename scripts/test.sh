@@ -21,3 +21,10 @@ run_pytest .venv/bin/python -m pytest -m "not triton" "$@"
 if ls tests/ops/test_*triton*.py >/dev/null 2>&1; then
   TRITON_INTERPRET=1 run_pytest .venv/bin/python -m pytest -m triton tests/ops
 fi
+
+# The regression gate: a tiny preset sweep (fixed seeds; deterministic on CPU) checked against
+# the baseline committed in baselines/ci.json. Exit 1 on a regression.
+ci_dir=$(mktemp -d)
+.venv/bin/seqbench --db "$ci_dir/ci.db" sweep --preset bai-tcn --scale tiny --workers 2 --quiet
+.venv/bin/seqbench --db "$ci_dir/ci.db" check --baseline baselines/ci.json \
+  --junit "$ci_dir/check.xml" --fail-on-missing --format csv

@@ -151,7 +151,7 @@ def _indrnn_adding(scale: str) -> list[dict]:
 
 
 def _bai_tcn(scale: str) -> list[dict]:
-    steps = {"tiny": 40, "small": 1000, "paper": 20000}[scale]
+    steps = {"tiny": 150, "small": 1000, "paper": 20000}[scale]
     seeds = [0] if scale == "tiny" else [0, 1]
     hidden = {"tiny": 16, "small": 64, "paper": 128}
     grids = []
@@ -162,7 +162,7 @@ def _bai_tcn(scale: str) -> list[dict]:
             paper_T = 600 if task == "adding" else 1000
             s["seq_len"] = [{"tiny": 30, "small": 200, "paper": paper_T}[scale]]
         grids.append({"models": ["tcn"], "tasks": [task], "seeds": seeds,
-                      "set": {**s, **({"hidden": [8]} if scale == "tiny" else {})}})  # fmt: skip
+                      "set": {**s, **({"hidden": [16]} if scale == "tiny" else {})}})  # fmt: skip
         grids.append({"models": ["lstm", "gru", "rnn"], "tasks": [task], "seeds": seeds,
                       "set": {**s, "hidden": [hidden[scale]]}})  # fmt: skip
     return grids
