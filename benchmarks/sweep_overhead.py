@@ -25,7 +25,7 @@ seeds = f"0:{a.points - 1}:+1"
 grid = ["sweep", "--models", "rnn", "--tasks", "adding", "--seeds", seeds, "--set",
         f"steps={a.steps}", "--set", "hidden=32", "--set", "seq_len=50", "--set",
         "eval_size=200", "--quiet"]  # fmt: skip
-print(f"| workers | points | sweep wall s | Σ run s | mean run s | overhead/run | of a run |")
+print("| workers | points | sweep wall s | Σ run s | mean run s | overhead/run | of a run |")
 print("|---|---|---|---|---|---|---|")
 walls = {}
 with tempfile.TemporaryDirectory() as d:
@@ -42,5 +42,7 @@ with tempfile.TemporaryDirectory() as d:
         over = (wall * workers - total) / n
         print(f"| {workers} | {n} | {wall:.1f} | {total:.1f} | {mean:.2f} | {over:.3f} s | "
               f"{over / mean:.1%} |")  # fmt: skip
-print(f"\n2 workers vs 1: {walls[1] / walls[2]:.2f}x the throughput "
-      f"(wall includes process start-up and the pool's worker start)")
+print(
+    f"\n2 workers vs 1: {walls[1] / walls[2]:.2f}x the throughput "
+    f"(wall includes process start-up and the pool's worker start)"
+)
