@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from seqbench.store.store import Store
+from seqbench.store.store import Store, config_digest
 
 
 @dataclass(frozen=True)
@@ -105,9 +105,6 @@ def bench_kernels(
 
 def store_bench(store: Store, rows: list[BenchRow], params: dict, copy_gbps: float) -> list[int]:
     """One run of kind "bench" per row, with the timings as summaries."""
-    import hashlib
-    import json
-
     from seqbench import environment
     from seqbench.store.models import utcnow
 
@@ -121,7 +118,7 @@ def store_bench(store: Store, rows: list[BenchRow], params: dict, copy_gbps: flo
             task="kernel",
             seq_len=params["seq_len"],
             config=cfg,
-            config_hash=hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest(),
+            config_hash=config_digest(cfg),
             environment=environment.capture(params["device"]),
             started_at=utcnow(),
             finished_at=utcnow(),

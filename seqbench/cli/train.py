@@ -119,9 +119,8 @@ def train(
         "backend": backend,
     }  # fmt: skip
     overrides = parse_assignments(set_)
-    for name in ("tags",):
-        if name in overrides:
-            raise UsageError("use --tag key=value for tags")
+    if "tags" in overrides:
+        raise UsageError("use --tag key=value for tags")
     overrides.update({k_: v for k_, v in flags.items() if v is not None})
     if stable:
         overrides["stable"] = True

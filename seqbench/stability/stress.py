@@ -3,8 +3,6 @@ and summaries as runs of kind "stress"."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 
@@ -23,7 +21,7 @@ from seqbench.stability.analysis import (
     truncation_error,
 )
 from seqbench.store.models import utcnow
-from seqbench.store.store import Store
+from seqbench.store.store import Store, config_digest
 
 
 @dataclass
@@ -142,7 +140,7 @@ def save(store: Store, res: StressResult, params: dict) -> int:
         seq_len=params["seq_len"],
         seed=res.seed,
         config=cfg,
-        config_hash=hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest(),
+        config_hash=config_digest(cfg),
         environment=environment.capture("cpu"),
         started_at=utcnow(),
     )

@@ -184,6 +184,15 @@ def _check_revision(rev: str | None, has_tables: bool, where: str) -> bool:
     )
 
 
+def config_digest(config: Mapping[str, Any]) -> str:
+    """sha256 of a config dict's canonical JSON (the key for runs without a RunConfig)."""
+    import hashlib
+    import json
+
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
 class Store:
     """A handle on one results database. Cheap to create; share one per process."""
 

@@ -35,7 +35,20 @@ class SyntheticTask(Task):
             yield x[i : i + batch_size], y[i : i + batch_size]
 
 
-class Adding(SyntheticTask):
+class RegressionTask(SyntheticTask):
+    """Mean squared error is both the loss and the metric."""
+
+    metric = "mse"
+
+    def loss(self, out, y):
+        return torch.nn.functional.mse_loss(out, y)
+
+    def metric_sums(self, out, y):
+        se = float(((out - y) ** 2).sum())
+        return se, se, float(y.numel())
+
+
+class Adding(RegressionTask):
     """Two channels: values U(0,1) and a marker channel with two 1s; the target is the sum of the
     two marked values. Markers uniform over distinct positions (Bai et al.) or one in each half
     (IndRNN, uRNN). Predicting 1 scores Var(a + b) = 1/6."""
@@ -72,13 +85,6 @@ class Adding(SyntheticTask):
         x = torch.stack([values, marks], dim=-1)  # (n, T, 2)
         y = (values * marks).sum(1, keepdim=True)  # (n, 1)
         return x, y
-
-    def loss(self, out, y):
-        return torch.nn.functional.mse_loss(out, y)
-
-    def metric_sums(self, out, y):
-        se = float(((out - y) ** 2).sum())
-        return se, se, float(y.numel())
 
     def baseline(self):
         return 1.0 / 6.0
@@ -126,7 +132,7 @@ class CopyMemory(SyntheticTask):
         return 10 * math.log(8) / (self.seq_len + 20)
 
 
-class Teacher(SyntheticTask):
+class Teacher(RegressionTask):
     """A random teacher RNN h_t = tanh(W h_{t-1} + U x_t), y_t = v·h_t with W = λ·Q, Q orthogonal,
     so ‖W‖₂ = λ exactly (stable for λ < 1). Inputs x_t ~ N(0, 1); the student regresses y_t.
     The baseline is the MSE of predicting the test set's mean."""
@@ -164,13 +170,6 @@ class Teacher(SyntheticTask):
     def sample(self, n, gen):
         x = torch.randn(n, self.seq_len, self.in_dim, generator=gen)
         return x, self.run_teacher(x)
-
-    def loss(self, out, y):
-        return torch.nn.functional.mse_loss(out, y)
-
-    def metric_sums(self, out, y):
-        se = float(((out - y) ** 2).sum())
-        return se, se, float(y.numel())
 
     def baseline(self):
         y = self._eval_sets["test"][1]

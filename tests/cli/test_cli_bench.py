@@ -1,0 +1,24 @@
+import json
+
+from seqbench.store.store import open_store
+
+
+def test_bench_kernels_prints_and_stores_each_backend(cli, tmp_path):
+    r = cli("bench", "kernels", "--seq-len", "50", "--batch", "2", "--hidden", "8",
+            "--repeat", "1", "--format", "json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    rows = {row["name"]: row for row in json.loads(r.stdout)}
+    assert {"indrnn[torch]", "indrnn[cpu]"} <= set(rows)
+    assert rows["indrnn[torch]"]["x torch"] == 1.0 and rows["indrnn[cpu]"]["ms"] > 0
+    store = open_store(tmp_path / "seqbench.db")
+    runs = store.list_runs(kind="bench")
+    assert {r.model for r in runs} >= {"indrnn[torch]", "indrnn[cpu]"}
+    s = store.summaries(runs[0].id)
+    assert s["ms"] > 0 and s["copy_gbps"] > 0
+
+
+def test_bench_bad_input(cli):
+    assert cli("bench", "kernels", "--seq-len", "0").exit_code == 2
+    r = cli("bench", "kernels", "--backend", "triton", "--seq-len", "4", "--batch", "1",
+            "--hidden", "2")  # fmt: skip
+    assert r.exit_code == 2 and "backend 'triton' is unavailable" in r.stderr
