@@ -65,7 +65,7 @@ def execute_point(run_id: int, config: dict, checkpoint_dir: str = "checkpoints"
     return rec.record()
 
 
-def _worker_init(threads: int, parent: int) -> None:
+def _worker_init(threads: int, driver: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
@@ -75,7 +75,9 @@ def _worker_init(threads: int, parent: int) -> None:
         import time
 
         while True:
-            if os.getppid() != parent:
+            try:
+                os.kill(driver, 0)
+            except ProcessLookupError:
                 os._exit(1)
             time.sleep(0.5)
 
@@ -83,18 +85,32 @@ def _worker_init(threads: int, parent: int) -> None:
 
 
 class LocalExecutor:
-    """A process pool; `threads` torch threads per worker (cores / workers)."""
+    """A process pool; `threads` torch threads per worker (cores / workers).
+
+    Workers come from a fork server that has imported torch but never computed with it: a
+    plain fork of a driver whose OpenMP pool is live can deadlock in the child (GNU libgomp
+    is not fork-safe), and spawn would pay torch's import in every worker."""
 
     def __init__(self, workers: int):
         self.workers = workers
         threads = max(1, (os.cpu_count() or 1) // workers)
-        ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-        self.pool = cf.ProcessPoolExecutor(
+        if sys.platform.startswith("linux"):
+            ctx = mp.get_context("forkserver")
+            ctx.set_forkserver_preload(["torch", "seqbench.train.loop"])
+        else:
+            ctx = mp.get_context("spawn")
+        self._make = lambda: cf.ProcessPoolExecutor(
             workers, mp_context=ctx, initializer=_worker_init, initargs=(threads, os.getpid())
         )
+        self.pool = self._make()
 
     def submit(self, run_id: int, config: dict):
-        return self.pool.submit(execute_point, run_id, config)
+        try:
+            return self.pool.submit(execute_point, run_id, config)
+        except cf.process.BrokenProcessPool:  # a worker died earlier: start a fresh pool
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = self._make()
+            return self.pool.submit(execute_point, run_id, config)
 
     def wait(self, handles: list, timeout: float) -> list[tuple[Any, dict | None, str | None]]:
         done, _ = cf.wait(handles, timeout=timeout, return_when=cf.FIRST_COMPLETED)
