@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 import socket
 import subprocess
@@ -18,6 +19,7 @@ def _version(pkg: str) -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=1)
 def git_sha() -> str | None:
     try:
         out = subprocess.run(

@@ -87,6 +87,10 @@ def train(
     backend: Annotated[
         str | None, typer.Option(help="IndRNN recurrence: auto, cpu, triton or torch.")
     ] = None,
+    path: Annotated[str | None, typer.Option(help="Text file for the text task.")] = None,
+    subset: Annotated[
+        int | None, typer.Option(help="Real-data tasks: use only the first N examples.")
+    ] = None,
     tag: Annotated[
         list[str] | None, typer.Option("--tag", help="key=value label (repeatable).")
     ] = None,
@@ -116,7 +120,7 @@ def train(
         "seq_len": seq_len, "k": k, "hidden": hidden, "params": params, "layers": layers,
         "steps": steps, "epochs": epochs, "batch_size": batch_size, "lr": lr,
         "optimizer": optimizer, "clip": clip, "seed": seed, "device": device, "lam": lam,
-        "backend": backend,
+        "backend": backend, "path": path, "subset": subset,
     }  # fmt: skip
     overrides = parse_assignments(set_)
     if "tags" in overrides:

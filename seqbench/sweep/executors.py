@@ -51,10 +51,13 @@ class MemoryRecorder:
 
 def execute_point(run_id: int, config: dict, checkpoint_dir: str = "checkpoints") -> dict:
     """Train one point (in a worker) and return its record. Never raises for a failed run."""
+    import time
+
     from seqbench.config import RunConfig
     from seqbench.errors import RunFailedError
     from seqbench.train.loop import train
 
+    t0 = time.perf_counter()
     rec = MemoryRecorder(run_id)
     try:
         train(RunConfig(**config), rec, checkpoint_dir=checkpoint_dir)
@@ -62,7 +65,8 @@ def execute_point(run_id: int, config: dict, checkpoint_dir: str = "checkpoints"
         pass  # the recorder holds status "failed" and the traceback
     except Exception:
         rec.fields.update(status="failed", error=traceback.format_exc())
-    return rec.record()
+    # the whole point's time in the worker (building included): benchmarks/sweep_overhead.py
+    return {**rec.record(), "worker_seconds": time.perf_counter() - t0}
 
 
 def _worker_init(threads: int, driver: int) -> None:

@@ -137,8 +137,10 @@ class TextFile(LanguageModel):
         if not args.path:
             raise SeqbenchError("the text task needs a file: --set path=FILE")
         p = Path(args.path)
-        if not p.is_file():
+        if not p.exists():
             raise SeqbenchError(f"text: no such file {args.path!r}")
+        if not p.is_file():
+            raise SeqbenchError(f"text: {args.path!r} is not a file")
         if p.stat().st_size == 0:
             raise SeqbenchError(f"text: file {args.path!r} is empty")
 

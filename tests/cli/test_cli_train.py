@@ -79,3 +79,17 @@ def test_models_and_tasks_listings(cli, fmt):
     if fmt == "json":
         rows = {r["model"]: r for r in json.loads(models.stdout)}
         assert rows["rnn"]["params"] == 128 * 2 + 128 * 128 + 2 * 128 + 128 + 1
+
+
+def test_text_task_path_option(cli, tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the quick brown fox " * 100)
+    ok = cli("train", "-m", "gru", "-t", "text", "--path", corpus, "--seq-len", "16",
+             "--steps", "5", "--hidden", "8", "--quiet")  # fmt: skip
+    assert ok.exit_code == 0, ok.output and "test bpc" in ok.stdout
+    for bad, msg in ((tmp_path / "none.txt", "no such file"), (tmp_path, "is not a file")):
+        r = cli("train", "-m", "gru", "-t", "text", "--path", bad, "--steps", "5", "--quiet")
+        assert r.exit_code == 1 and msg in r.stderr
+    (tmp_path / "empty.txt").write_text("")
+    r = cli("train", "-m", "gru", "-t", "text", "--path", tmp_path / "empty.txt", "--quiet")
+    assert r.exit_code == 1 and "is empty" in r.stderr
