@@ -26,7 +26,7 @@ from seqbench import environment
 from seqbench.config import RunConfig
 from seqbench.errors import RunFailedError, UsageError
 from seqbench.models import build_model, fit_hidden
-from seqbench.models.base import ModelArgs, count_params
+from seqbench.models.base import MODEL_ARG_NAMES, ModelArgs, count_params
 from seqbench.store.models import utcnow
 from seqbench.store.store import Store
 from seqbench.tasks import make_task
@@ -75,22 +75,9 @@ def task_args(cfg: RunConfig) -> TaskArgs:
 
 
 def model_args(cfg: RunConfig, seq_len: int) -> ModelArgs:
-    return ModelArgs(
-        hidden=cfg.hidden,
-        layers=cfg.layers,
-        k=cfg.k,
-        seq_len=seq_len,
-        dropout=cfg.dropout,
-        kernel_size=cfg.kernel_size,
-        levels=cfg.levels,
-        nonlinearity=cfg.nonlinearity,
-        base=cfg.base,
-        magnitude=cfg.magnitude,
-        deep=cfg.deep,
-        heads=cfg.heads,
-        backend=cfg.backend,
-        forget_bias=cfg.forget_bias,
-    )
+    """The model's hyperparameters: every ModelArgs field is a RunConfig field of that name."""
+    fields = {n: getattr(cfg, n) for n in MODEL_ARG_NAMES if n != "seq_len"}
+    return ModelArgs(seq_len=seq_len, **fields)
 
 
 def prepare(cfg: RunConfig):
