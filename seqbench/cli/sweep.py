@@ -105,23 +105,20 @@ def sweep(
         return
     from seqbench.sweep.runner import plan_sweep, run_sweep
 
-    n_workers = workers or _default_workers()
-
-    def make_executor():
-        if executor == "ray":
-            from seqbench.sweep.executors import RayExecutor
-
-            return RayExecutor(address, workers)
-        from seqbench.sweep.executors import LocalExecutor
-
-        return LocalExecutor(n_workers)
-
     if executor == "ray":
-        make = make_executor
-        ray_exec = make()  # connect first: an unreachable cluster fails before any write
+        from seqbench.sweep.executors import RayExecutor
+
+        ray_exec = RayExecutor(address, workers)  # an unreachable cluster fails before any write
 
         def make_executor():
             return ray_exec
+    else:
+        from seqbench.sweep.executors import LocalExecutor
+
+        n_workers = workers or _default_workers()
+
+        def make_executor():
+            return LocalExecutor(n_workers)
 
     store = state(ctx).store()
     sweep_id = plan_sweep(store, name, spec_doc, points, force)
