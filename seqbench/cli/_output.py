@@ -48,6 +48,16 @@ def _text(v: Any, float_fmt: str = "{:.6g}") -> str:
     return str(v)
 
 
+def _console(out):
+    """Rich console on `out`; when piped, as wide as $COLUMNS (or 160) instead of rich's 80."""
+    import os
+
+    from rich.console import Console
+
+    width = None if out.isatty() else int(os.environ.get("COLUMNS", 160))
+    return Console(file=out, width=width)
+
+
 def render(
     columns: Sequence[str],
     rows: Sequence[Sequence[Any]],
@@ -74,12 +84,11 @@ def render(
             cells = [_text(v).replace("|", "\\|") for v in row]
             out.write("| " + " | ".join(cells) + " |\n")
     else:
-        from rich.console import Console
         from rich.markup import escape
         from rich.table import Table
 
         if not rows:
-            Console(file=out).print(f"[dim]({title + ': ' if title else ''}no rows)[/dim]")
+            _console(out).print(f"[dim]({title + ': ' if title else ''}no rows)[/dim]")
             return
         table = Table(title=escape(title) if title else None, show_lines=False)
         for c in columns:
@@ -89,7 +98,7 @@ def render(
             if bold and bold[i] is not None:
                 cells[bold[i]] = f"[bold green]{cells[bold[i]]}[/bold green]"
             table.add_row(*cells)
-        Console(file=out).print(table)
+        _console(out).print(table)
 
 
 def render_mapping(pairs: Sequence[tuple[str, Any]], fmt: Format, title: str | None = None):

@@ -33,26 +33,15 @@ def runs(
     Example: seqbench runs --model lstm --status completed --format csv
     """
     store = state(ctx).store()
-    rows = []
-    for r in store.list_runs(
+    listed = store.list_runs(
         model=model, task=task, status=status, sweep=sweep, kind=kind, limit=limit or None
-    ):
-        s = store.summaries(r.id)
-        rows.append(
-            (
-                r.id,
-                r.kind,
-                r.status,
-                r.model,
-                r.task,
-                r.k,
-                r.seq_len,
-                r.seed,
-                s.get("test_metric"),
-                r.wall_seconds,
-                r.created_at,
-            )
-        )
+    )
+    metric = store.summary_values([r.id for r in listed], "test_metric")
+    rows = [
+        (r.id, r.kind, r.status, r.model, r.task, r.k, r.seq_len, r.seed, metric.get(r.id),
+         r.wall_seconds, r.created_at)
+        for r in listed
+    ]  # fmt: skip
     cols = ["id", "kind", "status", "model", "task", "k", "seq_len", "seed", "test_metric"]
     render([*cols, "wall_s", "created"], rows, fmt)
 

@@ -311,6 +311,16 @@ class Store:
         with self.Session() as s:
             return {k: join_float(v, vk) for k, v, vk in s.execute(q.order_by(Summary.key))}
 
+    def summary_values(self, run_ids: list[int], key: str) -> dict[int, float]:
+        """One summary key for many runs, in one query."""
+        if not run_ids:
+            return {}
+        q = select(Summary.run_id, Summary.value, Summary.value_kind).where(
+            Summary.run_id.in_(run_ids), Summary.key == key
+        )
+        with self.Session() as s:
+            return {rid: join_float(v, vk) for rid, v, vk in s.execute(q)}
+
     def curve(self, run_id: int, kind: str) -> list[tuple[float, float]]:
         q = (
             select(Curve.x, Curve.value, Curve.value_kind)
