@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -266,9 +266,3 @@ def validate(cfg: RunConfig) -> None:
 
 
 STABLE_MODELS = ("rnn", "lstm", "indrnn", "window")
-
-
-def with_overrides(cfg: RunConfig, **kw) -> RunConfig:
-    new = replace(cfg, **kw)
-    validate(new)
-    return new

@@ -10,7 +10,7 @@ truncated backpropagation through time for recurrent backbones.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 import torch
@@ -41,13 +41,12 @@ class ModelArgs:
     heads: int = 4
     backend: str = "auto"
     forget_bias: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def with_(self, **kw) -> ModelArgs:
         return replace(self, **kw)
 
 
-MODEL_ARG_NAMES = {f.name for f in fields(ModelArgs)} - {"extra"}
+MODEL_ARG_NAMES = {f.name for f in fields(ModelArgs)}
 
 
 class Backbone(nn.Module):

@@ -4,7 +4,7 @@ and summaries as runs of kind "stress"."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -39,7 +39,6 @@ class StressResult:
     ks: list[int]
     trunc: np.ndarray
     run_id: int | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def available_memory() -> int:

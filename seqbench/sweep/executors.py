@@ -166,7 +166,6 @@ class RayExecutor:
             raise SeqbenchError(f"cannot connect to Ray at {address}: {e}") from e
         self.workers = workers or int(ray.cluster_resources().get("CPU", 1))
         self.remote = ray.remote(execute_point)
-        self._refs: dict[Any, Any] = {}
 
     def submit(self, run_id: int, config: dict):
         gpus = 1 if config.get("device") == "cuda" else 0

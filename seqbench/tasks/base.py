@@ -7,10 +7,9 @@ never the global RNG. Inputs are batch-first: float (B, T, D), or token ids (B, 
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,7 +31,6 @@ class TaskArgs:
     path: str | None = None
     lam: float = 0.9
     eval_size: int = 1000
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def cache_dir() -> Path:
@@ -153,7 +151,3 @@ def seeded_split(n: int, seed: int, fractions=(0.6, 0.2, 0.2)) -> dict[str, torc
     a = round(fractions[0] * n)
     b = a + round(fractions[1] * n)
     return {"train": perm[:a], "valid": perm[a:b], "test": perm[b:]}
-
-
-def nats_to_bits(x: float) -> float:
-    return x / math.log(2)

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from seqbench.errors import MissingDependencyError, SeqbenchError
-from seqbench.tasks.base import Task, TaskArgs, cache_dir, seeded_split
+from seqbench.tasks.base import Task, cache_dir, seeded_split
 
 VOICES = ("Soprano", "Alto", "Tenor", "Bass")
 LOW, N_PITCH = 21, 88
@@ -73,9 +73,6 @@ class Chorales(Task):
     readout = "all"
     in_dim = out_dim = N_PITCH
     default_seq_len = 64  # training crop length; evaluation uses whole chorales
-
-    def __init__(self, args: TaskArgs):
-        super().__init__(args)
 
     @cached_property
     def _splits(self) -> dict[str, list[torch.Tensor]]:
