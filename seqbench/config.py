@@ -256,6 +256,11 @@ def validate(cfg: RunConfig) -> None:
         raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, got {cfg.backend!r}")
     if not 0 <= cfg.dropout < 1:
         raise UsageError(f"dropout must be in [0, 1), got {cfg.dropout}")
+    if cfg.stable and cfg.model == "window" and cfg.base not in STABLE_MODELS:
+        raise UsageError(
+            f"--stable on a window model needs a base with a stability condition "
+            f"({', '.join(m for m in STABLE_MODELS if m != 'window')}), not {cfg.base}"
+        )
     if cfg.stable and cfg.model not in STABLE_MODELS:
         raise UsageError(
             f"--stable is defined for {', '.join(STABLE_MODELS)} (and window over them), "

@@ -189,6 +189,11 @@ def test_unstable_rnn_is_free_to_exceed_the_bound(store):
 def test_stable_is_refused_for_models_without_a_condition(store):
     with pytest.raises(UsageError, match="--stable is defined for"):
         _train(store, "gru", stable=True)
+    with pytest.raises(UsageError, match="window model needs a base"):
+        _train(store, "window", stable=True, base="gru", k=4)
+    assert store.list_runs() == []
+    out = _train(store, "window", stable=True, base="rnn", k=4, lam=0.5, lr=0.05)
+    assert out.status == "completed" and out.summaries["stability_bound"] <= 0.5 + 1e-6
 
 
 def test_checkpoint_saved_and_loaded_weights_only(store, tmp_path):
