@@ -204,6 +204,8 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
         values[k] = coerce(k, v)
     if overrides.get("params") is not None and "hidden" not in overrides:
         values.pop("hidden", None)
+    if overrides.get("k") is not None and "levels" not in overrides:
+        values.pop("levels", None)  # a context k asked for sizes the depth, not a default
     if values.get("seq_len") is None:
         values["seq_len"] = task_cls.default_seq_len
     values.setdefault("hidden", 128)

@@ -240,3 +240,12 @@ def test_paper_defaults_apply_per_pair():
     assert (cfg.layers, cfg.hidden, cfg.lr, cfg.clip) == (2, 128, 2e-4, 10.0)
     cfg = api.make_config("tcn", "copy", {})
     assert (cfg.optimizer, cfg.kernel_size, cfg.hidden) == ("rmsprop", 8, 10)
+
+
+def test_an_explicit_context_overrides_a_default_depth():
+    # the chorales TCN defaults to 4 levels; asking for a context k sizes the depth instead
+    assert api.make_config("tcn", "chorales", {}).levels == 4
+    cfg = api.make_config("tcn", "chorales", {"k": 16})
+    assert (cfg.k, cfg.levels) == (16, None)
+    with pytest.raises(UsageError, match="not both"):
+        api.make_config("tcn", "chorales", {"k": 16, "levels": 3})
