@@ -80,8 +80,11 @@ def render(
     elif fmt == Format.markdown:
         out.write("| " + " | ".join(columns) + " |\n")
         out.write("|" + "|".join("---" for _ in columns) + "|\n")
-        for row in rows:
+        for i, row in enumerate(rows):
             cells = [_text(v).replace("|", "\\|") for v in row]
+            b = bold[i] if bold and i < len(bold) else None
+            if b is not None and cells[b]:
+                cells[b] = f"**{cells[b]}**"
             out.write("| " + " | ".join(cells) + " |\n")
     else:
         from rich.markup import escape

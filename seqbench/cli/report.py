@@ -41,12 +41,26 @@ def report(
     ] = False,
     task: Annotated[list[str] | None, typer.Option(help="Only this task (repeatable).")] = None,
     metric: Annotated[str, typer.Option(help="Summary key to report.")] = "test_metric",
-    by: Annotated[str | None, typer.Option(help="Also group by k, seq_len or model.")] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            help="Also group by k, seq_len, model or any config field (stable, teacher_lam, "
+            "...); several as a comma-separated list: --by teacher_lam,k."
+        ),
+    ] = None,
     sweep: SweepOption = None,
     where: WhereOption = None,
     plot: Annotated[
-        str | None, typer.Option(help="Also draw a PNG (needs --by k|seq_len).")
+        str | None, typer.Option(help="Also draw a PNG (x axis: the first numeric --by field).")
     ] = None,
+    fit_decay: Annotated[
+        bool,
+        typer.Option(
+            "--fit-decay",
+            help="Instead of the table, fit gap(k) = metric(k) - full ≈ C·rate^k per model "
+            "(needs --by k): how fast a truncated model closes on the full one.",
+        ),
+    ] = False,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Compare models across runs: mean ± std over seeds (n), the best highlighted, the
@@ -54,6 +68,8 @@ def report(
     Without --compare: a leaderboard of the models on each task.
 
     Example: seqbench report --compare rnn tcn --task adding --by k --plot k.png
+
+    Example: seqbench report --compare window rnn --task teacher --by teacher_lam,k --fit-decay
     """
     from seqbench.errors import UsageError
     from seqbench.report.tables import (
@@ -76,12 +92,21 @@ def report(
     if rep is None:
         typer.echo("no completed runs in the store match: nothing to report")
         return
+    if fit_decay:
+        from seqbench.report.decay import fit_decay as fit
+
+        cols, rows = fit(rep)
+        render(cols, rows, fmt, title=f"decay of the {metric} gap in k")
+        if plot:
+            plot_report(rep, plot)
+            typer.echo(f"plot written to {plot}", err=True)
+        return
     if compare and rep.compare:
         cols, rows, best = comparison_rows(rep)
     else:
         cols, rows, best = leaderboard_rows(rep)
     cell_cols = set(rep.models) if compare and rep.compare else set()
-    if fmt == Format.table:
+    if fmt in (Format.table, Format.markdown):  # for people: one "mean ± std (n)" cell
         render(cols, [[format_cell(v) for v in r] for r in rows], fmt, bold=best,
                title=f"{metric}{' by ' + by if by else ''}")  # fmt: skip
     else:
@@ -102,7 +127,9 @@ def baseline_save(
     rtol: Annotated[float, typer.Option(help="Relative tolerance stored with each value.")] = 0.05,
     atol: Annotated[float, typer.Option(help="Absolute tolerance stored with each value.")] = 0.0,
 ) -> None:
-    """Store the current medians over seeds per (model, task, k, metric) as a baseline.
+    """Store the current medians over seeds per (model, task, k, variant, metric) as a baseline;
+    the variant holds the config fields that differ between runs of one (model, task, k)
+    besides the seed (seq_len, stable, teacher_lam, ...).
 
     Example: seqbench baseline save nightly --where "task = 'adding'" --rtol 0.1
     """
@@ -177,8 +204,9 @@ def check(
 ) -> None:
     """Compare current results with a baseline; exit 1 if anything regressed.
 
-    Per (model, task, k, metric): the median over seeds against the baseline value ± tolerance
-    in the metric's direction: pass, regressed (a nan always is), improved or missing.
+    Per (model, task, k, variant, metric): the median over seeds against the baseline
+    value ± tolerance in the metric's direction: pass, regressed (a nan always is), improved
+    or missing.
     Exit codes: 0 nothing regressed, 1 a regression, 2 usage error or unknown baseline.
 
     Example: seqbench check --baseline baselines/ci.json --junit check.xml
@@ -189,10 +217,13 @@ def check(
     store = state(ctx).store()
     points = resolve_baseline(store, baseline)
     rows = run_check(store, points, sweep=sweep, where=where, rtol=rtol, atol=atol)
-    cols = ["status", "model", "task", "k", "metric", "baseline", "current", "tolerance",
-            "direction"]  # fmt: skip
-    render(cols, [(r.status, r.model, r.task, r.k, r.metric, r.baseline, r.current, r.tolerance,
-                   r.direction) for r in rows], fmt, title=f"check against {baseline}")  # fmt: skip
+    from seqbench.report.check import variant_label
+
+    cols = ["status", "model", "task", "k", "variant", "metric", "baseline", "current",
+            "tolerance", "direction"]  # fmt: skip
+    render(cols, [(r.status, r.model, r.task, r.k, variant_label(r.variant), r.metric,
+                   r.baseline, r.current, r.tolerance, r.direction) for r in rows], fmt,
+           title=f"check against {baseline}")  # fmt: skip
     if junit:
         junit_xml(rows, junit)
     counts = {s: sum(r.status == s for r in rows) for s in ("pass", "regressed", "improved",

@@ -1,5 +1,10 @@
 """Baselines and regression checks: compare current results with stored reference values per
-(model, task, k, metric), using the median over seeds and the metric's direction."""
+(model, task, k, variant, metric), using the median over seeds and the metric's direction.
+
+The variant holds the config fields that tell apart runs sharing (model, task, k) in the
+saved set, e.g. seq_len when the adding problem ran at T = 100, 500 and 1000, or teacher_lam
+and stable in the Miller & Hardt sweep: the fields whose values differ between runs of one
+(model, task, k) other than the seed. Without it those runs would share one median."""
 
 from __future__ import annotations
 
@@ -29,6 +34,18 @@ class Point:
     value: float
     tolerance: float
     direction: str  # "lower" or "higher" is better
+    variant: str = ""  # canonical JSON of the distinguishing config fields; "" for none
+
+
+def variant_text(values: dict) -> str:
+    return json.dumps(values, sort_keys=True, separators=(",", ":")) if values else ""
+
+
+def variant_label(variant: str) -> str:
+    """'{"seq_len":100,"stable":true}' -> 'seq_len=100 stable=True' (for people)."""
+    if not variant:
+        return ""
+    return " ".join(f"{k}={v}" for k, v in json.loads(variant).items())
 
 
 @dataclass(frozen=True)
@@ -36,6 +53,7 @@ class CheckRow:
     model: str
     task: str
     k: int | None
+    variant: str
     metric: str
     baseline: float
     current: float | None
@@ -51,20 +69,42 @@ def tolerance(value: float, rtol: float, atol: float) -> float:
     return max(atol, rtol * abs(value)) if math.isfinite(value) else 0.0
 
 
-def current_medians(db, metrics, *, sweep=None, where=None) -> dict[tuple, tuple[float, int]]:
-    """{(model, task, k, metric): (median over seeds, n)} of completed and diverged runs (a
-    diverged run's nan makes the median nan, so it cannot pass silently)."""
+# fields that never tell apart two experiments of one (model, task, k)
+_NOT_VARIANT = {"model", "task", "k", "seed", "tags", "save_checkpoint", "device", "backend"}
+
+
+def varying_fields(df) -> list[str]:
+    """Config fields whose values differ between runs of one (model, task, k), seeds aside."""
+    found: set[str] = set()
+    for _, g in df.groupby(["model", "task", "k"], dropna=False):
+        configs = list(g["config"])
+        keys = set().union(*(c.keys() for c in configs)) - _NOT_VARIANT
+        for key in keys:
+            if len({json.dumps(c.get(key), sort_keys=True) for c in configs}) > 1:
+                found.add(key)
+    return sorted(found)
+
+
+def current_medians(db, metrics, *, sweep=None, where=None,
+                    variant_fields=None) -> dict[tuple, tuple[float, int]]:  # fmt: skip
+    """{(model, task, k, variant, metric): (median over seeds, n)} of completed and diverged
+    runs (a diverged run's nan makes the median nan, so it cannot pass silently). Runs are
+    told apart by `variant_fields`, or by the fields that vary (`varying_fields`) when None."""
     out = {}
     for metric in metrics:
         df = results_frame(db, metric, sweep=sweep, where=where,
                            statuses=("completed", "diverged"))  # fmt: skip
         if df.empty:
             continue
+        fields = varying_fields(df) if variant_fields is None else variant_fields
         df["k"] = df["k"].astype("object").where(df["k"].notna(), None)
-        for (model, task, k), g in df.groupby(["model", "task", "k"], dropna=False):
+        df["variant"] = [variant_text({f: c.get(f) for f in fields}) for c in df["config"]]
+        for (model, task, k, var), g in df.groupby(["model", "task", "k", "variant"],
+                                                   dropna=False):  # fmt: skip
             vals = g["value"].astype(float)
             med = math.nan if vals.isna().any() else float(vals.median())
-            out[(model, task, None if k is None or k != k else int(k), metric)] = (med, len(g))
+            key = (model, task, None if k is None or k != k else int(k), var, metric)
+            out[key] = (med, len(g))
     return out
 
 
@@ -75,8 +115,8 @@ def save_baseline(store: Store, name: str, *, metrics=("test_metric",), sweep=No
     if not cur:
         raise SeqbenchError("no completed runs match: nothing to save as a baseline")
     points = [
-        Point(m, t, k, metric, v, tolerance(v, rtol, atol), metric_direction(metric, t))
-        for (m, t, k, metric), (v, _) in sorted(cur.items(), key=lambda kv: str(kv[0]))
+        Point(m, t, k, metric, v, tolerance(v, rtol, atol), metric_direction(metric, t), var)
+        for (m, t, k, var, metric), (v, _) in sorted(cur.items(), key=lambda kv: str(kv[0]))
     ]
     write_points(store, name, points)
     return points
@@ -87,7 +127,7 @@ def write_points(store: Store, name: str, points: list[Point]) -> None:
     for p in points:
         v, kind = split_float(p.value)
         rows.append({"name": name, "model": p.model, "task": p.task, "k": p.k,
-                     "metric": p.metric, "value": v, "value_kind": kind,
+                     "variant": p.variant, "metric": p.metric, "value": v, "value_kind": kind,
                      "tolerance": p.tolerance, "direction": p.direction,
                      "created_at": datetime.now()})  # fmt: skip
     with store.Session.begin() as s:
@@ -107,6 +147,7 @@ def read_points(store: Store, name: str) -> list[Point]:
                 join_float(b.value, b.value_kind),
                 b.tolerance,
                 b.direction,
+                b.variant or "",
             )
             for b in rows
         ]
@@ -120,7 +161,17 @@ def export_baseline(store: Store, name: str, path: str | Path) -> int:
     points = read_points(store, name)
     if not points:
         raise UsageError(f"no baseline named {name!r} in {store.display_url}")
-    data = {"name": name, "points": [{**asdict(p), "value": _json_value(p.value)} for p in points]}
+    data = {
+        "name": name,
+        "points": [
+            {
+                **asdict(p),
+                "value": _json_value(p.value),
+                "variant": json.loads(p.variant) if p.variant else {},
+            }
+            for p in points
+        ],
+    }
     Path(path).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     return len(points)
 
@@ -130,7 +181,8 @@ def load_file(path: str | Path) -> tuple[str, list[Point]]:
     try:
         data = json.loads(p.read_text())
         points = [Point(d["model"], d["task"], d["k"], d["metric"], float(d["value"]),
-                        float(d["tolerance"]), d["direction"]) for d in data["points"]]  # fmt: skip
+                        float(d["tolerance"]), d["direction"], _variant(d.get("variant")))
+                  for d in data["points"]]  # fmt: skip
     except FileNotFoundError:
         raise UsageError(f"baseline file {str(p)!r} not found") from None
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
@@ -139,6 +191,17 @@ def load_file(path: str | Path) -> tuple[str, list[Point]]:
         if pt.direction not in ("lower", "higher"):
             raise UsageError(f"baseline file {str(p)!r}: direction must be lower or higher")
     return data.get("name", p.stem), points
+
+
+def _variant(v) -> str:
+    """A file's variant: a JSON object (or its canonical text, or nothing)."""
+    if not v:
+        return ""
+    if isinstance(v, str):
+        v = json.loads(v)
+    if not isinstance(v, dict):
+        raise TypeError("variant must be an object of config fields")
+    return variant_text(v)
 
 
 def import_baseline(store: Store, path: str | Path, name: str | None = None) -> tuple[str, int]:
@@ -178,15 +241,17 @@ def check(store: Store, points: list[Point], *, sweep=None, where=None, rtol=Non
           atol=None) -> list[CheckRow]:  # fmt: skip
     """Judge the current medians against each baseline point; --rtol/--atol override the stored
     tolerance."""
-    cur = current_medians(store.url, sorted({p.metric for p in points}), sweep=sweep, where=where)
+    fields = sorted({f for p in points if p.variant for f in json.loads(p.variant)})
+    cur = current_medians(store.url, sorted({p.metric for p in points}), sweep=sweep,
+                          where=where, variant_fields=fields)  # fmt: skip
     rows = []
     for p in points:
         tol = p.tolerance
         if rtol is not None or atol is not None:
             tol = tolerance(p.value, rtol or 0.0, atol or 0.0)
-        value = cur.get((p.model, p.task, p.k, p.metric))
+        value = cur.get((p.model, p.task, p.k, p.variant, p.metric))
         current = None if value is None else value[0]
-        rows.append(CheckRow(p.model, p.task, p.k, p.metric, p.value, current, tol,
+        rows.append(CheckRow(p.model, p.task, p.k, p.variant, p.metric, p.value, current, tol,
                              p.direction, judge(p, current, tol)))  # fmt: skip
     return rows
 
@@ -201,8 +266,8 @@ def junit_xml(rows: list[CheckRow], path: str | Path) -> None:
         skipped=str(sum(r.status == "missing" for r in rows)),
     )
     for r in rows:
-        case = ET.SubElement(suite, "testcase", classname=f"{r.task}.{r.model}",
-                             name=f"k={r.k} {r.metric}")  # fmt: skip
+        label = " ".join(x for x in (f"k={r.k}", variant_label(r.variant), r.metric) if x)
+        case = ET.SubElement(suite, "testcase", classname=f"{r.task}.{r.model}", name=label)
         msg = (f"{r.metric} {r.current} vs baseline {r.baseline} ± {r.tolerance} "
                f"({r.direction} is better)")  # fmt: skip
         if r.status == "regressed":

@@ -8,6 +8,7 @@ write, and every other value is a bound parameter.
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
@@ -17,6 +18,38 @@ from seqbench.store.models import join_float
 from seqbench.store.query import run_query
 
 GROUP_AXES = ("k", "seq_len", "model")
+
+
+def config_fields() -> list[str]:
+    """RunConfig fields a report can group by besides GROUP_AXES (read from runs.config)."""
+    from seqbench.config import FIELDS, NOT_HASHED
+
+    return [f for f in FIELDS if f not in NOT_HASHED and f not in ("model", "task")]
+
+
+def parse_by(by: str | list[str] | None) -> list[str]:
+    """'k,stable' or ['k', 'stable'] -> ['k', 'stable'], each a run column or config field."""
+    if by is None:
+        return []
+    items = by if isinstance(by, list) else [by]
+    out = [b.strip() for item in items for b in item.split(",") if b.strip()]
+    allowed = list(GROUP_AXES) + [f for f in config_fields() if f not in GROUP_AXES]
+    for b in out:
+        if b not in allowed:
+            from seqbench.errors import UnknownNameError
+
+            raise UnknownNameError("--by field", b, allowed)
+    if len(set(out)) != len(out):
+        raise UsageError(f"--by names a field twice: {','.join(out)}")
+    return out
+
+
+def add_config_columns(df: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """Copy config fields (e.g. stable, teacher_lam) out of the `config` column."""
+    for name in names:
+        if name not in df.columns:
+            df[name] = [cfg.get(name) for cfg in df["config"]]
+    return df
 
 
 TASK_RELATIVE = ("test_metric", "best_valid_metric", "final_valid_metric")
@@ -43,10 +76,11 @@ def results_frame(
     where: str | None = None,
     statuses: tuple[str, ...] = ("completed",),
 ) -> pd.DataFrame:
-    """Columns: run_id, model, task, k, seq_len, seed, sweep, value (non-finite restored)."""
+    """Columns: run_id, model, task, k, seq_len, seed, sweep, config (a dict), value
+    (non-finite restored)."""
     sql = [
         "SELECT r.id AS run_id, r.model, r.task, r.k, r.seq_len, r.seed, sw.name AS sweep,",
-        "  s.value, s.value_kind",
+        "  r.config, s.value, s.value_kind",
         "FROM runs r JOIN summaries s ON s.run_id = r.id AND s.key = :metric",
         "LEFT JOIN sweeps sw ON sw.id = r.sweep_id",
         "WHERE r.kind = 'train'",
@@ -75,6 +109,8 @@ def results_frame(
     if df.empty:
         return df.drop(columns=["value_kind"])
     df["value"] = [join_float(v, k) for v, k in zip(df["value"], df["value_kind"], strict=True)]
+    # SQLite hands JSON back as text, PostgreSQL's driver as a dict
+    df["config"] = [json.loads(c) if isinstance(c, str) else (c or {}) for c in df["config"]]
     return df.drop(columns=["value_kind"])
 
 

@@ -9,19 +9,30 @@ import numpy as np
 import pandas as pd
 
 from seqbench.errors import SeqbenchError, UsageError
-from seqbench.report.frames import GROUP_AXES, baselines_by_task, metric_direction, results_frame
+from seqbench.report.frames import (
+    add_config_columns,
+    baselines_by_task,
+    metric_direction,
+    parse_by,
+    results_frame,
+)
 
 
 @dataclass
 class Report:
     """A long frame (one row per group × model: mean, std, n) plus how to lay it out."""
 
-    stats: pd.DataFrame  # columns: task, [by], model, mean, std, n
+    stats: pd.DataFrame  # columns: task, *by (without model), model, mean, std, n
     metric: str
-    by: str | None
+    by: list[str]  # the --by fields, in order; may include "model"
     models: list[str]  # the compared models, in order (all models for a leaderboard)
     compare: bool
     baselines: dict
+
+    @property
+    def group(self) -> list[str]:
+        """The row key: the task and every --by field except the model."""
+        return ["task"] + [b for b in self.by if b != "model"]
 
 
 def _agg(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -47,13 +58,14 @@ def build_report(
     compare: list[str] | None = None,
     tasks: list[str] | None = None,
     metric: str = "test_metric",
-    by: str | None = None,
+    by: str | list[str] | None = None,
     sweep: str | None = None,
     where: str | None = None,
 ) -> Report | None:
-    """None when the store holds no completed training runs matching the filters at all."""
-    if by is not None and by not in GROUP_AXES:
-        raise UsageError(f"--by must be one of {', '.join(GROUP_AXES)}, got {by!r}")
+    """None when the store holds no completed training runs matching the filters at all.
+    `by` is a run column (k, seq_len, model) or any config field (stable, teacher_lam, ...),
+    or a comma-separated list of them."""
+    bys = parse_by(by)
     if compare is not None and len(compare) < 1:
         raise UsageError("--compare needs at least one model")
     df = results_frame(db, metric, tasks=tasks, models=compare, sweep=sweep, where=where)
@@ -71,11 +83,15 @@ def build_report(
                 f"no completed runs for model {', '.join(repr(m) for m in missing)}"
                 f"{' on ' + ', '.join(tasks) if tasks else ''} with metric {metric!r}"
             )
-    keys = ["task"] + ([by] if by and by != "model" else []) + ["model"]
+    df = add_config_columns(df, bys)
+    for b in bys:  # unhashable config values (lists) group by their text
+        if df[b].map(lambda v: isinstance(v, (list, dict))).any():
+            df[b] = df[b].map(str)
+    keys = ["task"] + [b for b in bys if b != "model"] + ["model"]
     stats = _agg(df, keys)
     models = compare or sorted(set(df["model"]))
     base = baselines_by_task(db, sorted(set(df["task"])))
-    return Report(stats, metric, by, models, bool(compare) and by != "model", base)
+    return Report(stats, metric, bys, models, bool(compare) and "model" not in bys, base)
 
 
 def _baseline_for(rep: Report, task: str) -> float | None:
@@ -85,7 +101,7 @@ def _baseline_for(rep: Report, task: str) -> float | None:
 
 def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None]]:
     """(columns, rows, index of the best model column per row) for a --compare report."""
-    group = ["task"] + ([rep.by] if rep.by and rep.by != "model" else [])
+    group = rep.group
     wide = rep.stats.pivot_table(index=group, columns="model", values=["mean", "std", "n"],
                                  dropna=False, aggfunc="first")  # fmt: skip
     cols = [*group, *rep.models]
@@ -126,7 +142,7 @@ def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None
 
 
 def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | None]]:
-    group = ["task"] + ([rep.by] if rep.by and rep.by != "model" else [])
+    group = rep.group
     cols = [*group, "rank", "model", "mean", "std", "n", "baseline"]
     rows, best = [], []
     for key, g in rep.stats.groupby(group, dropna=False, sort=True):
@@ -160,30 +176,49 @@ def flat_rows(cols, rows, cell_cols) -> tuple[list[str], list[list]]:
 def format_cell(v) -> str | None:
     if isinstance(v, tuple):
         mu, sd, n = v
-        return f"{mu:.4g} ± {sd:.2g} (n={n})"
+        return f"{mu:.4g} (n=1)" if n == 1 else f"{mu:.4g} ± {sd:.2g} (n={n})"
     return v
 
 
 def plot_report(rep: Report, path: str) -> None:
-    """Metric against --by (k or seq_len) per model with ±std error bars, one panel per task;
-    log axes where the values span more than a factor of 20."""
+    """Metric against the first numeric --by field (k, seq_len, teacher_lam, ...) with ±std
+    error bars, one panel per task and one line per model (and per value of any other --by
+    field). A run without a value on the x axis (k unset: the full recurrent model) is drawn
+    as a dashed horizontal line. Log axes where the values span more than a factor of 20."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if rep.by not in ("k", "seq_len"):
-        raise UsageError("--plot needs --by k or --by seq_len (the x axis)")
+    x = next((b for b in rep.by if b != "model" and _numeric(rep.stats[b])), None)
+    if x is None:
+        raise UsageError("--plot needs a numeric --by field for the x axis, e.g. --by k")
+    series = [b for b in rep.group[1:] if b != x]
     tasks = sorted(set(rep.stats["task"]))
-    fig, axes = plt.subplots(1, len(tasks), figsize=(6 * len(tasks), 4.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(6.5 * len(tasks), 4.8), squeeze=False)
     for ax, task in zip(axes[0], tasks, strict=True):
-        sub = rep.stats[(rep.stats["task"] == task) & rep.stats[rep.by].notna()]
-        for model in rep.models:
-            m = sub[sub["model"] == model].sort_values(rep.by)
-            if m.empty:
-                continue
-            ax.errorbar(m[rep.by], m["mean"], yerr=m["std"], marker="o", capsize=3, label=model)
-        xs = sub[rep.by].astype(float)
+        sub = rep.stats[rep.stats["task"] == task]
+        lines = sub.groupby(series, dropna=False, sort=True) if series else [((), sub)]
+        for key, g in lines:
+            key = key if isinstance(key, tuple) else (key,)
+            extra = ", ".join(f"{b}={v}" for b, v in zip(series, key, strict=True))
+            for model in rep.models:
+                m = g[g["model"] == model]
+                if m.empty:
+                    continue
+                label = model + (f" ({extra})" if extra else "")
+                on_axis = m[m[x].notna()].sort_values(x)
+                if not on_axis.empty:
+                    line = ax.errorbar(on_axis[x].astype(float), on_axis["mean"],
+                                       yerr=on_axis["std"], marker="o", capsize=3,
+                                       label=label)  # fmt: skip
+                    color = line[0].get_color()
+                else:
+                    color = None
+                for _, r in m[m[x].isna()].iterrows():
+                    ax.axhline(r["mean"], ls=":", lw=1.5, color=color,
+                               label=f"{label}, {x} unset (full)")  # fmt: skip
+        xs = sub[x].dropna().astype(float)
         ys = sub["mean"][np.isfinite(sub["mean"]) & (sub["mean"] > 0)]
         if len(xs) and xs.min() > 0 and xs.max() / xs.min() > 20:
             ax.set_xscale("log", base=2)
@@ -192,8 +227,16 @@ def plot_report(rep: Report, path: str) -> None:
         base = _baseline_for(rep, task)
         if base is not None:
             ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
-        ax.set(title=task, xlabel=rep.by, ylabel=rep.metric)
-        ax.legend(fontsize=8)
+        ax.set(title=task, xlabel=x, ylabel=rep.metric)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _numeric(col: pd.Series) -> bool:
+    vals = col.dropna()
+    return len(vals) > 0 and all(
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+        for v in vals
+    )

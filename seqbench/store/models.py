@@ -147,7 +147,9 @@ class Curve(Base):
 class Baseline(Base):
     __tablename__ = "baselines"
     __table_args__ = (
-        UniqueConstraint("name", "model", "task", "k", "metric", name="uq_baselines_point"),
+        UniqueConstraint(
+            "name", "model", "task", "k", "metric", "variant", name="uq_baselines_point"
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -156,6 +158,8 @@ class Baseline(Base):
     task: Mapped[str] = mapped_column(String(50))
     k: Mapped[int | None] = mapped_column(Integer)
     metric: Mapped[str] = mapped_column(String(100))
+    # canonical JSON of the config fields telling apart points of one (model, task, k)
+    variant: Mapped[str] = mapped_column(String(500), default="", server_default="")
     value: Mapped[float | None] = mapped_column(Float)
     value_kind: Mapped[str] = mapped_column(String(8), default="finite")
     tolerance: Mapped[float] = mapped_column(Float, default=0.0)

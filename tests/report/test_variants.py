@@ -1,0 +1,127 @@
+"""Reports and baselines over runs told apart by config fields (seq_len, stable, teacher_lam),
+and the truncation-gap decay fit."""
+
+import json
+import math
+
+import pytest
+
+from seqbench.report.check import check, load_file, resolve_baseline, save_baseline
+from seqbench.report.decay import fit_decay
+from seqbench.report.tables import build_report, comparison_rows
+
+
+def _run(store, model, task, value, *, k=None, seed=0, seq_len=100, **config):
+    r = store.create_run(model=model, task=task, k=k, seed=seed, seq_len=seq_len,
+                         config={"seq_len": seq_len, "seed": seed, "k": k, **config},
+                         config_hash=f"h{model}{k}{seed}{seq_len}{config}",
+                         status="completed")  # fmt: skip
+    store.set_summaries(r.id, {"test_metric": value})
+    return r
+
+
+@pytest.fixture
+def adding_by_length(store, db):
+    # the IndRNN claim's shape: one model on one task at three lengths, two seeds each
+    for T, vals in ((100, (0.001, 0.003)), (500, (0.01, 0.02)), (1000, (0.16, 0.17))):
+        for seed, v in enumerate(vals):
+            _run(store, "indrnn", "adding", v, seed=seed, seq_len=T, hidden=64)
+    return db
+
+
+def test_baseline_points_are_told_apart_by_the_fields_that_vary(adding_by_length, store):
+    points = save_baseline(store, "repro", rtol=0.1)
+    assert len(points) == 3  # one per seq_len, not one median over all three lengths
+    by_var = {json.loads(p.variant)["seq_len"]: p.value for p in points}
+    assert by_var == {100: pytest.approx(0.002), 500: pytest.approx(0.015),
+                      1000: pytest.approx(0.165)}  # fmt: skip
+    assert {r.status for r in check(store, points)} == {"pass"}
+    # a worse T=500 run moves that point's median alone
+    _run(store, "indrnn", "adding", 0.16, seed=2, seq_len=500, hidden=64)
+    _run(store, "indrnn", "adding", 0.16, seed=3, seq_len=500, hidden=64)
+    status = {json.loads(r.variant)["seq_len"]: r.status for r in check(store, points)}
+    assert status == {100: "pass", 500: "regressed", 1000: "pass"}
+
+
+def test_variant_survives_export_and_old_files_still_load(cli, adding_by_length, tmp_path):
+    assert cli("baseline", "save", "repro").exit_code == 0
+    path = tmp_path / "repro.json"
+    assert cli("baseline", "export", "repro", path).exit_code == 0
+    data = json.loads(path.read_text())
+    assert sorted(p["variant"]["seq_len"] for p in data["points"]) == [100, 500, 1000]
+    ok = cli("check", "--baseline", path, "--fail-on-missing")
+    assert ok.exit_code == 0, ok.output
+    assert "seq_len=500" in ok.stdout
+    # a baseline file from before variants existed: no "variant" key, one point per (model, k)
+    for p in data["points"]:
+        del p["variant"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(data))
+    assert {p.variant for p in load_file(old)[1]} == {""}
+    bad = tmp_path / "bad.json"
+    data["points"][0]["variant"] = [1, 2]
+    bad.write_text(json.dumps(data))
+    r = cli("check", "--baseline", bad)
+    assert r.exit_code == 2 and "not a seqbench baseline" in r.stderr
+
+
+def test_report_groups_by_config_fields(cli, store, db, tmp_path):
+    for stable, vals in ((False, (4.0, 4.2)), (True, (4.4, 4.6))):
+        for seed, v in enumerate(vals):
+            _run(store, "rnn", "chorales", v, seed=seed, stable=stable)
+            _run(store, "rnn", "chorales", v + 1, k=16, seed=seed, stable=stable)
+            _run(store, "tcn", "chorales", 5.0 + seed, k=16, seed=seed)
+    rep = build_report(str(db), compare=["rnn", "tcn"], by="k,stable")
+    cols, rows, _ = comparison_rows(rep)
+    assert cols[:5] == ["task", "k", "stable", "rnn", "tcn"]
+    cells = {(r[1] if r[1] == r[1] else None, r[2]): r[3] for r in rows}
+    assert cells[(None, True)][:2] == (pytest.approx(4.5), pytest.approx(math.sqrt(0.02)))
+    assert cells[(16.0, False)][0] == pytest.approx(5.1)
+    md = cli("report", "--compare", "rnn", "tcn", "--by", "k,stable", "--format", "markdown")
+    assert md.exit_code == 0, md.output
+    assert "| task | k | stable | rnn | tcn |" in md.stdout and "4.5 ± 0.14 (n=2)" in md.stdout
+    png = tmp_path / "k.png"
+    p = cli("report", "--compare", "rnn", "tcn", "--by", "k,stable", "--plot", png)
+    assert p.exit_code == 0 and png.read_bytes()[:4] == b"\x89PNG"
+    nox = cli("report", "--compare", "rnn", "--by", "stable", "--plot", png)
+    assert nox.exit_code == 2 and "numeric --by field" in nox.stderr
+    unknown = cli("report", "--by", "stabel")
+    assert unknown.exit_code == 2 and "Did you mean 'stable'" in unknown.stderr
+
+
+def test_fit_decay_recovers_a_geometric_gap(cli, store, db):
+    # window(k) = full + C·ρ^k with ρ = λ² for λ = 0.5 and 0.8, exactly; the full model has no k
+    for lam in (0.5, 0.8):
+        for seed in (0, 1):
+            _run(store, "rnn", "teacher", 0.01, seed=seed, teacher_lam=lam)
+            for k in (1, 2, 4, 8, 16):
+                v = 0.01 + 0.5 * (lam**2) ** k
+                _run(store, "window", "teacher", v, k=k, seed=seed, teacher_lam=lam)
+    rep = build_report(str(db), compare=["window", "rnn"], by="teacher_lam,k")
+    cols, rows = fit_decay(rep)
+    fits = {r[1]: dict(zip(cols, r, strict=True)) for r in rows}
+    assert set(fits) == {0.5, 0.8}
+    for lam, f in fits.items():
+        assert f["reference"] == pytest.approx(0.01)
+        assert f["sqrt_rate"] == pytest.approx(lam, rel=1e-6)
+        assert f["points"] >= 2
+    # points lost in the noise floor (gap under a quarter of the reference) are left out
+    assert fits[0.5]["k_used"] == "1,2" and fits[0.8]["k_used"] == "1,2,4,8"
+    out = cli("report", "--compare", "window", "rnn", "--by", "teacher_lam,k", "--fit-decay",
+              "--format", "json")  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert [round(r["sqrt_rate"], 6) for r in json.loads(out.stdout)] == [0.5, 0.8]
+    assert cli("report", "--compare", "window", "--by", "teacher_lam", "--fit-decay").exit_code == 2
+
+
+def test_resolve_baseline_reads_variant_files(adding_by_length, store, tmp_path):
+    save_baseline(store, "r")
+    path = tmp_path / "r.json"
+    from seqbench.report.check import export_baseline
+
+    export_baseline(store, "r", path)
+    assert {p.variant for p in resolve_baseline(store, str(path))} == {
+        '{"seq_len":100}',
+        '{"seq_len":500}',
+        '{"seq_len":1000}',
+    }
