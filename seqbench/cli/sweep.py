@@ -91,6 +91,8 @@ def sweep(
             for g in grids:
                 g["seeds"] = specs.parse_range(seeds)
         spec_doc = {"preset": preset, "scale": scale, "grids": grids}
+        if seeds == "0":  # the preset as shipped: a name to quote in docs and --sweep filters
+            name = name or f"{preset}-{scale}"
     elif spec:
         loaded = specs.load_spec_file(spec)
         name = name or loaded.get("name")
