@@ -51,7 +51,10 @@ def report(
     sweep: SweepOption = None,
     where: WhereOption = None,
     plot: Annotated[
-        str | None, typer.Option(help="Also draw a PNG (x axis: the first numeric --by field).")
+        str | None,
+        typer.Option(
+            help="Also draw a PNG: metric against the first numeric --by field, else bars."
+        ),
     ] = None,
     fit_decay: Annotated[
         bool,

@@ -182,9 +182,10 @@ def format_cell(v) -> str | None:
 
 def plot_report(rep: Report, path: str) -> None:
     """Metric against the first numeric --by field (k, seq_len, teacher_lam, ...) with ±std
-    error bars, one panel per task and one line per model (and per value of any other --by
-    field). A run without a value on the x axis (k unset: the full recurrent model) is drawn
-    as a dashed horizontal line. Log axes where the values span more than a factor of 20."""
+    error bars (grouped bars when there is none), one panel per task and one line per model
+    (and per value of any other --by field). A run without a value on the x axis (k unset:
+    the full recurrent model) is drawn as a dotted horizontal line. Log axes where the values
+    span more than a factor of 20."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -192,7 +193,8 @@ def plot_report(rep: Report, path: str) -> None:
 
     x = next((b for b in rep.by if b != "model" and _numeric(rep.stats[b])), None)
     if x is None:
-        raise UsageError("--plot needs a numeric --by field for the x axis, e.g. --by k")
+        _bar_plot(rep, path, plt)
+        return
     series = [b for b in rep.group[1:] if b != x]
     tasks = sorted(set(rep.stats["task"]))
     fig, axes = plt.subplots(1, len(tasks), figsize=(6.5 * len(tasks), 4.8), squeeze=False)
@@ -228,6 +230,46 @@ def plot_report(rep: Report, path: str) -> None:
         if base is not None:
             ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
         ax.set(title=task, xlabel=x, ylabel=rep.metric)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _bar_plot(rep: Report, path: str, plt) -> None:
+    """Without a numeric --by field: grouped bars (one per model) with ±std, one panel per
+    task, one group per value of the other --by fields."""
+    tasks = sorted(set(rep.stats["task"]))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4 + 1.2 * len(rep.models), 4.5),
+                             squeeze=False)  # fmt: skip
+    fig.set_size_inches(max(6.0, 3.2 * len(tasks)), 4.5)
+    series = rep.group[1:]
+    width = 0.8 / max(1, len(rep.models))
+    for ax, task in zip(axes[0], tasks, strict=True):
+        sub = rep.stats[rep.stats["task"] == task]
+        groups = sorted({tuple(r) for r in sub[series].itertuples(index=False)}, key=str)
+        groups = groups or [()]
+        for i, model in enumerate(rep.models):
+            xs, ys, es = [], [], []
+            for j, key in enumerate(groups):
+                m = sub[sub["model"] == model]
+                for b, v in zip(series, key, strict=True):
+                    m = m[m[b].isna()] if v is None or v != v else m[m[b] == v]
+                if not m.empty:
+                    xs.append(j + (i - (len(rep.models) - 1) / 2) * width)
+                    ys.append(float(m["mean"].iloc[0]))
+                    es.append(float(m["std"].iloc[0]))
+            ax.bar(xs, ys, width, yerr=es, capsize=3, label=model)
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels([", ".join(f"{b}={v}" for b, v in zip(series, g, strict=True))
+                            for g in groups], fontsize=7)  # fmt: skip
+        ys = sub["mean"][np.isfinite(sub["mean"]) & (sub["mean"] > 0)]
+        if len(ys) and ys.max() / ys.min() > 20:
+            ax.set_yscale("log")
+        base = _baseline_for(rep, task)
+        if base is not None:
+            ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
+        ax.set(title=task, ylabel=rep.metric)
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
