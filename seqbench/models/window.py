@@ -46,11 +46,13 @@ class Window(Backbone):
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         B, T, D = x.shape
         k = self.k
-        head, _ = self.base(x[:, : min(k - 1, T)])  # (B, min(k-1,T), H): full = truncated here
-        if k > T:
-            return head, None
+        if k > T:  # every position sees its whole past: the truncated model is the full one
+            return self.base(x)[0], None
         windows = x.unfold(1, k, 1)  # (B, T-k+1, D, k)
         windows = windows.permute(0, 1, 3, 2).reshape(-1, k, D)  # (B·(T-k+1), k, D)
         ys, _ = self.base(windows)  # (B·(T-k+1), k, H)
         tail = ys[:, -1].reshape(B, T - k + 1, -1)  # (B, T-k+1, H)
+        if k == 1:  # no position before the first window (torch's RNNs refuse length 0)
+            return tail, None
+        head, _ = self.base(x[:, : k - 1])  # (B, k-1, H): full = truncated here
         return torch.cat([head, tail], dim=1), None
