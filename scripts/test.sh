@@ -22,9 +22,12 @@ if ls tests/ops/test_*triton*.py >/dev/null 2>&1; then
   TRITON_INTERPRET=1 run_pytest .venv/bin/python -m pytest -m triton tests/ops
 fi
 
-# The regression gate: a tiny preset sweep (fixed seeds; deterministic on CPU) checked against
-# the baseline committed in baselines/ci.json. Exit 1 on a regression.
+# The regression gate: the three reproduction presets at --scale tiny (fixed seeds; CPU), each
+# checked against its committed baseline, baselines/<preset>-tiny.json. Exit 1 on a regression.
+# The --scale small baselines take about an hour each: docs/reproductions.md.
 ci_dir=$(mktemp -d)
-.venv/bin/seqbench --db "$ci_dir/ci.db" sweep --preset bai-tcn --scale tiny --workers 2 --quiet
-.venv/bin/seqbench --db "$ci_dir/ci.db" check --baseline baselines/ci.json \
-  --junit "$ci_dir/check.xml" --fail-on-missing --format csv
+for preset in bai-tcn indrnn-adding miller-hardt; do
+  .venv/bin/seqbench --db "$ci_dir/ci.db" sweep --preset "$preset" --scale tiny --workers 2 --quiet
+  .venv/bin/seqbench --db "$ci_dir/ci.db" check --baseline "baselines/$preset-tiny.json" \
+    --sweep "$preset-tiny" --junit "$ci_dir/$preset.xml" --fail-on-missing --format csv
+done

@@ -167,7 +167,7 @@ def baseline_import(
 ) -> None:
     """Load a baseline JSON file into the store.
 
-    Example: seqbench baseline import baselines/ci.json
+    Example: seqbench baseline import baselines/bai-tcn-tiny.json
     """
     from seqbench.report.check import import_baseline
 
@@ -212,7 +212,7 @@ def check(
     or missing.
     Exit codes: 0 nothing regressed, 1 a regression, 2 usage error or unknown baseline.
 
-    Example: seqbench check --baseline baselines/ci.json --junit check.xml
+    Example: seqbench check --baseline baselines/bai-tcn-tiny.json --junit check.xml
     """
     from seqbench.report.check import check as run_check
     from seqbench.report.check import junit_xml, resolve_baseline
