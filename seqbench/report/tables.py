@@ -113,6 +113,7 @@ def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None
     rows, best = [], []
     for idx, _ in wide.iterrows():
         key = idx if isinstance(idx, tuple) else (idx,)
+        key = tuple(None if _missing(v) else v for v in key)  # unset (k of a full model): blank
         task = key[0]
         direction = metric_direction(rep.metric, task)
         means = {m: wide.loc[idx, ("mean", m)] if ("mean", m) in wide.columns else np.nan
@@ -125,6 +126,8 @@ def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None
                 continue
             sd, n = wide.loc[idx, ("std", m)], int(wide.loc[idx, ("n", m)])
             cells.append((float(mu), float(sd), n))
+        if all(c is None for c in cells):
+            continue  # a combination of --by values that no run has (pivot's full product)
         finite = [(i, c[0]) for i, c in enumerate(cells) if c and math.isfinite(c[0])]
         pick = None
         if finite:
@@ -147,6 +150,7 @@ def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | Non
     rows, best = [], []
     for key, g in rep.stats.groupby(group, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
+        key = tuple(None if _missing(v) else v for v in key)
         higher = metric_direction(rep.metric, key[0]) == "higher"
         order = g.assign(_nan=g["mean"].isna()).sort_values(
             ["_nan", "mean"], ascending=[True, not higher]
@@ -274,6 +278,10 @@ def _bar_plot(rep: Report, path: str, plt) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def _numeric(col: pd.Series) -> bool:

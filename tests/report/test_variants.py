@@ -74,7 +74,12 @@ def test_report_groups_by_config_fields(cli, store, db, tmp_path):
     rep = build_report(str(db), compare=["rnn", "tcn"], by="k,stable")
     cols, rows, _ = comparison_rows(rep)
     assert cols[:5] == ["task", "k", "stable", "rnn", "tcn"]
-    cells = {(r[1] if r[1] == r[1] else None, r[2]): r[3] for r in rows}
+    # (k, stable) pairs that some run has: no empty rows from the pivot's full product, and a
+    # full model's unset k is blank
+    pairs = [(r[1], r[2]) for r in rows]
+    assert len(pairs) == 5 and set(pairs) == {(16.0, False), (16.0, True), (16.0, None),
+                                              (None, False), (None, True)}  # fmt: skip
+    cells = {(r[1], r[2]): r[3] for r in rows}
     assert cells[(None, True)][:2] == (pytest.approx(4.5), pytest.approx(math.sqrt(0.02)))
     assert cells[(16.0, False)][0] == pytest.approx(5.1)
     md = cli("report", "--compare", "rnn", "tcn", "--by", "k,stable", "--format", "markdown")

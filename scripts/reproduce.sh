@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Reproduce the seed papers' headline claims (docs/reproductions.md): run the three presets at
+# one scale, then write each claim's markdown tables and plots under docs/reproductions/<scale>/
+# and its regression baseline to baselines/<preset>-<scale>.json.
+#
+#   bash scripts/reproduce.sh [tiny|small|paper] [--report-only]
+#
+# The store is $SEQBENCH_DB (default ./seqbench.db); an interrupted sweep resumes where it
+# stopped. --scale small takes about 2.5 hours on a 2-core CPU (the three presets in turn).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scale=${1:-small}
+sb=${SEQBENCH:-.venv/bin/seqbench}
+out=docs/reproductions/$scale
+mkdir -p "$out"
+presets=(indrnn-adding bai-tcn miller-hardt)
+
+if [ "${2:-}" != "--report-only" ]; then
+  for preset in "${presets[@]}"; do
+    $sb sweep --preset "$preset" --scale "$scale"
+  done
+fi
+
+md() { "$@" --format markdown; }
+# 1. IndRNN (Li et al.): adding problem against T
+md $sb report --compare indrnn lstm rnn --task adding --sweep "indrnn-adding-$scale" \
+  --by seq_len --plot "$out/indrnn-adding.png" >"$out/indrnn-adding.md"
+# 2. Miller & Hardt: teacher with true λ, window(k) against the full RNN; chorales against k
+md $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" \
+  --by teacher_lam,k >"$out/teacher-k.md"
+$sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" \
+  --by k,teacher_lam --plot "$out/teacher-k.png" >/dev/null
+md $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" \
+  --by teacher_lam,k --fit-decay >"$out/teacher-decay.md"
+md $sb report --compare lstm rnn window tcn --task chorales --sweep "miller-hardt-$scale" \
+  --by k,stable --plot "$out/chorales-k.png" >"$out/chorales-k.md"
+# 3. Bai et al.: TCN against LSTM/GRU/RNN on each task
+md $sb report --compare tcn lstm gru rnn --sweep "bai-tcn-$scale" \
+  --plot "$out/bai-tcn.png" >"$out/bai-tcn.md"
+
+for preset in "${presets[@]}"; do
+  $sb baseline save "$preset-$scale" --sweep "$preset-$scale" --rtol 0.1 --atol 0.01
+  $sb baseline export "$preset-$scale" "baselines/$preset-$scale.json"
+done
+echo "tables and plots in $out/, baselines in baselines/*-$scale.json"
+if [ -f docs/reproductions.md ]; then
+  .venv/bin/python scripts/embed_tables.py docs/reproductions.md
+fi
