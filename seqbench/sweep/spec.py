@@ -175,6 +175,8 @@ def _bai_tcn(scale: str) -> list[dict]:
     hidden = {"tiny": 16, "small": 64, "paper": 128}
     grids = []
     tasks = ["adding", "copy", "digits", "pdigits"]
+    if scale == "paper":  # 784-step sequential (and permuted) Fashion-MNIST: GPU-sized
+        tasks += ["fashion", "pfashion"]
     for task in tasks:
         s: dict[str, list] = {} if steps is None else {"steps": [steps]}
         if task in ("adding", "copy"):
