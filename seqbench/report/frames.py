@@ -114,14 +114,25 @@ def results_frame(
     return df.drop(columns=["value_kind"])
 
 
-def baselines_by_task(db: str | None, tasks: list[str]) -> dict[tuple[str, int | None], float]:
-    """Mean stored trivial baseline per (task, seq_len), from the runs' `baseline` summaries."""
-    df = results_frame(db, "baseline", tasks=tasks or None)
+def _key(v) -> object:
+    """A group key part with NaN (an unset k) as None, so lookups match."""
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+def row_baselines(db: str | None, tasks: list[str], group: list[str], *, sweep=None,
+                  where=None) -> dict[tuple, float]:  # fmt: skip
+    """Mean stored trivial baseline (the runs' `baseline` summary) per report row: keyed by
+    the row's `group` values (task first), and by (task,) alone as a fallback. A baseline that
+    depends on the config (the teacher's λ, the copy task's T) is thus shown per row."""
+    df = results_frame(db, "baseline", tasks=tasks or None, sweep=sweep, where=where)
     if df.empty:
         return {}
+    df = add_config_columns(df, [g for g in group if g != "task"])
     out = {}
-    for (task, T), g in df.groupby(["task", "seq_len"], dropna=False):
-        vals = [v for v in g["value"] if math.isfinite(v)]
-        if vals:
-            out[(task, None if pd.isna(T) else int(T))] = sum(vals) / len(vals)
+    for keys in (group, ["task"]):
+        for key, g in df.groupby(keys, dropna=False):
+            key = key if isinstance(key, tuple) else (key,)
+            vals = [v for v in g["value"] if math.isfinite(v)]
+            if vals:
+                out[tuple(_key(v) for v in key)] = sum(vals) / len(vals)
     return out

@@ -11,10 +11,10 @@ import pandas as pd
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.report.frames import (
     add_config_columns,
-    baselines_by_task,
     metric_direction,
     parse_by,
     results_frame,
+    row_baselines,
 )
 
 
@@ -90,13 +90,24 @@ def build_report(
     keys = ["task"] + [b for b in bys if b != "model"] + ["model"]
     stats = _agg(df, keys)
     models = compare or sorted(set(df["model"]))
-    base = baselines_by_task(db, sorted(set(df["task"])))
+    group = ["task"] + [b for b in bys if b != "model"]
+    base = row_baselines(db, sorted(set(df["task"])), group, sweep=sweep, where=where)
     return Report(stats, metric, bys, models, bool(compare) and "model" not in bys, base)
 
 
-def _baseline_for(rep: Report, task: str) -> float | None:
-    vals = [v for (t, _), v in rep.baselines.items() if t == task]
-    return float(np.mean(vals)) if vals else None
+def _baseline_for(rep: Report, key: tuple) -> float | None:
+    """The row's own baseline, else the task's mean one (None when the task has none)."""
+    key = tuple(None if _missing(v) else v for v in key)
+    found = rep.baselines.get(key, rep.baselines.get(key[:1]))
+    return None if found is None else float(found)
+
+
+def _plot_baseline(rep: Report, task: str) -> float | None:
+    """One line per panel, only when the task's rows share one baseline (within 1%)."""
+    vals = [v for k, v in rep.baselines.items() if k[0] == task and len(k) > 1]
+    if vals and max(vals) - min(vals) > 0.01 * abs(max(vals)):
+        return None
+    return _baseline_for(rep, (task,))
 
 
 def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None]]:
@@ -138,7 +149,7 @@ def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None
             ma, mb = means[rep.models[0]], means[rep.models[1]]
             row += [ma - mb if not (pd.isna(ma) or pd.isna(mb)) else None,
                     ma / mb if not (pd.isna(ma) or pd.isna(mb)) and mb != 0 else None]  # fmt: skip
-        row.append(_baseline_for(rep, task))
+        row.append(_baseline_for(rep, key))
         rows.append(row)
         best.append(None if pick is None else len(key) + pick)
     return cols, rows, best
@@ -157,7 +168,7 @@ def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | Non
         )
         for rank, (_, r) in enumerate(order.iterrows(), start=1):
             rows.append([*key, rank, r["model"], float(r["mean"]), float(r["std"]), int(r["n"]),
-                         _baseline_for(rep, key[0])])  # fmt: skip
+                         _baseline_for(rep, key)])  # fmt: skip
             best.append(len(group) + 2 if rank == 1 else None)
     return cols, rows, best
 
@@ -230,7 +241,7 @@ def plot_report(rep: Report, path: str) -> None:
             ax.set_xscale("log", base=2)
         if len(ys) and ys.max() / ys.min() > 20:
             ax.set_yscale("log")
-        base = _baseline_for(rep, task)
+        base = _plot_baseline(rep, task)
         if base is not None:
             ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
         ax.set(title=task, xlabel=x, ylabel=rep.metric)
@@ -270,7 +281,7 @@ def _bar_plot(rep: Report, path: str, plt) -> None:
         ys = sub["mean"][np.isfinite(sub["mean"]) & (sub["mean"] > 0)]
         if len(ys) and ys.max() / ys.min() > 20:
             ax.set_yscale("log")
-        base = _baseline_for(rep, task)
+        base = _plot_baseline(rep, task)
         if base is not None:
             ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
         ax.set(title=task, ylabel=rep.metric)

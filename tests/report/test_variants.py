@@ -131,3 +131,16 @@ def test_resolve_baseline_reads_variant_files(adding_by_length, store, tmp_path)
         '{"seq_len":500}',
         '{"seq_len":1000}',
     }
+
+
+def test_each_row_shows_its_own_trivial_baseline(store, db):
+    # the teacher's baseline (Var y) depends on λ: a row per λ shows that λ's baseline
+    for lam, base in ((0.5, 0.1), (1.5, 0.4)):
+        for k in (1, None):
+            r = _run(store, "window" if k else "rnn", "teacher", 0.05, k=k, teacher_lam=lam)
+            store.set_summaries(r.id, {"baseline": base})
+    rep = build_report(str(db), compare=["window", "rnn"], by="teacher_lam,k")
+    cols, rows, _ = comparison_rows(rep)
+    got = {(r[1], r[2]): r[cols.index("baseline")] for r in rows}
+    assert got == {(0.5, 1.0): pytest.approx(0.1), (0.5, None): pytest.approx(0.1),
+                   (1.5, 1.0): pytest.approx(0.4), (1.5, None): pytest.approx(0.4)}  # fmt: skip
