@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -23,7 +22,9 @@ app = typer.Typer(
 def _default_workers() -> int:
     import torch
 
-    return torch.cuda.device_count() if torch.cuda.is_available() else (os.cpu_count() or 1)
+    from seqbench.sweep.executors import usable_cpus
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else usable_cpus()
 
 
 @app.callback()
@@ -129,6 +130,11 @@ def sweep(
         out = run_sweep(store, sweep_id, make_executor, force=force, retry_failed=retry_failed,
                         stale_after=stale_after, on_start=on_start,
                         on_result=on_result)  # fmt: skip
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.stop()
+        typer.echo(f"sweep {name!r} interrupted: the same command resumes it", err=True)
+        raise typer.Exit(130) from None
     finally:
         if bar is not None:
             bar.stop()

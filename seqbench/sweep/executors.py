@@ -88,6 +88,26 @@ def _worker_init(threads: int, driver: int) -> None:
     threading.Thread(target=watchdog, daemon=True).start()
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask: taskset, cgroups' cpusets), not the
+    machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def threads_per_worker(workers: int) -> int:
+    """Torch threads for each of `workers` pool processes: OMP_NUM_THREADS when the user set
+    it (as torch itself honours it), else the usable CPUs shared out. More threads than cores
+    slows torch's CPU kernels several-fold, so two sweeps side by side should each be given
+    OMP_NUM_THREADS=1 or a disjoint `taskset`."""
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, usable_cpus() // workers)
+
+
 class LocalExecutor:
     """A process pool; `threads` torch threads per worker (cores / workers).
 
@@ -97,7 +117,7 @@ class LocalExecutor:
 
     def __init__(self, workers: int):
         self.workers = workers
-        threads = max(1, (os.cpu_count() or 1) // workers)
+        threads = threads_per_worker(workers)
         if sys.platform.startswith("linux"):
             ctx = mp.get_context("forkserver")
             ctx.set_forkserver_preload(["torch", "seqbench.train.loop"])
@@ -127,7 +147,13 @@ class LocalExecutor:
         return out
 
     def shutdown(self) -> None:
+        # stop the workers too: a point still training (after Ctrl-C) would otherwise hold the
+        # driver at exit, where Python joins the pool, until it finished for nothing
+        procs = list((getattr(self.pool, "_processes", None) or {}).values())
         self.pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
 
 
 def check_address(address: str) -> None:

@@ -202,8 +202,14 @@ def run_sweep(
     on_start(len(states), len(todo))
     if todo:
         executor = executor_factory()
+        live: set[int] = set()  # runs created and not yet recorded
         try:
-            _dispatch(store, sweep_id, executor, todo, counts, on_result)
+            _dispatch(store, sweep_id, executor, todo, counts, on_result, live)
+        except KeyboardInterrupt:  # Ctrl-C: the points in flight re-run first next time
+            with store.Session.begin() as s:
+                s.execute(update(Run).where(Run.id.in_(sorted(live)))
+                          .values(status="interrupted", finished_at=utcnow()))  # fmt: skip
+            raise
         finally:
             executor.shutdown()
     final = point_states(store, sweep_id)
@@ -214,7 +220,7 @@ def run_sweep(
     return SweepOutcome(sweep_id, len(states), len(states) - len(todo), len(todo), counts)
 
 
-def _dispatch(store, sweep_id, executor, todo, counts, on_result) -> None:
+def _dispatch(store, sweep_id, executor, todo, counts, on_result, live: set[int]) -> None:
     queue = list(todo)
     inflight: dict[object, int] = {}
     driver = {"driver_host": socket.gethostname(), "driver_pid": os.getpid()}
@@ -229,6 +235,7 @@ def _dispatch(store, sweep_id, executor, todo, counts, on_result) -> None:
                 config_hash=p.config_hash, sweep_id=sweep_id, environment=driver,
                 tags=cfg.get("tags") or None, started_at=utcnow(), heartbeat_at=utcnow(),
             )  # fmt: skip
+            live.add(run.id)
             inflight[executor.submit(run.id, cfg)] = run.id
         for handle, record, error in executor.wait(list(inflight), timeout=HEARTBEAT_EVERY):
             run_id = inflight.pop(handle)
@@ -237,6 +244,7 @@ def _dispatch(store, sweep_id, executor, todo, counts, on_result) -> None:
                 status = "failed"
             else:
                 status = write_result(store, run_id, record)
+            live.discard(run_id)
             counts[status] = counts.get(status, 0) + 1
             on_result(status)
         if inflight and time.monotonic() - last_beat >= HEARTBEAT_EVERY:

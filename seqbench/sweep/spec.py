@@ -172,6 +172,9 @@ def _bai_tcn(scale: str) -> list[dict]:
     # `seqbench train` uses; the TCN needs ~6500 steps to leave the adding plateau, measured).
     steps = {"tiny": 150, "small": None, "paper": 20000}[scale]
     seeds = [0] if scale == "tiny" else [0, 1]
+    # small: one seed on adding and copy (T = 200, 5000-8000 steps: most of the hour), two on
+    # the digits tasks
+    long_seeds = [0] if scale == "small" else seeds
     hidden = {"tiny": 16, "small": 64, "paper": 128}
     grids = []
     tasks = ["adding", "copy", "digits", "pdigits"]
@@ -182,9 +185,10 @@ def _bai_tcn(scale: str) -> list[dict]:
         if task in ("adding", "copy"):
             paper_T = 600 if task == "adding" else 1000
             s["seq_len"] = [{"tiny": 30, "small": 200, "paper": paper_T}[scale]]
-        grids.append({"models": ["tcn"], "tasks": [task], "seeds": seeds,
+        task_seeds = long_seeds if task in ("adding", "copy") else seeds
+        grids.append({"models": ["tcn"], "tasks": [task], "seeds": task_seeds,
                       "set": {**s, **({"hidden": [16]} if scale == "tiny" else {})}})  # fmt: skip
-        grids.append({"models": ["lstm", "gru", "rnn"], "tasks": [task], "seeds": seeds,
+        grids.append({"models": ["lstm", "gru", "rnn"], "tasks": [task], "seeds": task_seeds,
                       "set": {**s, "hidden": [hidden[scale]]}})  # fmt: skip
     return grids
 

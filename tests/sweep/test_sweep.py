@@ -178,6 +178,42 @@ def test_sigkill_at_random_points_then_resume(tmp_path):
     assert stale >= 0
 
 
+def test_ctrl_c_stops_promptly_and_the_point_runs_again(tmp_path):
+    # one long point (about a minute): Ctrl-C must not wait for it to finish
+    db = tmp_path / "int.db"
+    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "sweep", "--models", "lstm",
+           "--tasks", "adding", "--set", "steps=100000", "--set", "hidden=8",
+           "--set", "seq_len=20", "--workers", "1", "--quiet", "--name", "int"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        if db.exists():
+            with sqlite3.connect(db) as con:
+                try:
+                    if con.execute("SELECT COUNT(*) FROM runs").fetchone()[0]:
+                        break
+                except sqlite3.OperationalError:  # tables not created yet
+                    pass
+    time.sleep(1)  # the pool may still be starting: the run must be marked all the same
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - t0 < 15
+    assert proc.returncode == 130 and "interrupted" in err
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
+    con.close()
+    store = open_store(db)
+    try:
+        (row,) = sweep_status(store, "int")
+        assert (row["completed"], row["running"], row["remaining"]) == (0, 0, 1)
+    finally:
+        store.dispose()
+
+
 @pytest.mark.postgres
 def test_sweep_on_postgres(cli, pg_url):
     r = cli("--db", pg_url, "sweep", *GRID, "--name", "pg", "--workers", "2")
@@ -192,3 +228,16 @@ def test_sweep_on_postgres(cli, pg_url):
               "json")  # fmt: skip
     assert rep.exit_code == 0, rep.output
     store.dispose()
+
+
+def test_threads_per_worker_honours_omp_num_threads_and_affinity(monkeypatch):
+    from seqbench.sweep import executors
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(executors.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert executors.usable_cpus() == 4
+    assert [executors.threads_per_worker(w) for w in (1, 2, 3, 8)] == [4, 2, 1, 1]
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # two sweeps side by side, as the user asked
+    assert executors.threads_per_worker(1) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "junk")
+    assert executors.threads_per_worker(2) == 2
