@@ -3,10 +3,13 @@
 Miller & Hardt: for a λ-contractive recurrent model, the k-truncated model's output differs
 from the full model's by O(λ^k), so a squared-error gap shrinks like λ^(2k). Given a report
 grouped by k, this fits gap(k) = metric(k) − reference ≈ C·ρ^k for each model (and each value
-of the other --by fields, e.g. the teacher's λ) by least squares on log gap, using only the
-points where the gap stands clear of the noise (above a quarter of the reference and twice
-the seed-to-seed spread). The reference is the full model's mean in the same group (the rows
-without a k), or, without one, the best mean over k.
+of the other --by fields, e.g. the teacher's λ) by least squares on log gap.
+
+The gap is paired by seed: the reference is the full model (the runs without a k) of the same
+seed, which matters when the seed also draws the data (each seed of the teacher task is
+another teacher). Without a full model, the reference is the model's own best value over k.
+Only points where the gap stands clear of the noise are fitted: every seed's gap is positive
+and the mean gap is above a quarter of the reference (the full model's own error).
 """
 
 from __future__ import annotations
@@ -23,33 +26,48 @@ from seqbench.report.tables import Report
 COLUMNS = ["reference", "points", "k_used", "rate", "sqrt_rate", "half_life_k"]
 
 
+def _paired_gaps(runs: pd.DataFrame, full: pd.DataFrame, x: str, sign: float) -> pd.DataFrame:
+    """Per value of x: mean and smallest over seeds of sign·(value − reference)."""
+    if len(full):
+        ref = full.groupby("seed", dropna=False)["value"].mean()
+    else:
+        ref = runs.groupby("seed", dropna=False)["value"].agg(lambda v: sign * (sign * v).min())
+    runs = runs[runs["seed"].isin(ref.index)]
+    gap = sign * (runs["value"].to_numpy(float) - ref.loc[runs["seed"]].to_numpy(float))
+    g = runs.assign(gap=gap).groupby(x)["gap"]
+    return pd.DataFrame({"mean": g.mean(), "min": g.min(), "n": g.count()}).reset_index()
+
+
 def fit_decay(rep: Report, x: str = "k") -> tuple[list[str], list[list]]:
-    """(columns, rows): one row per task × other --by values × model with a k axis."""
+    """(columns, rows): one row per task × other --by values × model with an x axis."""
     if x not in rep.by:
         raise UsageError(f"--fit-decay needs --by {x} (the context axis)")
+    if rep.frame is None:
+        raise UsageError("--fit-decay needs the report's runs")
     others = [b for b in rep.group[1:] if b != x]
     cols = ["task", *others, "model", *COLUMNS]
     rows: list[list] = []
-    for key, g in rep.stats.groupby(["task", *others], dropna=False, sort=True):
+    for key, g in rep.frame.groupby(["task", *others], dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         sign = 1.0 if metric_direction(rep.metric, key[0]) == "lower" else -1.0
-        full = g[g[x].isna()]["mean"]
+        full = g[g[x].isna()]
         for model in rep.models:
-            m = g[(g["model"] == model) & g[x].notna()].sort_values(x)
-            if len(m) < 2:
+            runs = g[(g["model"] == model) & g[x].notna()]
+            if runs[x].nunique() < 2:
                 continue
-            ref = float(full.mean()) if len(full) else float(sign * (sign * m["mean"]).min())
-            gap = sign * (m["mean"].to_numpy(float) - ref)
-            noise = np.maximum(0.25 * abs(ref), 2 * m["std"].fillna(0).to_numpy(float))
-            use = np.isfinite(gap) & (gap > noise)
-            ks = m[x].to_numpy(float)[use]
+            gaps = _paired_gaps(runs, full, x, sign).sort_values(x)
+            ref = float(full["value"].mean()) if len(full) else math.nan
+            floor = 0.25 * abs(ref) if ref == ref else 0.0
+            use = (gaps["mean"] > floor) & (gaps["min"] > 0)
+            ks = gaps[x].to_numpy(float)[use.to_numpy()]
             rate = half = math.nan
-            if use.sum() >= 2:
-                slope = float(np.polyfit(ks, np.log(gap[use]), 1)[0])
+            if len(ks) >= 2:
+                slope = float(np.polyfit(ks, np.log(gaps["mean"][use].to_numpy(float)), 1)[0])
                 rate = math.exp(slope)
                 half = math.log(0.5) / slope if slope < 0 else math.inf
-            rows.append([*key, model, ref, int(use.sum()), ",".join(str(int(k)) for k in ks),
-                         rate, math.sqrt(rate) if rate == rate else math.nan, half])  # fmt: skip
+            rows.append([*(None if v != v else v for v in key), model, ref, len(ks),
+                         ",".join(str(int(k)) for k in ks), rate,
+                         math.sqrt(rate) if rate == rate else math.nan, half])  # fmt: skip
     return cols, rows
 
 

@@ -28,6 +28,7 @@ class Report:
     models: list[str]  # the compared models, in order (all models for a leaderboard)
     compare: bool
     baselines: dict
+    frame: pd.DataFrame | None = None  # one row per run (value, seed, the --by fields)
 
     @property
     def group(self) -> list[str]:
@@ -92,7 +93,7 @@ def build_report(
     models = compare or sorted(set(df["model"]))
     group = ["task"] + [b for b in bys if b != "model"]
     base = row_baselines(db, sorted(set(df["task"])), group, sweep=sweep, where=where)
-    return Report(stats, metric, bys, models, bool(compare) and "model" not in bys, base)
+    return Report(stats, metric, bys, models, bool(compare) and "model" not in bys, base, df)
 
 
 def _baseline_for(rep: Report, key: tuple) -> float | None:

@@ -4,6 +4,7 @@ and the truncation-gap decay fit."""
 import json
 import math
 
+import numpy as np
 import pytest
 
 from seqbench.report.check import check, load_file, resolve_baseline, save_baseline
@@ -144,3 +145,22 @@ def test_each_row_shows_its_own_trivial_baseline(store, db):
     got = {(r[1], r[2]): r[cols.index("baseline")] for r in rows}
     assert got == {(0.5, 1.0): pytest.approx(0.1), (0.5, None): pytest.approx(0.1),
                    (1.5, 1.0): pytest.approx(0.4), (1.5, None): pytest.approx(0.4)}  # fmt: skip
+
+
+def test_fit_decay_pairs_gaps_by_seed(store, db):
+    # each seed is another teacher with its own full-model error; a k where one seed's window
+    # model is no worse than its full model is noise, not gap, even when the mean gap is large
+    full = {0: 0.01, 1: 0.10}
+    window = {1: (0.5, 0.6), 2: (0.2, 0.3), 4: (0.06, 0.16), 8: (0.2, 0.09)}
+    for seed, ref in full.items():
+        _run(store, "rnn", "teacher", ref, seed=seed)
+    for k, vals in window.items():
+        for seed, v in enumerate(vals):
+            _run(store, "window", "teacher", v, k=k, seed=seed)
+    rep = build_report(str(db), compare=["window", "rnn"], by="k")
+    cols, (row,) = fit_decay(rep)
+    f = dict(zip(cols, row, strict=True))
+    assert f["k_used"] == "1,2,4" and f["reference"] == pytest.approx(0.055)
+    gaps = [0.495, 0.195, 0.055]  # mean paired gaps at k = 1, 2, 4
+    slope = np.polyfit([1, 2, 4], np.log(gaps), 1)[0]
+    assert f["rate"] == pytest.approx(math.exp(slope))
