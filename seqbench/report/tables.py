@@ -220,20 +220,20 @@ def plot_report(rep: Report, path: str) -> None:
         for key, g in lines:
             key = key if isinstance(key, tuple) else (key,)
             extra = ", ".join(f"{b}={v}" for b, v in zip(series, key, strict=True))
-            for model in rep.models:
-                m = g[g["model"] == model]
-                if m.empty:
-                    continue
-                label = model + (f" ({extra})" if extra else "")
-                on_axis = m[m[x].notna()].sort_values(x)
+            colors: dict[str, str] = {}
+            for model in rep.models:  # the curves first, so full-model lines can match them
+                on_axis = g[(g["model"] == model) & g[x].notna()].sort_values(x)
                 if not on_axis.empty:
                     line = ax.errorbar(on_axis[x].astype(float), on_axis["mean"],
                                        yerr=on_axis["std"], marker="o", capsize=3,
-                                       label=label)  # fmt: skip
-                    color = line[0].get_color()
-                else:
-                    color = None
-                for _, r in m[m[x].isna()].iterrows():
+                                       label=model + (f" ({extra})" if extra else ""))  # fmt: skip
+                    colors[model] = line[0].get_color()
+            for model in rep.models:
+                # a full model without a curve of its own takes its group's colour (the
+                # teacher's λ: window(k) and the full RNN of one λ alike)
+                color = colors.get(model) or next(iter(colors.values()), None)
+                for _, r in g[(g["model"] == model) & g[x].isna()].iterrows():
+                    label = model + (f" ({extra})" if extra else "")
                     ax.axhline(r["mean"], ls=":", lw=1.5, color=color,
                                label=f"{label}, {x} unset (full)")  # fmt: skip
         xs = sub[x].dropna().astype(float)

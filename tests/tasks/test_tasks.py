@@ -160,8 +160,17 @@ def test_chorales_real_loader_and_cache(tmp_path):
     assert x.shape[-1] == 88 and torch.equal(x[:, 1:][mask[:, 1:] > 0], y[:, :-1][mask[:, 1:] > 0])
     active = x[mask > 0].sum(-1)
     assert float(active.mean()) > 2.5  # four voices sound most of the time
+    # the context-free baseline: per-pitch training frequencies, about 4-5 of 88 pitches on
+    base = t.baseline()
+    assert 5.0 < base < 25.0
+    assert base <= _bernoulli_nll(t, 4.75 / 88)  # frequencies beat one rate for every pitch
     again = _task("chorales")  # from the cache this time
     assert torch.equal(next(again.eval_batches("train", 4))[0], x)
+
+
+def _bernoulli_nll(t, p: float) -> float:
+    test = torch.cat([s[1:] for s in t._splits["test"]])
+    return float(-(test * math.log(p) + (1 - test) * math.log(1 - p)).sum(-1).mean())
 
 
 def test_ptb_real_loader():
