@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 import socket
 import time
+import uuid as uuidlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import and_, delete, func, insert, or_, select, update
 
 from seqbench.config import RunConfig
 from seqbench.errors import UsageError
@@ -203,8 +204,9 @@ def run_sweep(
     if todo:
         executor = executor_factory()
         live: set[int] = set()  # runs created and not yet recorded
+        claim = None if force else stale_after  # --force runs every point regardless
         try:
-            _dispatch(store, sweep_id, executor, todo, counts, on_result, live)
+            _dispatch(store, sweep_id, executor, todo, counts, on_result, live, claim)
         except KeyboardInterrupt:  # Ctrl-C: the points in flight re-run first next time
             with store.Session.begin() as s:
                 s.execute(update(Run).where(Run.id.in_(sorted(live)))
@@ -217,10 +219,38 @@ def run_sweep(
     store_status = "completed" if done else "incomplete"
     with store.Session.begin() as s:
         s.execute(update(Sweep).where(Sweep.id == sweep_id).values(status=store_status))
-    return SweepOutcome(sweep_id, len(states), len(states) - len(todo), len(todo), counts)
+    elsewhere = counts.pop("elsewhere", 0)  # done or running in another driver meanwhile
+    ran = len(todo) - elsewhere
+    return SweepOutcome(sweep_id, len(states), len(states) - ran, ran, counts)
 
 
-def _dispatch(store, sweep_id, executor, todo, counts, on_result, live: set[int]) -> None:
+def _claim(store: Store, sweep_id: int, p: PointState, fields: dict,
+           stale_after: float | None) -> int | None:  # fmt: skip
+    """Create the point's running row, unless (with `stale_after`) another driver of this
+    store finished the point or holds it with a live heartbeat since this driver planned
+    its list: two drivers of one sweep then share the points instead of both running each.
+    One transaction: BEGIN IMMEDIATE on SQLite; on PostgreSQL the point's row is locked."""
+    with store.Session.begin() as s:
+        if stale_after is not None:
+            s.execute(select(SweepPoint.id).where(SweepPoint.sweep_id == sweep_id,
+                                                  SweepPoint.config_hash == p.config_hash)
+                      .with_for_update())  # fmt: skip
+            live_since = utcnow() - timedelta(seconds=stale_after)
+            taken = s.scalar(select(func.count()).select_from(Run).where(
+                Run.config_hash == p.config_hash,
+                or_(Run.status.in_(DONE),
+                    and_(Run.status.in_(("running", "queued")), Run.heartbeat_at >= live_since)),
+            ))  # fmt: skip
+            if taken:
+                return None
+        run = Run(config_hash=p.config_hash, sweep_id=sweep_id, **fields)
+        s.add(run)
+        s.flush()
+        return run.id
+
+
+def _dispatch(store, sweep_id, executor, todo, counts, on_result, live: set[int],
+              claim: float | None = None) -> None:  # fmt: skip
     queue = list(todo)
     inflight: dict[object, int] = {}
     driver = {"driver_host": socket.gethostname(), "driver_pid": os.getpid()}
@@ -229,14 +259,18 @@ def _dispatch(store, sweep_id, executor, todo, counts, on_result, live: set[int]
         while queue and len(inflight) < executor.workers:
             p = queue.pop(0)
             cfg = p.config
-            run = store.create_run(
+            run_id = _claim(store, sweep_id, p, dict(
                 kind="train", status="running", model=cfg["model"], task=cfg["task"],
                 k=cfg.get("k"), seq_len=cfg.get("seq_len"), seed=cfg.get("seed"), config=cfg,
-                config_hash=p.config_hash, sweep_id=sweep_id, environment=driver,
-                tags=cfg.get("tags") or None, started_at=utcnow(), heartbeat_at=utcnow(),
-            )  # fmt: skip
-            live.add(run.id)
-            inflight[executor.submit(run.id, cfg)] = run.id
+                environment=driver, tags=cfg.get("tags") or None, uuid=str(uuidlib.uuid4()),
+                created_at=utcnow(), started_at=utcnow(), heartbeat_at=utcnow(),
+            ), claim)  # fmt: skip
+            if run_id is None:  # done or running elsewhere
+                counts["elsewhere"] = counts.get("elsewhere", 0) + 1
+                on_result("elsewhere")
+                continue
+            live.add(run_id)
+            inflight[executor.submit(run_id, cfg)] = run_id
         for handle, record, error in executor.wait(list(inflight), timeout=HEARTBEAT_EVERY):
             run_id = inflight.pop(handle)
             if record is None:

@@ -230,6 +230,30 @@ def test_sweep_on_postgres(cli, pg_url):
     store.dispose()
 
 
+def test_two_drivers_of_one_sweep_share_its_points(tmp_path):
+    # e.g. two machines on one PostgreSQL store; here two processes on one SQLite file
+    db = tmp_path / "two.db"
+    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "sweep", "--models", "rnn,gru",
+           "--tasks", "adding", "--k", "2,4,8", "--seeds", "0", "--set", "steps=60",
+           "--set", "hidden=8", "--set", "seq_len=20", "--set", "eval_size=32",
+           "--workers", "1", "--quiet", "--name", "two"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    first = subprocess.run([*cmd, "--dry-run"], env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]  # fmt: skip
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
+    con = sqlite3.connect(db)
+    per_hash = con.execute(
+        "SELECT config_hash, COUNT(*) FROM runs WHERE status = 'completed' GROUP BY 1"
+    ).fetchall()
+    con.close()
+    assert len(per_hash) == 6 and {n for _, n in per_hash} == {1}  # each point ran once
+    ran = [int(o[0].split(" ran ")[1].split(":")[0]) for o in outs]
+    assert sum(ran) == 6
+
+
 def test_threads_per_worker_honours_omp_num_threads_and_affinity(monkeypatch):
     from seqbench.sweep import executors
 
