@@ -98,23 +98,18 @@ def report(
     if fit_decay:
         from seqbench.report.decay import fit_decay as fit
 
-        cols, rows = fit(rep)
-        render(cols, rows, fmt, title=f"decay of the {metric} gap in k")
-        if plot:
-            plot_report(rep, plot)
-            typer.echo(f"plot written to {plot}", err=True)
-        return
-    if compare and rep.compare:
-        cols, rows, best = comparison_rows(rep)
+        render(*fit(rep), fmt, title=f"decay of the {metric} gap in k")
     else:
-        cols, rows, best = leaderboard_rows(rep)
-    cell_cols = set(rep.models) if compare and rep.compare else set()
-    if fmt in (Format.table, Format.markdown):  # for people: one "mean ± std (n)" cell
-        render(cols, [[format_cell(v) for v in r] for r in rows], fmt, bold=best,
-               title=f"{metric}{' by ' + by if by else ''}")  # fmt: skip
-    else:
-        flat_cols, flat = flat_rows(cols, rows, cell_cols)
-        render(flat_cols, flat, fmt)
+        if compare and rep.compare:
+            cols, rows, best = comparison_rows(rep)
+        else:
+            cols, rows, best = leaderboard_rows(rep)
+        cell_cols = set(rep.models) if compare and rep.compare else set()
+        if fmt in (Format.table, Format.markdown):  # for people: one "mean ± std (n)" cell
+            render(cols, [[format_cell(v) for v in r] for r in rows], fmt, bold=best,
+                   title=f"{metric}{' by ' + by if by else ''}")  # fmt: skip
+        else:
+            render(*flat_rows(cols, rows, cell_cols), fmt)
     if plot:
         plot_report(rep, plot)
         typer.echo(f"plot written to {plot}", err=True)

@@ -69,8 +69,3 @@ def fit_decay(rep: Report, x: str = "k") -> tuple[list[str], list[list]]:
                          ",".join(str(int(k)) for k in ks), rate,
                          math.sqrt(rate) if rate == rate else math.nan, half])  # fmt: skip
     return cols, rows
-
-
-def decay_frame(rep: Report, x: str = "k") -> pd.DataFrame:
-    cols, rows = fit_decay(rep, x)
-    return pd.DataFrame(rows, columns=cols)

@@ -114,9 +114,10 @@ def results_frame(
     return df.drop(columns=["value_kind"])
 
 
-def _key(v) -> object:
-    """A group key part with NaN (an unset k) as None, so lookups match."""
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+def unset_to_none(key: tuple) -> tuple:
+    """A group key with NaN parts (pandas' unset k of a full model) as None, so that keys
+    compare equal and print blank."""
+    return tuple(None if isinstance(v, float) and math.isnan(v) else v for v in key)
 
 
 def row_baselines(db: str | None, tasks: list[str], group: list[str], *, sweep=None,
@@ -134,5 +135,5 @@ def row_baselines(db: str | None, tasks: list[str], group: list[str], *, sweep=N
             key = key if isinstance(key, tuple) else (key,)
             vals = [v for v in g["value"] if math.isfinite(v)]
             if vals:
-                out[tuple(_key(v) for v in key)] = sum(vals) / len(vals)
+                out[unset_to_none(key)] = sum(vals) / len(vals)
     return out

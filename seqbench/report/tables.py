@@ -15,6 +15,7 @@ from seqbench.report.frames import (
     parse_by,
     results_frame,
     row_baselines,
+    unset_to_none,
 )
 
 
@@ -88,17 +89,16 @@ def build_report(
     for b in bys:  # unhashable config values (lists) group by their text
         if df[b].map(lambda v: isinstance(v, (list, dict))).any():
             df[b] = df[b].map(str)
-    keys = ["task"] + [b for b in bys if b != "model"] + ["model"]
-    stats = _agg(df, keys)
-    models = compare or sorted(set(df["model"]))
     group = ["task"] + [b for b in bys if b != "model"]
+    stats = _agg(df, [*group, "model"])
+    models = compare or sorted(set(df["model"]))
     base = row_baselines(db, sorted(set(df["task"])), group, sweep=sweep, where=where)
     return Report(stats, metric, bys, models, bool(compare) and "model" not in bys, base, df)
 
 
 def _baseline_for(rep: Report, key: tuple) -> float | None:
     """The row's own baseline, else the task's mean one (None when the task has none)."""
-    key = tuple(None if _missing(v) else v for v in key)
+    key = unset_to_none(key)
     found = rep.baselines.get(key, rep.baselines.get(key[:1]))
     return None if found is None else float(found)
 
@@ -125,7 +125,7 @@ def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None
     rows, best = [], []
     for idx, _ in wide.iterrows():
         key = idx if isinstance(idx, tuple) else (idx,)
-        key = tuple(None if _missing(v) else v for v in key)  # unset (k of a full model): blank
+        key = unset_to_none(key)  # unset (k of a full model): blank
         task = key[0]
         direction = metric_direction(rep.metric, task)
         means = {m: wide.loc[idx, ("mean", m)] if ("mean", m) in wide.columns else np.nan
@@ -162,7 +162,7 @@ def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | Non
     rows, best = [], []
     for key, g in rep.stats.groupby(group, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        key = tuple(None if _missing(v) else v for v in key)
+        key = unset_to_none(key)
         higher = metric_direction(rep.metric, key[0]) == "higher"
         order = g.assign(_nan=g["mean"].isna()).sort_values(
             ["_nan", "mean"], ascending=[True, not higher]
@@ -256,9 +256,8 @@ def _bar_plot(rep: Report, path: str, plt) -> None:
     """Without a numeric --by field: grouped bars (one per model) with ±std, one panel per
     task, one group per value of the other --by fields."""
     tasks = sorted(set(rep.stats["task"]))
-    fig, axes = plt.subplots(1, len(tasks), figsize=(4 + 1.2 * len(rep.models), 4.5),
+    fig, axes = plt.subplots(1, len(tasks), figsize=(max(6.0, 3.2 * len(tasks)), 4.5),
                              squeeze=False)  # fmt: skip
-    fig.set_size_inches(max(6.0, 3.2 * len(tasks)), 4.5)
     series = rep.group[1:]
     width = 0.8 / max(1, len(rep.models))
     for ax, task in zip(axes[0], tasks, strict=True):
@@ -290,10 +289,6 @@ def _bar_plot(rep: Report, path: str, plt) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def _missing(v) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def _numeric(col: pd.Series) -> bool:
