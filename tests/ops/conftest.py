@@ -21,6 +21,21 @@ def grads(fn, x, u, h0, gout):
     return h.detach(), x.grad.clone(), u.grad.clone(), None if h0 is None else h0.grad.clone()
 
 
+def assert_match_reference(fn, x, u, h0, gout):
+    """fn's output and every gradient against the naive loop's: same shape and dtype, and
+    equal up to a relative tolerance."""
+    from seqbench.ops.indrnn import indrnn_naive
+
+    ref = grads(indrnn_naive, x, u, h0, gout)
+    got = grads(fn, x, u, h0, gout)
+    for a, b in zip(got, ref, strict=True):
+        if b is None:
+            assert a is None
+        else:
+            assert a.shape == b.shape and a.dtype == b.dtype
+            assert_close_rel(a, b)
+
+
 def assert_close_rel(a, b, rtol=1e-5):
     scale = float(b.abs().max()) + 1e-12
     err = float((a.float() - b.float()).abs().max())

@@ -3,7 +3,7 @@ import torch
 
 from seqbench.errors import UsageError
 from seqbench.ops.indrnn import indrnn, indrnn_cpu, indrnn_naive, resolve_backend
-from tests.ops.conftest import assert_close_rel, grads, make_inputs
+from tests.ops.conftest import assert_close_rel, assert_match_reference, grads, make_inputs
 
 SHAPES = [(1, 1, 1), (1, 63, 37), (3, 63, 5), (2, 1000, 13), (4, 7, 300)]
 
@@ -11,15 +11,7 @@ SHAPES = [(1, 1, 1), (1, 63, 37), (3, 63, 5), (2, 1000, 13), (4, 7, 300)]
 @pytest.mark.parametrize(("B", "T", "N"), SHAPES)
 @pytest.mark.parametrize("with_h0", [True, False])
 def test_cpu_loops_match_the_reference(B, T, N, with_h0):
-    x, u, h0, gout = make_inputs(B, T, N, with_h0=with_h0)
-    ref = grads(indrnn_naive, x, u, h0, gout)
-    got = grads(indrnn_cpu, x, u, h0, gout)
-    for a, b in zip(got, ref, strict=True):
-        if b is None:
-            assert a is None
-        else:
-            assert a.shape == b.shape and a.dtype == b.dtype
-            assert_close_rel(a, b)
+    assert_match_reference(indrnn_cpu, *make_inputs(B, T, N, with_h0=with_h0))
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

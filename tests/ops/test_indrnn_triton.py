@@ -6,7 +6,7 @@ import os
 import pytest
 import torch
 
-from tests.ops.conftest import assert_close_rel, grads, make_inputs
+from tests.ops.conftest import assert_close_rel, assert_match_reference, grads, make_inputs
 
 pytestmark = pytest.mark.triton
 
@@ -27,14 +27,7 @@ def _triton(x, u, h0):
 @pytest.mark.parametrize(("B", "T", "N"), SHAPES)
 @pytest.mark.parametrize("with_h0", [True, False])
 def test_triton_matches_the_reference_output_and_every_gradient(B, T, N, with_h0):
-    x, u, h0, gout = make_inputs(B, T, N, with_h0=with_h0, device=DEVICE)
-    ref = grads(indrnn_naive, x, u, h0, gout)
-    got = grads(_triton, x, u, h0, gout)
-    for a, b in zip(got, ref, strict=True):
-        if b is None:
-            assert a is None
-        else:
-            assert_close_rel(a, b)
+    assert_match_reference(_triton, *make_inputs(B, T, N, with_h0=with_h0, device=DEVICE))
 
 
 @pytest.mark.parametrize(("B", "T", "N"), [(1, 1, 3), (3, 63, 300), (2, 17, 257)])
