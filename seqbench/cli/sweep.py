@@ -126,18 +126,19 @@ def sweep(
     store = state(ctx).store()
     sweep_id = plan_sweep(store, name, spec_doc, points, force)
     bar, on_start, on_result = _progress(quiet, name)
+    out = None
     try:
         out = run_sweep(store, sweep_id, make_executor, force=force, retry_failed=retry_failed,
                         stale_after=stale_after, on_start=on_start,
                         on_result=on_result)  # fmt: skip
     except KeyboardInterrupt:
-        if bar is not None:
-            bar.stop()
-        typer.echo(f"sweep {name!r} interrupted: the same command resumes it", err=True)
-        raise typer.Exit(130) from None
+        pass  # the points in flight are marked interrupted
     finally:
         if bar is not None:
             bar.stop()
+    if out is None:
+        typer.echo(f"sweep {name!r} interrupted: the same command resumes it", err=True)
+        raise typer.Exit(130)
     c = out.counts
     typer.echo(
         f"sweep {name!r}: {out.total} points, {out.skipped} already done or skipped, ran "
