@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 from typing import Any, ClassVar
+from uuid import uuid4
 
 from sqlalchemy import (
     JSON,
@@ -84,7 +85,7 @@ class Run(Base):
     __tablename__ = "runs"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True, default=lambda: str(uuid4()))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import uuid as uuidlib
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -210,8 +209,6 @@ class Store:
 
     # -- runs --------------------------------------------------------------------------------
     def create_run(self, **fields: Any) -> Run:
-        fields.setdefault("uuid", str(uuidlib.uuid4()))
-        fields.setdefault("created_at", utcnow())
         with self.Session.begin() as s:
             run = Run(**fields)
             s.add(run)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import socket
 import time
-import uuid as uuidlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -262,8 +261,8 @@ def _dispatch(store, sweep_id, executor, todo, counts, on_result, live: set[int]
             run_id = _claim(store, sweep_id, p, dict(
                 kind="train", status="running", model=cfg["model"], task=cfg["task"],
                 k=cfg.get("k"), seq_len=cfg.get("seq_len"), seed=cfg.get("seed"), config=cfg,
-                environment=driver, tags=cfg.get("tags") or None, uuid=str(uuidlib.uuid4()),
-                created_at=utcnow(), started_at=utcnow(), heartbeat_at=utcnow(),
+                environment=driver, tags=cfg.get("tags") or None, started_at=utcnow(),
+                heartbeat_at=utcnow(),
             ), claim)  # fmt: skip
             if run_id is None:  # done or running elsewhere
                 counts["elsewhere"] = counts.get("elsewhere", 0) + 1
