@@ -63,11 +63,13 @@ def bench_kernels(
     repeat: int = 3,
 ) -> tuple[list[BenchRow], float]:
     """Time every available backend; returns (rows, measured copy GB/s)."""
-    from seqbench.ops.indrnn import indrnn, triton_available
+    from seqbench.ops.indrnn import indrnn, numba_available, triton_available
 
     dev = torch.device(device)
     if backends is None:
-        backends = ("torch", "cpu") + (("triton",) if triton_available(dev)[0] else ())
+        backends = ("torch", "cpu")
+        backends += ("numba",) if numba_available(dev)[0] else ()
+        backends += ("triton",) if triton_available(dev)[0] else ()
     g = torch.Generator().manual_seed(0)
     x = (torch.randn(batch, seq_len, hidden, generator=g) * 0.5).to(dev).requires_grad_()
     u = (torch.rand(hidden, generator=g)).to(dev).requires_grad_()

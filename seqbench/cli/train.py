@@ -85,7 +85,7 @@ def train(
     ] = False,
     lam: Annotated[float | None, typer.Option(help="Stability bound λ for --stable.")] = None,
     backend: Annotated[
-        str | None, typer.Option(help="IndRNN recurrence: auto, cpu, triton or torch.")
+        str | None, typer.Option(help="IndRNN recurrence: auto, numba, cpu, triton or torch.")
     ] = None,
     path: Annotated[str | None, typer.Option(help="Text file for the text task.")] = None,
     subset: Annotated[

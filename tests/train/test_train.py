@@ -149,7 +149,7 @@ def test_unavailable_backend_is_refused_before_the_run(store, monkeypatch):
     assert store.list_runs() == []
 
 
-@pytest.mark.parametrize("backend", ["torch", "cpu"])
+@pytest.mark.parametrize("backend", ["torch", "cpu", "numba"])
 def test_indrnn_backends_train_identically(store, backend):
     out = _train(store, "indrnn", backend=backend, seed=1)
     ref = _train(store, "indrnn", backend="torch", seed=1)

@@ -1,8 +1,10 @@
 """The IndRNN recurrence h_t = relu(x_t + u ⊙ h_{t-1}) behind one public function.
 
 Backends: "torch" (autograd through a Python loop: the reference, naive.py), "cpu" (hand-written
-forward/backward loops, cpu.py), "triton" (fused kernels, triton_kernel.py; CUDA tensors, or CPU
-tensors under TRITON_INTERPRET=1). "auto" picks triton on CUDA and cpu elsewhere.
+forward/backward loops of torch ops, cpu.py; any device), "numba" (the whole recurrence compiled
+with Numba, numba_kernel.py; CPU tensors), "triton" (fused kernels, triton_kernel.py; CUDA
+tensors, or CPU tensors under TRITON_INTERPRET=1). "auto" picks triton on CUDA, numba on the CPU
+when numba is installed, and cpu otherwise.
 """
 
 from __future__ import annotations
@@ -14,8 +16,18 @@ import torch
 from seqbench.errors import UsageError
 from seqbench.ops.indrnn.cpu import indrnn_cpu
 from seqbench.ops.indrnn.naive import indrnn_naive
+from seqbench.ops.indrnn.numba_kernel import NUMBA_AVAILABLE, indrnn_numba
 
-BACKENDS = ("auto", "torch", "cpu", "triton")
+BACKENDS = ("auto", "torch", "cpu", "numba", "triton")
+
+
+def numba_available(device: torch.device) -> tuple[bool, str]:
+    """(usable, reason if not) for the Numba backend on tensors of `device`."""
+    if not NUMBA_AVAILABLE:
+        return False, "numba is not installed (pip install numba)"
+    if device.type != "cpu":
+        return False, f"the numba backend runs on CPU tensors (got {device.type})"
+    return True, ""
 
 
 def triton_available(device: torch.device) -> tuple[bool, str]:
@@ -38,11 +50,14 @@ def resolve_backend(backend: str, device: torch.device) -> str:
     if backend not in BACKENDS:
         raise UsageError(f"unknown IndRNN backend {backend!r}; valid: {', '.join(BACKENDS)}")
     if backend == "auto":
-        return "triton" if device.type == "cuda" and triton_available(device)[0] else "cpu"
-    if backend == "triton":
-        ok, why = triton_available(device)
+        if device.type == "cuda" and triton_available(device)[0]:
+            return "triton"
+        return "numba" if numba_available(device)[0] else "cpu"
+    check = {"triton": triton_available, "numba": numba_available}.get(backend)
+    if check is not None:
+        ok, why = check(device)
         if not ok:
-            raise UsageError(f"IndRNN backend 'triton' is unavailable: {why}")
+            raise UsageError(f"IndRNN backend {backend!r} is unavailable: {why}")
     return backend
 
 
@@ -53,7 +68,7 @@ def indrnn(x, u, h0=None, backend: str = "auto"):
         x: (B, T, N) pre-activations W x_t + b (fp32, bf16 or fp16).
         u: (N,) recurrent weights (fp32).
         h0: (B, N) initial state or None (zeros).
-        backend: "auto", "torch", "cpu" or "triton".
+        backend: "auto", "torch", "cpu", "numba" or "triton".
     Returns:
         h: (B, T, N) fp32 states (the state stays fp32 whatever the input dtype).
     """
@@ -62,9 +77,20 @@ def indrnn(x, u, h0=None, backend: str = "auto"):
         return indrnn_naive(x, u, h0)
     if which == "cpu":
         return indrnn_cpu(x, u, h0)
+    if which == "numba":
+        return indrnn_numba(x, u, h0)
     from seqbench.ops.indrnn.triton_kernel import indrnn_triton
 
     return indrnn_triton(x, u, h0)
 
 
-__all__ = ["BACKENDS", "indrnn", "indrnn_cpu", "indrnn_naive", "resolve_backend"]
+__all__ = [
+    "BACKENDS",
+    "indrnn",
+    "indrnn_cpu",
+    "indrnn_naive",
+    "indrnn_numba",
+    "numba_available",
+    "resolve_backend",
+    "triton_available",
+]
