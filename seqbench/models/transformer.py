@@ -1,5 +1,12 @@
 """A causal transformer whose attention is restricted to the last k positions (a sliding window),
-so it is a feedforward model with context k like the TCN."""
+so it is a feedforward model with context k like the TCN.
+
+Attention is computed blockwise in O(T·k): the sequence is cut into chunks of k positions, and
+each chunk's queries attend to its own keys and the previous chunk's (2k keys, of which the
+window keeps the last k up to the query). This is exactly the dense T×T computation with the
+band mask (tests/models: test_window_attention_equals_the_dense_band), at a cost per token
+that does not grow with T.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import math
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from seqbench.errors import UsageError
@@ -22,8 +30,53 @@ def sinusoidal_positions(T: int, d: int, device) -> torch.Tensor:
     return pe  # (T, d)
 
 
+def band_mask(T: int, k: int, device=None) -> torch.Tensor:
+    """(T, T) boolean mask of nn.MultiheadAttention's kind: True where query t may NOT attend
+    key s (s > t or s <= t - k). The dense reference for window_attention."""
+    i = torch.arange(T, device=device)
+    lag = i[:, None] - i[None, :]
+    return (lag < 0) | (lag >= k)
+
+
+def window_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, dropout_p: float = 0.0
+) -> torch.Tensor:
+    """Causal sliding-window attention: query t attends keys t-window+1..t.
+
+    q, k, v: (B, H, T, d) -> (B, H, T, d). Chunks of w = min(window, T) positions attend to
+    themselves and the previous chunk, so the work is T·2w scores instead of T².
+    """
+    B, H, T, d = q.shape
+    w = min(window, T)
+    n = -(-T // w)
+    pad = n * w - T
+    if pad:  # pad the end: padded queries are dropped, padded keys lie in no real window
+        q, k, v = (F.pad(t, (0, 0, 0, pad)) for t in (q, k, v))
+    qc = q.reshape(B, H, n, w, d)
+
+    def with_previous(t: torch.Tensor) -> torch.Tensor:  # (B, H, n, 2w, d)
+        tc = t.reshape(B, H, n, w, d)
+        prev = torch.cat([tc.new_zeros(B, H, 1, w, d), tc[:, :, :-1]], dim=2)
+        return torch.cat([prev, tc], dim=3)
+
+    i = torch.arange(w, device=q.device)[:, None]  # query's place in its chunk
+    j = torch.arange(2 * w, device=q.device)[None, :]  # key's place in previous + own chunk
+    lag = i + w - j
+    allowed = ((lag >= 0) & (lag < window)).expand(n, w, 2 * w).clone()  # True = attend
+    allowed[0, :, :w] = False  # the first chunk has no previous chunk
+    out = F.scaled_dot_product_attention(
+        qc, with_previous(k), with_previous(v), attn_mask=allowed, dropout_p=dropout_p
+    )
+    return out.reshape(B, H, n * w, d)[:, :, :T]
+
+
 class WindowTransformer(Backbone):
-    """Pre-norm transformer encoder; position t attends to t-k+1..t (mask built per length)."""
+    """Pre-norm transformer encoder; position t attends to t-k+1..t.
+
+    The layers are torch's nn.TransformerEncoderLayer (their parameters, norms, feed-forward
+    and dropouts); only the attention is evaluated blockwise (window_attention) instead of
+    through a dense T×T mask.
+    """
 
     def __init__(self, in_dim: int, args: ModelArgs):
         super().__init__()
@@ -48,10 +101,21 @@ class WindowTransformer(Backbone):
     def receptive_field(self) -> float:
         return 1 + (self.k - 1) * len(self.encoder.layers)
 
+    def _attention(self, x: torch.Tensor, mha: nn.MultiheadAttention) -> torch.Tensor:
+        """mha's projections and dropout around window_attention; x: (B, T, E)."""
+        B, T, E = x.shape
+        heads = mha.num_heads
+        qkv = F.linear(x, mha.in_proj_weight, mha.in_proj_bias)  # (B, T, 3E)
+        q, k, v = (t.reshape(B, T, heads, E // heads).transpose(1, 2) for t in qkv.chunk(3, -1))
+        p = mha.dropout if self.training else 0.0
+        out = window_attention(q, k, v, self.k, dropout_p=p)  # (B, heads, T, d)
+        return mha.out_proj(out.transpose(1, 2).reshape(B, T, E))
+
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         _B, T, _ = x.shape
         h = self.inp(x) + sinusoidal_positions(T, self.inp.out_features, x.device)  # (B, T, H)
-        i = torch.arange(T, device=x.device)
-        lag = i[:, None] - i[None, :]  # (T, T): query t, key s -> t - s
-        mask = (lag < 0) | (lag >= self.k)  # True = not allowed
-        return self.encoder(h, mask=mask), None
+        for layer in self.encoder.layers:  # nn.TransformerEncoderLayer with norm_first=True
+            h = h + layer.dropout1(self._attention(layer.norm1(h), layer.self_attn))
+            ff = layer.linear2(layer.dropout(layer.activation(layer.linear1(layer.norm2(h)))))
+            h = h + layer.dropout2(ff)
+        return h, None
