@@ -38,8 +38,10 @@ def median_ms(fn, repeat):
 torch.manual_seed(0)
 args = ModelArgs(seq_len=max(a.seq_len), hidden=a.hidden, heads=4, layers=a.layers, k=a.k)
 bb = make_backbone("transformer", 2, args).train()
-print(f"B={a.batch}, hidden={a.hidden}, layers={a.layers}, k={a.k}, forward+backward, "
-      f"{torch.get_num_threads()} threads")  # fmt: skip
+print(
+    f"B={a.batch}, hidden={a.hidden}, layers={a.layers}, k={a.k}, forward+backward, "
+    f"{torch.get_num_threads()} threads"
+)
 print("| T | blockwise µs/token | dense-mask µs/token | dense / blockwise |")
 print("|---|---|---|---|")
 per_token = {}

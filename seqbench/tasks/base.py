@@ -91,7 +91,7 @@ class Task:
         return None
 
     # -- helpers --------------------------------------------------------------------------
-    @torch.no_grad()
+    @torch.inference_mode()
     def evaluate(self, predict, split: str, batch_size: int = 256) -> dict[str, float]:
         """Mean loss and metric of `predict(x) -> out` over a split."""
         tot_l = tot_m = n = 0.0

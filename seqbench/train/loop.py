@@ -224,7 +224,9 @@ def _loop(cfg, task, model, device, store, run_id, buffer, progress, finish, che
             )
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip or math.inf)
+        log_now = step % LOG_EVERY == 0 or step == 1
+        if cfg.clip or log_now:  # the norm costs a pass over every gradient: only when used
+            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip or math.inf)
         opt.step()
         if sched:
             sched.step()
@@ -232,7 +234,7 @@ def _loop(cfg, task, model, device, store, run_id, buffer, progress, finish, che
         if cfg.stable:
             stability.project_(model, cfg.lam)
         train_time += time.perf_counter() - t_step
-        if step % LOG_EVERY == 0 or step == 1:
+        if log_now:
             buffer += [("train_loss", step, loss_v), ("grad_norm", step, float(gnorm))]
         progress.on_step(step, loss_v)
 
