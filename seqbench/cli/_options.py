@@ -16,6 +16,14 @@ class AppState:
     db: str | None = None
     _store: Store | None = None
 
+    def check_readable(self) -> None:
+        """Validate the store before a command that only reads it: a SQLite store at head is
+        checked read-only without importing SQLAlchemy; anything else opens it."""
+        from seqbench.store.common import readable_sqlite
+
+        if readable_sqlite(self.db) is None:
+            self.store()
+
     def store(self) -> Store:
         if self._store is None:
             from seqbench.store.store import open_store

@@ -87,7 +87,7 @@ def report(
     chosen = _split(models)
     if compare and not chosen:
         raise UsageError("--compare needs models: seqbench report --compare rnn tcn")
-    state(ctx).store()  # validates the store (version, file) before reading it
+    state(ctx).check_readable()  # the store's version and file, before reading it
     rep = build_report(
         state(ctx).db, compare=chosen or None, tasks=_split(task) or None, metric=metric,
         by=by, sweep=sweep, where=where,

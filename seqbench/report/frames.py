@@ -14,7 +14,7 @@ import math
 import pandas as pd
 
 from seqbench.errors import UsageError
-from seqbench.store.models import join_float
+from seqbench.store.common import join_float
 from seqbench.store.query import run_query
 
 GROUP_AXES = ("k", "seq_len", "model")

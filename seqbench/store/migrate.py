@@ -12,7 +12,9 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
-VERSION_TABLE = "seqbench_alembic_version"
+from seqbench.store.common import VERSION_TABLE
+
+__all__ = ["VERSION_TABLE"]
 
 
 def migrations_dir() -> Path:

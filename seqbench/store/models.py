@@ -8,8 +8,7 @@ is stored as (value, value_kind) with value NULL unless value_kind == "finite". 
 
 from __future__ import annotations
 
-import math
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, ClassVar
 from uuid import uuid4
 
@@ -26,30 +25,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from seqbench.store.common import join_float, split_float, utcnow
+
+__all__ = ["join_float", "split_float", "utcnow"]  # the value codec lives in store/common.py
+
 RUN_STATUSES = ("queued", "running", "completed", "failed", "diverged", "interrupted")
 RUN_KINDS = ("train", "stress", "bench")
 VALUE_KINDS = ("finite", "nan", "inf", "-inf")
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
-def split_float(x: float) -> tuple[float | None, str]:
-    """float -> (value or None, value_kind) so that nan/inf/-inf round-trip exactly."""
-    x = float(x)
-    if math.isnan(x):
-        return None, "nan"
-    if math.isinf(x):
-        return None, "inf" if x > 0 else "-inf"
-    return x, "finite"
-
-
-def join_float(value: float | None, kind: str) -> float:
-    """Inverse of :func:`split_float`."""
-    if kind == "finite":
-        return float(value) if value is not None else math.nan
-    return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}[kind]
 
 
 class Base(DeclarativeBase):

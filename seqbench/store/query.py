@@ -11,10 +11,8 @@ import re
 import sqlite3
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError
-
 from seqbench.errors import ReadOnlyError, StoreError
-from seqbench.store.store import _make_engine, open_store, resolve_url, sqlite_path
+from seqbench.store.common import readable_sqlite
 
 _WRITE_ACTIONS = {
     sqlite3.SQLITE_INSERT: "INSERT",
@@ -102,14 +100,19 @@ def run_query(
     if not _READ_START.match(sql):
         word = sql.split(None, 1)[0].upper()
         raise ReadOnlyError(f"seqbench query is read-only: {word} statements are refused")
-    # Make sure the store exists and is at head before reading (creates a new one at head).
-    open_store(db).dispose()
-    url = resolve_url(db)
     params = params or {}
-    path = sqlite_path(url)
-    if path is not None:
-        return _run_sqlite(path, sql, params)
-    return _run_other(url, sql, params)
+    # A SQLite store at head is read with the standard library alone (no SQLAlchemy import);
+    # anything else is checked (or created at head) by open_store first.
+    path = readable_sqlite(db)
+    if path is None:
+        from seqbench.store.store import open_store, resolve_url, sqlite_path
+
+        open_store(db).dispose()
+        url = resolve_url(db)
+        path = sqlite_path(url)
+        if path is None:
+            return _run_other(url, sql, params)
+    return _run_sqlite(path, sql, params)
 
 
 def _run_sqlite(path, sql: str, params: dict[str, Any]) -> tuple[list[str], list[tuple]]:
@@ -137,6 +140,9 @@ def _run_sqlite(path, sql: str, params: dict[str, Any]) -> tuple[list[str], list
 
 def _run_other(url: str, sql: str, params: dict[str, Any]) -> tuple[list[str], list[tuple]]:
     from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    from seqbench.store.store import _make_engine
 
     engine = _make_engine(url)
     try:

@@ -22,18 +22,17 @@ from sqlalchemy.orm import sessionmaker
 
 from seqbench.errors import StoreError
 from seqbench.store import migrate
-from seqbench.store.models import (
-    Curve,
-    Metric,
-    Run,
-    Summary,
+from seqbench.store.common import (
+    DEFAULT_DB,
+    HEAD_REVISION,
+    check_sqlite_file,
     join_float,
     split_float,
+    sqlite_revision_readonly,
     utcnow,
 )
+from seqbench.store.models import Curve, Metric, Run, Summary
 
-DEFAULT_DB = "seqbench.db"
-SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_S = 30.0
 SEQBENCH_TABLES = {"runs", "metrics", "summaries", "curves", "sweeps", "baselines"}
 
@@ -56,53 +55,6 @@ def sqlite_path(url: str) -> Path | None:
     if u.get_backend_name() != "sqlite" or u.database in (None, "", ":memory:"):
         return None
     return Path(u.database)
-
-
-def _check_sqlite_file(path: Path) -> bool:
-    """Raise StoreError if `path` cannot hold a seqbench database; True if it exists with data."""
-    if path.is_dir():
-        raise StoreError(f"database path {str(path)!r} is a directory, not a file")
-    if path.exists():
-        if path.stat().st_size == 0:
-            return False
-        try:
-            with open(path, "rb") as f:
-                header = f.read(len(SQLITE_MAGIC))
-        except OSError as e:
-            raise StoreError(f"cannot read database file {str(path)!r}: {e.strerror}") from e
-        if header != SQLITE_MAGIC:
-            raise StoreError(f"{str(path)!r} is not a SQLite database")
-        if not os.access(path, os.W_OK):
-            raise StoreError(f"database file {str(path)!r} is not writable")
-        return True
-    parent = path.parent
-    if not parent.is_dir():
-        raise StoreError(f"cannot create database {str(path)!r}: directory {str(parent)!r} missing")
-    if not os.access(parent, os.W_OK):
-        raise StoreError(f"cannot create database {str(path)!r}: directory is not writable")
-    return False
-
-
-def _sqlite_revision_readonly(path: Path) -> tuple[str | None, set[str]]:
-    """Read the alembic revision and table names without writing a byte to the file."""
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
-    except sqlite3.Error as e:
-        raise StoreError(f"cannot open {str(path)!r}: {e}") from e
-    try:
-        tables = {
-            r[0]
-            for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
-        }
-        rev = None
-        if migrate.VERSION_TABLE in tables:
-            row = con.execute(f"SELECT version_num FROM {migrate.VERSION_TABLE}").fetchone()
-            rev = row[0] if row else None
-        return rev, tables
-    except sqlite3.DatabaseError as e:
-        raise StoreError(f"{str(path)!r} is not a usable SQLite database: {e}") from e
-    finally:
-        con.close()
 
 
 def _make_engine(url: str) -> Engine:
@@ -144,9 +96,9 @@ def inspect_revision(url: str) -> tuple[str | None, bool]:
     """(current revision, whether the database holds seqbench tables), read-only."""
     path = sqlite_path(url)
     if path is not None:
-        if not _check_sqlite_file(path):
+        if not check_sqlite_file(path):
             return None, False
-        rev, tables = _sqlite_revision_readonly(path)
+        rev, tables = sqlite_revision_readonly(path)
         return rev, bool(tables & SEQBENCH_TABLES)
     engine = _make_engine(url)
     try:
@@ -162,9 +114,9 @@ def inspect_revision(url: str) -> tuple[str | None, bool]:
 
 def _check_revision(rev: str | None, has_tables: bool, where: str) -> bool:
     """True if the database must be created (migrated from empty); raise if it is unusable."""
-    head = migrate.head_revision()
-    if rev == head:
+    if rev == HEAD_REVISION:  # the common case decided without reading the migration scripts
         return False
+    head = migrate.head_revision()
     if rev is None:
         if has_tables:
             raise StoreError(

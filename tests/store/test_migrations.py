@@ -78,3 +78,10 @@ def test_wheel_ships_the_migrations(tmp_path):
     versions = (ROOT / "migrations" / "versions").glob("*.py")
     on_disk = {f"seqbench/migrations/versions/{p.name}" for p in versions}
     assert on_disk and on_disk <= shipped
+
+
+def test_the_head_constant_is_alembic_head():
+    """store/common.py compares revisions without alembic: its constant must be the head."""
+    from seqbench.store.common import HEAD_REVISION
+
+    assert migrate.head_revision() == HEAD_REVISION

@@ -1,0 +1,115 @@
+"""What the store needs before (and often instead of) SQLAlchemy: the value codec for
+non-finite floats, the SQLite file checks, and the schema's head revision.
+
+Nothing here imports SQLAlchemy or alembic, so the read-only commands (`report`, `query`) can
+check a SQLite store at head and read it through the standard library alone; anything else (a
+new, old or non-SQLite store) goes through `store.open_store`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+from seqbench.errors import StoreError
+
+DEFAULT_DB = "seqbench.db"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+VERSION_TABLE = "seqbench_alembic_version"
+# The newest migration in migrations/versions (tests/store/test_migrations.py checks that this
+# equals alembic's head): compared against a store's revision without importing alembic.
+HEAD_REVISION = "0004"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def split_float(x: float) -> tuple[float | None, str]:
+    """float -> (value or None, value_kind) so that nan/inf/-inf round-trip exactly."""
+    x = float(x)
+    if math.isnan(x):
+        return None, "nan"
+    if math.isinf(x):
+        return None, "inf" if x > 0 else "-inf"
+    return x, "finite"
+
+
+def join_float(value: float | None, kind: str) -> float:
+    """Inverse of :func:`split_float`."""
+    if kind == "finite":
+        return float(value) if value is not None else math.nan
+    return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}[kind]
+
+
+def check_sqlite_file(path: Path, *, writable: bool = True) -> bool:
+    """Raise StoreError if `path` cannot hold a seqbench database; True if it exists with data.
+    `writable=False` accepts a read-only file (for commands that only read)."""
+    if path.is_dir():
+        raise StoreError(f"database path {str(path)!r} is a directory, not a file")
+    if path.exists():
+        if path.stat().st_size == 0:
+            return False
+        try:
+            with open(path, "rb") as f:
+                header = f.read(len(SQLITE_MAGIC))
+        except OSError as e:
+            raise StoreError(f"cannot read database file {str(path)!r}: {e.strerror}") from e
+        if header != SQLITE_MAGIC:
+            raise StoreError(f"{str(path)!r} is not a SQLite database")
+        if writable and not os.access(path, os.W_OK):
+            raise StoreError(f"database file {str(path)!r} is not writable")
+        return True
+    parent = path.parent
+    if not parent.is_dir():
+        raise StoreError(f"cannot create database {str(path)!r}: directory {str(parent)!r} missing")
+    if not os.access(parent, os.W_OK):
+        raise StoreError(f"cannot create database {str(path)!r}: directory is not writable")
+    return False
+
+
+def sqlite_revision_readonly(path: Path) -> tuple[str | None, set[str]]:
+    """Read the alembic revision and table names without writing a byte to the file."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as e:
+        raise StoreError(f"cannot open {str(path)!r}: {e}") from e
+    try:
+        tables = {
+            r[0]
+            for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+        }
+        rev = None
+        if VERSION_TABLE in tables:
+            row = con.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+            rev = row[0] if row else None
+        return rev, tables
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"{str(path)!r} is not a usable SQLite database: {e}") from e
+    finally:
+        con.close()
+
+
+def _plain_sqlite_path(db: str | os.PathLike | None) -> Path | None:
+    """The file behind `db` when it is a plain path or a plain sqlite:/// URL, else None."""
+    db = str(db) if db is not None else DEFAULT_DB
+    if "://" not in db:
+        return Path(db).expanduser().resolve()
+    prefix = "sqlite:///"
+    if db.startswith(prefix) and "?" not in db and len(db) > len(prefix):
+        return Path(db[len(prefix) :])
+    return None
+
+
+def readable_sqlite(db: str | os.PathLike | None) -> Path | None:
+    """The SQLite file behind `db` if it is a seqbench store at head, checked read-only and
+    without SQLAlchemy; None when `store.open_store` must decide (a URL of another kind, a
+    missing or empty file, a store at another revision). Bad files raise StoreError."""
+    path = _plain_sqlite_path(db)
+    if path is None or not check_sqlite_file(path, writable=False):
+        return None
+    rev, _tables = sqlite_revision_readonly(path)
+    return path if rev == HEAD_REVISION else None
