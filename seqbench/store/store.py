@@ -304,9 +304,30 @@ def open_store(db: str | os.PathLike | None = None, *, create: bool = True) -> S
         try:
             migrate.upgrade(store.engine)
         except OperationalError as e:
+            if path is not None and _created_by_another(url, e):
+                return store
             store.dispose()
             raise StoreError(f"cannot create the database at {where}: {e.orig}") from e
     return store
+
+
+def _created_by_another(url: str, error: OperationalError) -> bool:
+    """Two processes that find the same new SQLite file (two sweep drivers started at once)
+    both try to create it, and the loser can get "database is locked" outside SQLite's busy
+    handler. True once the winner's schema is there at head (waiting up to the busy timeout)."""
+    import time
+
+    if "locked" not in str(error.orig):
+        return False
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            if inspect_revision(url)[0] == HEAD_REVISION:
+                return True
+        except StoreError:
+            pass
+        time.sleep(0.1)
+    return False
 
 
 def backup_sqlite(path: Path) -> Path:

@@ -162,3 +162,24 @@ def test_postgres_store_round_trip(pg_url):
     assert s.summaries(run.id) == {"test_metric": math.inf}
     s.dispose()
     assert inspect_revision(pg_url)[0] == migrate.head_revision()
+
+
+def test_a_store_created_by_another_process_is_used_not_refused(tmp_path):
+    """Two processes that meet one new file race to create it; the one that gets "database
+    is locked" uses the schema the other created (and only for a lock, not other errors)."""
+    import threading
+
+    from sqlalchemy.exc import OperationalError
+
+    from seqbench.store.store import _created_by_another
+
+    url = resolve_url(tmp_path / "race.db")
+    locked = OperationalError("CREATE TABLE", {}, sqlite3.OperationalError("database is locked"))
+    other = OperationalError("CREATE TABLE", {}, sqlite3.OperationalError("disk I/O error"))
+    assert not _created_by_another(url, other)
+    # the winner finishes its creation while the loser waits
+    winner = threading.Timer(0.3, lambda: open_store(tmp_path / "race.db").dispose())
+    winner.start()
+    assert _created_by_another(url, locked)
+    winner.join()
+    assert inspect_revision(url) == (migrate.head_revision(), True)
