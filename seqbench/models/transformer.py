@@ -1,11 +1,11 @@
 """A causal transformer whose attention is restricted to the last k positions (a sliding window),
 so it is a feedforward model with context k like the TCN.
 
-Attention is computed blockwise in O(T·k): the sequence is cut into chunks of k positions, and
-each chunk's queries attend to its own keys and the previous chunk's (2k keys, of which the
-window keeps the last k up to the query). This is exactly the dense T×T computation with the
-band mask (tests/models: test_window_attention_equals_the_dense_band), at a cost per token
-that does not grow with T.
+Attention is computed blockwise in O(T·k) on long sequences: the sequence is cut into chunks
+of k positions, and each chunk's queries attend to its own keys and the previous chunk's (2k
+keys, of which the window keeps the last k up to the query). This is exactly the dense T×T
+computation with the band mask (tests/models: test_window_attention_equals_the_dense_band),
+at a cost per token that does not grow with T.
 """
 
 from __future__ import annotations
@@ -38,14 +38,34 @@ def band_mask(T: int, k: int, device=None) -> torch.Tensor:
     return (lag < 0) | (lag >= k)
 
 
+# Below this many windows per sequence one dense SDPA call with the band mask is cheaper than
+# the blocks (torch's fused kernel against the blocks' copies), and its T² work is at most
+# DENSE_UP_TO·T·k anyway. Measured (B=32, 4 heads, k=32, forward+backward): dense 4.3 ms vs
+# blocks 8.3 at T=100; 228 vs 107 at T=1000.
+DENSE_UP_TO = 8
+
+
 def window_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, dropout_p: float = 0.0
 ) -> torch.Tensor:
     """Causal sliding-window attention: query t attends keys t-window+1..t.
 
-    q, k, v: (B, H, T, d) -> (B, H, T, d). Chunks of w = min(window, T) positions attend to
-    themselves and the previous chunk, so the work is T·2w scores instead of T².
+    q, k, v: (B, H, T, d) -> (B, H, T, d). Short sequences (T ≤ DENSE_UP_TO·window) take one
+    dense call with the band mask, longer ones blockwise_attention, so the cost per token is
+    bounded by the window, not T.
     """
+    T = q.shape[2]
+    if DENSE_UP_TO * window >= T:
+        allowed = ~band_mask(T, window, q.device)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout_p)
+    return blockwise_attention(q, k, v, window, dropout_p)
+
+
+def blockwise_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, dropout_p: float = 0.0
+) -> torch.Tensor:
+    """window_attention in O(T·window): chunks of w = min(window, T) positions attend to
+    themselves and the previous chunk, T·2w scores instead of T²."""
     B, H, T, d = q.shape
     w = min(window, T)
     n = -(-T // w)

@@ -201,7 +201,9 @@ def test_last_step_readout_on_the_receptive_field_equals_the_full_run(name, addi
     torch.testing.assert_close(m(x), m.head(feats[:, -1]), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize(("T", "k"), [(1, 1), (7, 1), (7, 3), (40, 8), (40, 40), (37, 64), (50, 7)])
+@pytest.mark.parametrize(
+    ("T", "k"), [(1, 1), (7, 1), (7, 3), (40, 8), (40, 40), (37, 64), (50, 7), (60, 3), (100, 5)]
+)
 def test_window_attention_equals_the_dense_band(T, k):
     """The blockwise O(T·k) transformer computes exactly what torch's encoder computes with
     the dense band mask, output and parameter gradients alike."""
@@ -232,3 +234,25 @@ def test_window_attention_sees_exactly_its_window():
     x2[0, 10] += 1.0
     changed = (bb(x)[0] - bb(x2)[0]).abs().sum(-1)[0] > 1e-6
     assert changed.nonzero().flatten().tolist() == list(range(10, 10 + k))
+
+
+@pytest.mark.parametrize(
+    ("T", "k"), [(1, 1), (2, 1), (9, 2), (40, 3), (64, 8), (65, 8), (100, 7), (33, 32), (257, 32)]
+)
+def test_blockwise_attention_equals_dense_sdpa(T, k):
+    """The O(T·k) blocks against one dense call with the band mask, on every chunking: T a
+    multiple of k or not, one chunk, k = 1; values and the gradients of q, k and v."""
+    import torch.nn.functional as F
+
+    from seqbench.models.transformer import band_mask, blockwise_attention
+
+    g = torch.Generator().manual_seed(T * 100 + k)
+    q, kk, v = (torch.randn(2, 3, T, 4, generator=g, requires_grad=True) for _ in range(3))
+    got = blockwise_attention(q, kk, v, k)
+    ref = F.scaled_dot_product_attention(q, kk, v, attn_mask=~band_mask(T, k))
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
+    w = torch.randn(got.shape, generator=g)
+    ga = torch.autograd.grad((got * w).sum(), (q, kk, v))
+    gb = torch.autograd.grad((ref * w).sum(), (q, kk, v))
+    for a, b in zip(ga, gb, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
