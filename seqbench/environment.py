@@ -43,6 +43,7 @@ def capture(device: str) -> dict[str, str | None]:
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "triton": _version("triton"),
+        "numba": _version("numba"),
         "device": device,
         "device_name": name,
         "host": socket.gethostname(),

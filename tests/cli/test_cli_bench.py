@@ -8,7 +8,8 @@ def test_bench_kernels_prints_and_stores_each_backend(cli, tmp_path):
             "--repeat", "1", "--format", "json")  # fmt: skip
     assert r.exit_code == 0, r.output
     rows = {row["name"]: row for row in json.loads(r.stdout)}
-    assert {"indrnn[torch]", "indrnn[cpu]"} <= set(rows)
+    assert {"indrnn[torch]", "indrnn[cpu]", "indrnn[numba]"} <= set(rows)
+    assert rows["indrnn[numba]"]["x torch"] > 0
     assert rows["indrnn[torch]"]["x torch"] == 1.0 and rows["indrnn[cpu]"]["ms"] > 0
     store = open_store(tmp_path / "seqbench.db")
     runs = store.list_runs(kind="bench")
