@@ -77,6 +77,27 @@ def test_tbptt_cuts_the_gradient_at_chunk_boundaries(teacher):
     assert not torch.allclose(out[:, 30:], m(x[:, 30:].detach()))
 
 
+@pytest.mark.parametrize("name", ["rnn", "lstm", "gru", "indrnn"])
+@pytest.mark.parametrize(("T", "k"), [(100, 4), (100, 8), (100, 32), (41, 10), (7, 3), (12, 12)])
+def test_a_last_step_loss_gets_gradient_through_exactly_k_inputs(name, T, k):
+    """Truncated BPTT of length k with a loss on the last output: the gradient reaches the
+    last k inputs and nothing before them, whatever T mod k is."""
+    task = make_task("adding", TaskArgs(seq_len=T))
+    m = _model(name, task).train()
+    x = _x((3, T, 2)).requires_grad_()
+    m(x, tbptt=k).sum().backward()
+    reached = (x.grad.abs().sum(dim=(0, 2)) > 0).nonzero().flatten().tolist()
+    assert reached == list(range(T - k, T))
+
+
+def test_tbptt_chunks_end_aligned():
+    from seqbench.models.base import tbptt_chunks
+
+    assert tbptt_chunks(10, 4) == [(0, 2), (2, 6), (6, 10)]
+    assert tbptt_chunks(8, 4) == [(0, 4), (4, 8)]
+    assert tbptt_chunks(3, 1) == [(0, 1), (1, 2), (2, 3)]
+
+
 @pytest.mark.parametrize(("K", "L"), [(2, 1), (3, 3), (7, 8), (5, 4)])
 def test_tcn_receptive_field_formula_and_levels(K, L):
     assert tcn_receptive_field(K, L) == 1 + 2 * (K - 1) * (2**L - 1)
