@@ -68,7 +68,7 @@ def train(
 
     Example: ``seqbench.train("indrnn", "adding", seq_len=100, steps=500, db="runs.db")``
     """
-    from seqbench.train.loop import train as train_loop
+    from seqbench.training.loop import train as train_loop
 
     cfg = make_config(model, task, overrides, config_file)
     store = db if isinstance(db, Store) else open_store(db)

@@ -36,7 +36,7 @@ def kernels(
     """
     from seqbench.bench import bench_kernels, store_bench
     from seqbench.errors import UsageError
-    from seqbench.train.loop import resolve_device
+    from seqbench.training.loop import resolve_device
 
     for name, v in (("seq-len", seq_len), ("batch", batch), ("hidden", hidden), ("repeat", repeat)):
         if v <= 0:

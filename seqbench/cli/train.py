@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _progress(quiet: bool):
-    from seqbench.train.loop import Progress
+    from seqbench.training.loop import Progress
 
     if quiet:
         return Progress()
@@ -136,7 +136,7 @@ def train(
         from dataclasses import replace
 
         cfg = replace(cfg, tags={**cfg.tags, **tags})
-    from seqbench.train.loop import train as train_loop
+    from seqbench.training.loop import train as train_loop
 
     store = state(ctx).store()
     try:

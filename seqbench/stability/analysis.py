@@ -106,7 +106,7 @@ def spectra(backbone) -> dict[str, float]:
     whether it is < 1 (the sufficient condition enforced by --stable)."""
     from seqbench.models.recurrent import IndRNN, TorchRecurrent, spectral_norm, spectral_radius
     from seqbench.models.window import Window
-    from seqbench.train.stability import lstm_bound
+    from seqbench.training.stability import lstm_bound
 
     bb = backbone.base if isinstance(backbone, Window) else backbone
     out: dict[str, float] = {}

@@ -95,7 +95,7 @@ def check_memory(model: str, batch: int, seq_len: int, hidden: int, in_dim: int,
 def fresh_backbone(model: str, seq_len: int, hidden: int | None, seed: int, in_dim: int):
     from seqbench.config import resolve
     from seqbench.models import make_backbone
-    from seqbench.train.loop import model_args
+    from seqbench.training.loop import model_args
 
     cfg = resolve(model, "adding", {"seq_len": seq_len, **({"hidden": hidden} if hidden else {})})
     torch.manual_seed(seed)
@@ -105,7 +105,7 @@ def fresh_backbone(model: str, seq_len: int, hidden: int | None, seed: int, in_d
 def trained_backbone(store: Store, run_ref: str):
     """The backbone of a trained run, from its checkpoint (weights only)."""
     from seqbench.api import make_config
-    from seqbench.train.loop import load_checkpoint, prepare
+    from seqbench.training.loop import load_checkpoint, prepare
 
     run = store.get_run(run_ref)
     if run is None:

@@ -55,7 +55,7 @@ def execute_point(run_id: int, config: dict, checkpoint_dir: str = "checkpoints"
 
     from seqbench.config import RunConfig
     from seqbench.errors import RunFailedError
-    from seqbench.train.loop import train
+    from seqbench.training.loop import train
 
     t0 = time.perf_counter()
     rec = MemoryRecorder(run_id)
@@ -120,7 +120,7 @@ class LocalExecutor:
         threads = threads_per_worker(workers)
         if sys.platform.startswith("linux"):
             ctx = mp.get_context("forkserver")
-            ctx.set_forkserver_preload(["torch", "seqbench.train.loop"])
+            ctx.set_forkserver_preload(["torch", "seqbench.training.loop"])
         else:
             ctx = mp.get_context("spawn")
         self._make = lambda: cf.ProcessPoolExecutor(

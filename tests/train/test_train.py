@@ -12,7 +12,7 @@ from seqbench import api
 from seqbench.errors import RunFailedError, SeqbenchError, UsageError
 from seqbench.store.store import open_store
 from seqbench.tasks.synthetic import Adding
-from seqbench.train.loop import load_checkpoint
+from seqbench.training.loop import load_checkpoint
 
 FAST = {"seq_len": 20, "steps": 30, "hidden": 16, "eval_size": 64}
 
@@ -249,3 +249,15 @@ def test_an_explicit_context_overrides_a_default_depth():
     assert (cfg.k, cfg.levels) == (16, None)
     with pytest.raises(UsageError, match="not both"):
         api.make_config("tcn", "chorales", {"k": 16, "levels": 3})
+
+
+def test_seqbench_train_can_be_called_again(tmp_path):
+    """The README's API example in a loop: the function stays the package's `train` after the
+    first call has imported the training code (its package used to shadow the name)."""
+    import seqbench
+
+    db = str(tmp_path / "api.db")
+    outs = [seqbench.train("rnn", "adding", seq_len=10, steps=2, eval_size=8, db=db, seed=s)
+            for s in (0, 1)]  # fmt: skip
+    assert [o.status for o in outs] == ["completed", "completed"]
+    assert callable(seqbench.train)

@@ -31,7 +31,7 @@ from seqbench.store.models import utcnow
 from seqbench.store.store import Store
 from seqbench.tasks import make_task
 from seqbench.tasks.base import TaskArgs, generator, to_device
-from seqbench.train import stability
+from seqbench.training import stability
 
 LOG_EVERY = 10  # train_loss / grad_norm are logged every this many steps
 
