@@ -27,9 +27,16 @@ def query(
             help="A bound parameter NAME=VALUE for :NAME in the SQL (repeatable).",
         ),
     ] = None,
+    timeout: Annotated[
+        float, typer.Option(help="Stop the statement after this many seconds.")
+    ] = 60.0,
+    max_rows: Annotated[
+        int, typer.Option(help="Refuse results of more rows than this (add a LIMIT).")
+    ] = 100_000,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """Run read-only SQL over the results. Statements that would write are refused.
+    """Run one read-only SQL statement over the results. Statements that would write are
+    refused; comments may precede the statement.
 
     Tables: runs, metrics, summaries, curves, sweeps, baselines; views: v_results, v_summaries.
 
@@ -46,5 +53,5 @@ def query(
         if not sep or not name:
             raise UsageError(f"--param expects NAME=VALUE, got {p!r}")
         params[name] = coerce_param(value)
-    cols, rows = run_query(state(ctx).db, sql, params)
+    cols, rows = run_query(state(ctx).db, sql, params, timeout=timeout, max_rows=max_rows)
     render(cols, rows, fmt)

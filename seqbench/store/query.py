@@ -1,17 +1,28 @@
 """`seqbench query`: SQL over the results on a read-only connection.
 
+One statement per call, on every backend: the text is scanned (quotes, quoted names, dollar
+quotes and comments skipped) and anything after a first `;` is refused, so no statement can
+end the read-only transaction and run another with full rights. Comments may precede the
+statement; its first keyword decides: a write keyword is refused up front, anything else goes
+to the database, whose syntax errors come back as syntax errors.
+
 Defence in depth for SQLite: the file is opened with mode=ro, PRAGMA query_only is on, and an
 authorizer refuses every action that writes (including ATTACH, which could create a file, and
-pragmas given a value). PostgreSQL runs the statement in a READ ONLY transaction.
+pragmas given a value). PostgreSQL runs the statement in a READ ONLY transaction of a session
+whose default is read-only too. Both backends stop a statement after `timeout` seconds and
+refuse results of more than `max_rows` rows (flags raise both).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
+import time
+from dataclasses import dataclass
 from typing import Any
 
-from seqbench.errors import ReadOnlyError, StoreError
+from seqbench.errors import ReadOnlyError, StoreError, UsageError
 from seqbench.store.common import readable_sqlite
 
 _WRITE_ACTIONS = {
@@ -65,7 +76,85 @@ _READ_PRAGMAS_WITH_ARG = {
     "integrity_check",
     "quick_check",
 }
-_READ_START = re.compile(r"^\s*(SELECT|WITH|VALUES|EXPLAIN|PRAGMA)\b", re.IGNORECASE)
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MAX_ROWS = 100_000
+# First keywords of statements that change something (or a session or transaction): refused
+# before the database sees them. Anything else not a read goes to the database, which then
+# reports a syntax error for a typo ("SELEC 1") instead of a refused write.
+_WRITE_WORDS = {
+    "INSERT", "UPDATE", "DELETE", "REPLACE", "UPSERT", "MERGE", "CREATE", "DROP", "ALTER",
+    "TRUNCATE", "ATTACH", "DETACH", "VACUUM", "REINDEX", "ANALYZE", "ANALYSE", "BEGIN",
+    "START", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE", "GRANT", "REVOKE", "COPY",
+    "SET", "RESET", "LOCK", "CALL", "DO", "EXECUTE", "PREPARE", "DEALLOCATE", "LISTEN",
+    "NOTIFY", "UNLISTEN", "LOAD", "DISCARD", "CLUSTER", "REFRESH", "COMMENT", "SECURITY",
+    "IMPORT", "CHECKPOINT", "DECLARE", "FETCH", "MOVE", "CLOSE", "ABORT",
+}  # fmt: skip
+_WORD = re.compile(r"[A-Za-z_]+")
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
+
+
+def split_statement(sql: str) -> tuple[str, str]:
+    """(the statement without leading comments or a trailing `;`, its first keyword upper-case).
+
+    Raises StoreError for an empty text, more than one statement, or an unterminated quote or
+    comment. Skips '…' strings, "…" names, $tag$…$tag$ bodies and -- / /* */ comments, so a
+    `;` inside them does not count.
+    """
+    i, n = 0, len(sql)
+    start = None  # index of the statement's first character (after comments and spaces)
+    end = None  # index of the first top-level ';'
+    while i < n:
+        c = sql[i]
+        if c in " \t\r\n\f":
+            i += 1
+        elif sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif sql.startswith("/*", i):
+            depth, i = 1, i + 2
+            while depth and i < n:  # PostgreSQL nests block comments
+                if sql.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif sql.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+            if depth:
+                raise StoreError("SQL error: unterminated /* comment")
+        elif end is not None:
+            raise StoreError(
+                "seqbench query runs one statement per call; found more after the first ';'"
+            )
+        elif c == ";":
+            if start is None:
+                raise StoreError("SQL error: a ';' with no statement before it")
+            end, i = i, i + 1
+        else:
+            if start is None:
+                start = i
+            if c in "'\"":
+                j = i + 1
+                while True:  # a doubled quote is an escaped quote
+                    j = sql.find(c, j)
+                    if j < 0:
+                        raise StoreError(f"SQL error: unterminated {c} quote")
+                    if sql.startswith(c * 2, j):
+                        j += 2
+                        continue
+                    break
+                i = j + 1
+            elif c == "$" and (m := _DOLLAR_TAG.match(sql, i)):
+                j = sql.find(m.group(0), m.end())
+                if j < 0:
+                    raise StoreError(f"SQL error: unterminated {m.group(0)} quote")
+                i = j + len(m.group(0))
+            else:
+                i += 1
+    if start is None:
+        raise StoreError("no SQL given")
+    statement = sql[start:end].rstrip()
+    word = _WORD.match(statement)
+    return statement, (word.group(0).upper() if word else "")
 
 
 def _authorizer(action: int, arg1, arg2, _db, _trigger) -> int:
@@ -91,15 +180,24 @@ def coerce_param(value: str) -> Any:
 
 
 def run_query(
-    db: str | None, sql: str, params: dict[str, Any] | None = None
+    db: str | None,
+    sql: str,
+    params: dict[str, Any] | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    max_rows: int = DEFAULT_MAX_ROWS,
 ) -> tuple[list[str], list[tuple]]:
-    """Run one read-only statement; return (column names, rows). Writes raise ReadOnlyError."""
-    sql = sql.strip().rstrip(";").strip()
-    if not sql:
-        raise StoreError("no SQL given")
-    if not _READ_START.match(sql):
-        word = sql.split(None, 1)[0].upper()
+    """Run one read-only statement; return (column names, rows). Writes raise ReadOnlyError;
+    a statement running past `timeout` seconds or returning more than `max_rows` rows raises
+    StoreError naming the flag that raises the limit."""
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout}")
+    if max_rows < 1:
+        raise UsageError(f"--max-rows must be at least 1, got {max_rows}")
+    sql, word = split_statement(sql)
+    if word in _WRITE_WORDS:
         raise ReadOnlyError(f"seqbench query is read-only: {word} statements are refused")
+    limits = _Limits(timeout, max_rows)
     params = params or {}
     # A SQLite store at head is read with the standard library alone (no SQLAlchemy import);
     # anything else is checked (or created at head) by open_store first.
@@ -111,18 +209,45 @@ def run_query(
         url = resolve_url(db)
         path = sqlite_path(url)
         if path is None:
-            return _run_other(url, sql, params)
-    return _run_sqlite(path, sql, params)
+            return _run_other(url, sql, params, limits)
+    return _run_sqlite(path, sql, params, limits)
 
 
-def _run_sqlite(path, sql: str, params: dict[str, Any]) -> tuple[list[str], list[tuple]]:
+@dataclass(frozen=True)
+class _Limits:
+    timeout: float
+    max_rows: int
+
+    def rows(self, fetchmany) -> list[tuple]:
+        rows = fetchmany(self.max_rows + 1)
+        if len(rows) > self.max_rows:
+            raise StoreError(
+                f"the query returned more than {self.max_rows} rows; add a LIMIT or raise "
+                "--max-rows"
+            )
+        return [tuple(r) for r in rows]
+
+    def timed_out(self) -> StoreError:
+        return StoreError(
+            f"the query ran longer than {self.timeout:g} s and was stopped; raise --timeout"
+        )
+
+
+def _run_sqlite(path, sql: str, params: dict[str, Any], limits: _Limits):
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    deadline = time.monotonic() + limits.timeout
     try:
         con.execute("PRAGMA query_only = ON")
         con.set_authorizer(_authorizer)
+        # called every 10k virtual-machine steps; a true result interrupts the statement
+        con.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
         try:
             cur = con.execute(sql, params)
-            rows = cur.fetchall()
+            rows = limits.rows(cur.fetchmany)
+        except sqlite3.OperationalError as e:
+            if str(e) == "interrupted":
+                raise limits.timed_out() from e
+            raise StoreError(f"SQL error: {e}") from e
         except sqlite3.DatabaseError as e:
             msg = str(e)
             if "not authorized" in msg or "readonly" in msg:
@@ -138,7 +263,9 @@ def _run_sqlite(path, sql: str, params: dict[str, Any]) -> tuple[list[str], list
         con.close()
 
 
-def _run_other(url: str, sql: str, params: dict[str, Any]) -> tuple[list[str], list[tuple]]:
+def _run_other(url: str, sql: str, params: dict[str, Any], limits: _Limits):
+    """PostgreSQL (and other servers): the one statement in a READ ONLY transaction of a
+    session whose default transactions are read-only too, with a statement timeout."""
     from sqlalchemy import text
     from sqlalchemy.exc import DBAPIError
 
@@ -147,18 +274,28 @@ def _run_other(url: str, sql: str, params: dict[str, Any]) -> tuple[list[str], l
     engine = _make_engine(url)
     try:
         with engine.connect() as conn:
-            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+            if conn.dialect.name == "postgresql":
+                conn.exec_driver_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+                conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+                ms = max(1, int(limits.timeout * 1000))
+                conn.exec_driver_sql(f"SET LOCAL statement_timeout = {ms}")
+            else:
+                conn.exec_driver_sql("SET TRANSACTION READ ONLY")
             try:
                 result = conn.execute(text(sql), params)
+                cols = list(result.keys()) if result.returns_rows else []
+                rows = limits.rows(result.fetchmany) if result.returns_rows else []
             except DBAPIError as e:
-                if "read-only" in str(e.orig):
+                msg = str(e.orig)
+                if "read-only" in msg:
                     raise ReadOnlyError(
                         "seqbench query is read-only: the statement would write and was refused"
                     ) from e
-                raise StoreError(f"SQL error: {str(e.orig).splitlines()[0]}") from e
-            cols = list(result.keys())
-            rows = [tuple(r) for r in result]
-            conn.rollback()
+                if "statement timeout" in msg:
+                    raise limits.timed_out() from e
+                raise StoreError(f"SQL error: {msg.splitlines()[0]}") from e
+            finally:
+                conn.rollback()
             return cols, rows
     finally:
         engine.dispose()
