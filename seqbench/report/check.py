@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass
-from datetime import datetime
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -19,7 +18,7 @@ from sqlalchemy import delete, insert, select
 
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.report.frames import metric_direction, results_frame
-from seqbench.store.models import Baseline, join_float, split_float
+from seqbench.store.models import Baseline, join_float, split_float, utcnow
 from seqbench.store.store import Store
 
 STATUSES = ("pass", "regressed", "improved", "missing")
@@ -62,10 +61,16 @@ class CheckRow:
     status: str
 
 
+def valid_tolerance(x: float) -> bool:
+    """A tolerance must be a finite number ≥ 0: a nan one passes anything (every comparison
+    with nan is false), a negative one fails everything."""
+    return isinstance(x, (int, float)) and math.isfinite(x) and x >= 0
+
+
 def tolerance(value: float, rtol: float, atol: float) -> float:
     """max(atol, rtol·|value|); 0 for a non-finite value."""
-    if rtol < 0 or atol < 0:
-        raise UsageError("--rtol and --atol must be non-negative")
+    if not (valid_tolerance(rtol) and valid_tolerance(atol)):
+        raise UsageError(f"--rtol and --atol must be finite and ≥ 0, got {rtol} and {atol}")
     return max(atol, rtol * abs(value)) if math.isfinite(value) else 0.0
 
 
@@ -129,7 +134,7 @@ def write_points(store: Store, name: str, points: list[Point]) -> None:
         rows.append({"name": name, "model": p.model, "task": p.task, "k": p.k,
                      "variant": p.variant, "metric": p.metric, "value": v, "value_kind": kind,
                      "tolerance": p.tolerance, "direction": p.direction,
-                     "created_at": datetime.now()})  # fmt: skip
+                     "created_at": utcnow()})  # fmt: skip
     with store.Session.begin() as s:
         s.execute(delete(Baseline).where(Baseline.name == name))
         s.execute(insert(Baseline), rows)
@@ -190,6 +195,11 @@ def load_file(path: str | Path) -> tuple[str, list[Point]]:
     for pt in points:
         if pt.direction not in ("lower", "higher"):
             raise UsageError(f"baseline file {str(p)!r}: direction must be lower or higher")
+        if not valid_tolerance(pt.tolerance):
+            raise UsageError(
+                f"baseline file {str(p)!r}: {pt.model}/{pt.task} {pt.metric} has tolerance "
+                f"{pt.tolerance}; it must be finite and ≥ 0"
+            )
     return data.get("name", p.stem), points
 
 
@@ -249,6 +259,11 @@ def check(store: Store, points: list[Point], *, sweep=None, where=None, rtol=Non
         tol = p.tolerance
         if rtol is not None or atol is not None:
             tol = tolerance(p.value, rtol or 0.0, atol or 0.0)
+        if not valid_tolerance(tol):  # e.g. a stored baseline written before this check
+            raise UsageError(
+                f"baseline point {p.model}/{p.task} {p.metric} has tolerance {tol}; "
+                "it must be finite and ≥ 0"
+            )
         value = cur.get((p.model, p.task, p.k, p.variant, p.metric))
         current = None if value is None else value[0]
         rows.append(CheckRow(p.model, p.task, p.k, p.variant, p.metric, p.value, current, tol,

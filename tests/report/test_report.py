@@ -186,3 +186,50 @@ def test_cli_report_empty_and_missing(cli):
     missing = cli("report", "--compare", "rnn", "gru")
     assert missing.exit_code == 1 and "no completed runs" in missing.stderr
     assert cli("report", "--compare").exit_code == 2
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--rtol", "nan"), ("--atol", "nan"),
+                                             ("--rtol", "-0.1"), ("--atol", "inf")])  # fmt: skip
+def test_check_refuses_a_tolerance_that_is_not_finite_and_non_negative(cli, filled, flag, value):
+    """A nan tolerance passed anything (0.0001 against 0.534 -> pass); now one line, exit 2."""
+    assert cli("baseline", "save", "ref").exit_code == 0
+    r = cli("check", "--baseline", "ref", flag, value)
+    assert r.exit_code == 2, r.output
+    assert "must be finite and ≥ 0" in r.stderr and "Traceback" not in r.output
+    assert cli("baseline", "save", "bad", flag, value).exit_code == 2
+
+
+@pytest.mark.parametrize("tol", ["NaN", "-1.0", "Infinity"])
+def test_a_baseline_file_with_a_bad_tolerance_is_refused(cli, filled, tmp_path, tol):
+    path = tmp_path / "b.json"
+    path.write_text(
+        '{"name": "b", "points": [{"model": "rnn", "task": "adding", "k": 4, "metric": '
+        f'"test_metric", "value": 0.0001, "tolerance": {tol}, "direction": "lower"}}]}}'
+    )
+    r = cli("check", "--baseline", path)
+    assert r.exit_code == 2 and "must be finite and ≥ 0" in r.stderr
+    assert cli("baseline", "import", path).exit_code == 2
+
+
+def test_baselines_are_stamped_in_utc(filled, store):
+    from datetime import UTC, datetime
+
+    from sqlalchemy import select
+
+    from seqbench.store.models import Baseline
+
+    save_baseline(store, "ref")
+    with store.Session() as s:
+        stamp = s.scalars(select(Baseline.created_at)).first()
+    now = datetime.now(UTC).replace(tzinfo=None)
+    assert abs((now - stamp).total_seconds()) < 60
+
+
+def test_a_non_finite_mean_is_never_the_leaderboards_best(store, db):
+    for model, v in [("rnn", math.inf), ("tcn", 0.3), ("gru", math.nan)]:
+        r = store.create_run(model=model, task="adding", seed=0, seq_len=100, config={},
+                             config_hash="h", status="completed")  # fmt: skip
+        store.set_summaries(r.id, {"test_metric": v})
+    _cols, rows, best = leaderboard_rows(build_report(db))
+    assert [r[2] for r in rows] == ["tcn", "rnn", "gru"]
+    assert best == [3, None, None]
