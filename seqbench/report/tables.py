@@ -164,13 +164,14 @@ def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | Non
         key = key if isinstance(key, tuple) else (key,)
         key = unset_to_none(key)
         higher = metric_direction(rep.metric, key[0]) == "higher"
-        order = g.assign(_nan=g["mean"].isna()).sort_values(
-            ["_nan", "mean"], ascending=[True, not higher]
+        # non-finite means (nan, a blown-up inf) rank last and are never the best
+        order = g.assign(_bad=~np.isfinite(g["mean"].astype(float))).sort_values(
+            ["_bad", "mean"], ascending=[True, not higher]
         )
         for rank, (_, r) in enumerate(order.iterrows(), start=1):
             rows.append([*key, rank, r["model"], float(r["mean"]), float(r["std"]), int(r["n"]),
                          _baseline_for(rep, key)])  # fmt: skip
-            best.append(len(group) + 2 if rank == 1 else None)
+            best.append(len(group) + 2 if rank == 1 and not r["_bad"] else None)
     return cols, rows, best
 
 

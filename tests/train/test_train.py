@@ -261,3 +261,24 @@ def test_seqbench_train_can_be_called_again(tmp_path):
             for s in (0, 1)]  # fmt: skip
     assert [o.status for o in outs] == ["completed", "completed"]
     assert callable(seqbench.train)
+
+
+def test_a_run_that_ends_far_worse_than_its_baseline_is_diverged(store):
+    """lr 50 without clipping: training stays finite but the model ends thousands of times
+    worse than predicting the mean; recorded as diverged with the reason, summaries kept."""
+    out = _train(store, "rnn", lr=50.0, clip=None, steps=5, seed=0)
+    assert out.status == "diverged"
+    run = store.get_run(out.run_id)
+    assert run.status == "diverged" and "trivial baseline" in run.error
+    s = store.summaries(out.run_id)
+    assert s["test_metric"] > 1000 * s["baseline"]
+
+
+def test_blown_up():
+    from seqbench.training.loop import blown_up
+
+    assert "inf" in blown_up(math.inf, 0.1, False)
+    assert "nan" in blown_up(math.nan, None, True)
+    assert blown_up(2.3, 0.02, False) is None  # an untrained copy model: ~110×, a result
+    assert blown_up(1638.0, 1 / 6, False) is not None
+    assert blown_up(0.05, 0.1, True) is None  # accuracy: no "far worse" rule
