@@ -8,8 +8,11 @@ Parsing takes ~30 s on 2 cores, so the frames are cached to an .npz under the ca
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -41,12 +44,44 @@ def chorale_frames(score) -> np.ndarray | None:
 
 
 def load_chorales(limit: int | None = None) -> list[np.ndarray]:
-    """All (or the first `limit`) chorales as piano rolls, parsed once and cached."""
+    """All (or the first `limit`) chorales as piano rolls, parsed once and cached.
+
+    Processes that meet an empty cache at once (two sweep workers) take turns on a lock file:
+    the first parses and writes the cache, the others then read it. Parsing side by side made
+    one read music21's half-written pickle of a chorale ("zlib.error: incomplete stream")."""
     path = cache_dir() / f"chorales-{'all' if limit is None else limit}.npz"
     if path.exists():
-        with np.load(path) as z:
-            rolls, lengths = z["rolls"], z["lengths"]
-        return np.split(rolls, np.cumsum(lengths)[:-1])
+        return _read_rolls(path)
+    with _exclusive(path.with_suffix(".lock")):
+        if path.exists():  # another process parsed them while this one waited
+            return _read_rolls(path)
+        return _parse_chorales(path, limit)
+
+
+def _read_rolls(path: Path) -> list[np.ndarray]:
+    with np.load(path) as z:
+        rolls, lengths = z["rolls"], z["lengths"]
+    return np.split(rolls, np.cumsum(lengths)[:-1])
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path):
+    """An exclusive advisory lock on `lock_path` for the block (none where fcntl is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _parse_chorales(path: Path, limit: int | None) -> list[np.ndarray]:
     try:
         from music21 import corpus
     except ImportError:
@@ -60,7 +95,7 @@ def load_chorales(limit: int | None = None) -> list[np.ndarray]:
             break
     if not out:
         raise SeqbenchError("music21 returned no usable chorales")
-    tmp = path.with_suffix(".tmp.npz")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
     np.savez_compressed(tmp, rolls=np.concatenate(out), lengths=[len(r) for r in out])
     tmp.replace(path)
     return out

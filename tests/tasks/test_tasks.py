@@ -168,6 +168,25 @@ def test_chorales_real_loader_and_cache(tmp_path):
     assert torch.equal(next(again.eval_batches("train", 4))[0], x)
 
 
+def test_chorales_parsed_by_two_processes_at_once(tmp_path):
+    """Two sweep workers meeting an empty cache take turns: both get the same rolls and the
+    cache is written once (side by side, one read music21's half-written pickle)."""
+    import os
+    import subprocess
+
+    code = (
+        "from seqbench.tasks.music import load_chorales; import numpy as np; "
+        "r = load_chorales(4); print(len(r), int(sum(x.sum() for x in r)))"
+    )
+    env = {**os.environ, "SEQBENCH_CACHE": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-500:] for o in outs]
+    assert outs[0][0] == outs[1][0] and outs[0][0].startswith("4 ")
+    assert [f.name for f in tmp_path.glob("chorales-4*.npz")] == ["chorales-4.npz"]
+
+
 def _bernoulli_nll(t, p: float) -> float:
     test = torch.cat([s[1:] for s in t._splits["test"]])
     return float(-(test * math.log(p) + (1 - test) * math.log(1 - p)).sum(-1).mean())
