@@ -70,3 +70,17 @@ def test_query_on_a_new_path_still_goes_through_open_store(tmp_path):
         timeout=120,
     )
     assert json.loads(r.stdout) == [{"x": 1}]
+
+
+def test_report_and_query_leave_the_store_byte_identical(cli, tmp_path):
+    from tests.conftest import sha256
+
+    db = tmp_path / "runs.db"
+    s = open_store(db)
+    run = s.create_run(model="rnn", task="adding", config={}, config_hash="h", status="completed")
+    s.set_summaries(run.id, {"test_metric": 0.1})
+    s.dispose()
+    before = sha256(db)
+    assert cli("--db", db, "report", "--format", "csv").exit_code == 0
+    assert cli("--db", db, "query", "SELECT COUNT(*) FROM runs").exit_code == 0
+    assert sha256(db) == before
