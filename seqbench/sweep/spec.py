@@ -106,11 +106,26 @@ def load_spec_file(path: str) -> dict:
         raise UsageError(f"cannot read spec file {path!r}: {e}") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"spec file {path!r} does not parse: {e}") from None
+    top = GRID_KEYS | {"name", "grid"}
+    for key in data:  # a typo (seed, ks, [sets]) must not silently drop an axis
+        if key not in top:
+            err = UnknownNameError("key", key, sorted(top))
+            raise UsageError(f"spec file {path!r}: {err}") from None
+    if "grid" in data and set(data) & GRID_KEYS:
+        raise UsageError(
+            f"spec file {path!r}: give the axes either at the top level or in [[grid]] "
+            f"tables, not both (found {', '.join(sorted(set(data) & GRID_KEYS))} beside grid)"
+        )
     grids = data.get("grid") or [{k: v for k, v in data.items() if k in GRID_KEYS}]
+    if not isinstance(grids, list) or not all(isinstance(g, dict) for g in grids):
+        raise UsageError(f"spec file {path!r}: grid must be an array of tables ([[grid]])")
     for g in grids:
-        unknown = set(g) - GRID_KEYS
-        if unknown:
-            raise UsageError(f"spec file {path!r}: unknown keys {sorted(unknown)}")
+        for key in g:
+            if key not in GRID_KEYS:
+                err = UnknownNameError("grid key", key, sorted(GRID_KEYS))
+                raise UsageError(f"spec file {path!r}: {err}") from None
+        if not isinstance(g.get("set") or {}, dict):
+            raise UsageError(f"spec file {path!r}: set must be a table of field = [values]")
         for key in ("k", "seeds"):
             if isinstance(g.get(key), str):
                 g[key] = parse_range(g[key])

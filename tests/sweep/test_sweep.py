@@ -103,6 +103,28 @@ def test_spec_file(cli, tmp_path):
     assert r.exit_code == 0, r.output and "'from-file': 2 points" in r.stdout
 
 
+@pytest.mark.parametrize(
+    ("text", "msg"),
+    [
+        ('models = ["rnn"]\ntasks = ["adding"]\nseed = [0, 1]\n', "Did you mean 'seeds'?"),
+        ('models = ["rnn"]\ntasks = ["adding"]\nks = [1, 2]\n', "unknown key 'ks'"),
+        ('models = ["rnn"]\ntasks = ["adding"]\n[sets]\nsteps = [5]\n', "Did you mean 'set'?"),
+        ('[[grid]]\nmodels = ["rnn"]\ntasks = ["adding"]\nseed = [1]\n', "unknown grid key"),
+        ('models = ["rnn"]\n[[grid]]\ntasks = ["adding"]\n', "not both"),
+        ("grid = 3\n", "array of tables"),
+        ('models = ["rnn"]\ntasks = ["adding"]\nset = 5\n', "set must be a table"),
+    ],
+)
+def test_unknown_keys_in_a_spec_file_are_refused(cli, tmp_path, text, msg):
+    """Typos used to be dropped silently: one point at the default steps instead of six."""
+    (tmp_path / "s.toml").write_text(text)
+    r = cli("sweep", "--spec", tmp_path / "s.toml", "--dry-run")
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and msg in lines[0], r.stderr
+    assert not (tmp_path / "seqbench.db").exists()
+
+
 def test_reused_name_with_another_spec_is_refused(cli, tmp_path):
     assert cli("sweep", *GRID, "--name", "same", "--workers", "2").exit_code == 0
     db = tmp_path / "seqbench.db"
