@@ -27,8 +27,17 @@ FormatOption = Annotated[
 ]
 
 
+def _scalar(v: Any) -> Any:
+    """A numpy scalar (np.float64, np.int64, np.bool_) as the Python value it holds, so that
+    no output prints np.float64(...)."""
+    if type(v).__module__ == "numpy" and hasattr(v, "item"):
+        return v.item()
+    return v
+
+
 def _plain(v: Any) -> Any:
     """JSON-safe value: nan/inf become the strings 'nan', 'inf', '-inf' (JSON has no NaN)."""
+    v = _scalar(v)
     if isinstance(v, float) and not math.isfinite(v):
         return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
     if isinstance(v, datetime):
@@ -37,6 +46,7 @@ def _plain(v: Any) -> Any:
 
 
 def _text(v: Any, float_fmt: str = "{:.6g}") -> str:
+    v = _scalar(v)
     if v is None:
         return ""
     if isinstance(v, float):
@@ -46,6 +56,16 @@ def _text(v: Any, float_fmt: str = "{:.6g}") -> str:
     if isinstance(v, (dict, list)):
         return json.dumps(v, sort_keys=True)
     return str(v)
+
+
+def _json_value(v: Any) -> Any:
+    v = _plain(v)
+    if isinstance(v, str) and v[:1] in "{[":
+        try:
+            return json.loads(v)
+        except ValueError:
+            pass
+    return v
 
 
 def _console(out):
@@ -65,12 +85,15 @@ def render(
     *,
     title: str | None = None,
     bold: Sequence[int | None] | None = None,
+    json_columns: bool = False,
 ) -> None:
     """Write rows to stdout in the chosen format. `bold[i]`: a column to highlight in row i
-    (tables only; e.g. the best model)."""
+    (tables only; e.g. the best model). `json_columns`: in JSON output, text that holds a JSON
+    object or array (SQLite's JSON columns come back as text) is embedded, not quoted."""
     out = sys.stdout
     if fmt == Format.json:
-        data = [{c: _plain(v) for c, v in zip(columns, row, strict=True)} for row in rows]
+        value = _json_value if json_columns else _plain
+        data = [{c: value(v) for c, v in zip(columns, row, strict=True)} for row in rows]
         out.write(json.dumps(data, indent=2, default=str) + "\n")
     elif fmt == Format.csv:
         w = csv.writer(out, lineterminator="\n")

@@ -54,4 +54,4 @@ def query(
             raise UsageError(f"--param expects NAME=VALUE, got {p!r}")
         params[name] = coerce_param(value)
     cols, rows = run_query(state(ctx).db, sql, params, timeout=timeout, max_rows=max_rows)
-    render(cols, rows, fmt)
+    render(cols, rows, fmt, json_columns=True)

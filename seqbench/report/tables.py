@@ -96,6 +96,18 @@ def build_report(
     return Report(stats, metric, bys, models, bool(compare) and "model" not in bys, base, df)
 
 
+INT_AXES = ("k", "seq_len")  # integer run columns that pandas turns into floats beside a blank
+
+
+def _row_key(group: list[str], key) -> tuple:
+    """A group key as printed: unset parts None, k and seq_len as integers (not 1.0)."""
+    key = unset_to_none(key if isinstance(key, tuple) else (key,))
+    return tuple(
+        int(v) if name in INT_AXES and isinstance(v, float) and v.is_integer() else v
+        for name, v in zip(group, key, strict=True)
+    )
+
+
 def _baseline_for(rep: Report, key: tuple) -> float | None:
     """The row's own baseline, else the task's mean one (None when the task has none)."""
     key = unset_to_none(key)
@@ -124,8 +136,7 @@ def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None
     cols.append("baseline")
     rows, best = [], []
     for idx, _ in wide.iterrows():
-        key = idx if isinstance(idx, tuple) else (idx,)
-        key = unset_to_none(key)  # unset (k of a full model): blank
+        key = _row_key(group, idx)  # unset (k of a full model): blank
         task = key[0]
         direction = metric_direction(rep.metric, task)
         means = {m: wide.loc[idx, ("mean", m)] if ("mean", m) in wide.columns else np.nan
@@ -148,8 +159,8 @@ def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None
         row = [*key, *cells]
         if two:
             ma, mb = means[rep.models[0]], means[rep.models[1]]
-            row += [ma - mb if not (pd.isna(ma) or pd.isna(mb)) else None,
-                    ma / mb if not (pd.isna(ma) or pd.isna(mb)) and mb != 0 else None]  # fmt: skip
+            both = not (pd.isna(ma) or pd.isna(mb))
+            row += [float(ma - mb) if both else None, float(ma / mb) if both and mb != 0 else None]
         row.append(_baseline_for(rep, key))
         rows.append(row)
         best.append(None if pick is None else len(key) + pick)
@@ -161,8 +172,7 @@ def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | Non
     cols = [*group, "rank", "model", "mean", "std", "n", "baseline"]
     rows, best = [], []
     for key, g in rep.stats.groupby(group, dropna=False, sort=True):
-        key = key if isinstance(key, tuple) else (key,)
-        key = unset_to_none(key)
+        key = _row_key(group, key)
         higher = metric_direction(rep.metric, key[0]) == "higher"
         # non-finite means (nan, a blown-up inf) rank last and are never the best
         order = g.assign(_bad=~np.isfinite(g["mean"].astype(float))).sort_values(

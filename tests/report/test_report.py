@@ -233,3 +233,28 @@ def test_a_non_finite_mean_is_never_the_leaderboards_best(store, db):
     _cols, rows, best = leaderboard_rows(build_report(db))
     assert [r[2] for r in rows] == ["tcn", "rnn", "gru"]
     assert best == [3, None, None]
+
+
+def test_csv_and_json_reports_hold_plain_numbers(cli, filled):
+    """No np.float64(...) in the difference columns, k printed as 4 not 4.0 (issues 14, 16)."""
+    import csv
+    import io
+
+    r = cli("report", "--compare", "rnn", "tcn", "--by", "k", "--format", "csv")
+    assert r.exit_code == 0 and "np." not in r.stdout
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    by_k = {row["k"]: row for row in rows}
+    assert set(by_k) >= {"4", "8"}
+    assert float(by_k["4"]["rnn - tcn"]) == pytest.approx(0.18 - 0.06)
+    assert float(by_k["4"]["rnn / tcn"]) == pytest.approx(0.18 / 0.06)
+    data = json.loads(cli("report", "--by", "k", "--format", "json").stdout)
+    assert {d["k"] for d in data} >= {4, 8} and all(isinstance(d["mean"], float) for d in data)
+
+
+def test_query_json_embeds_json_columns(cli, store, db):
+    store.create_run(model="rnn", task="adding", config={"hidden": 8}, config_hash="h",
+                     tags={"owner": "me"})  # fmt: skip
+    r = cli("query", "SELECT config, tags, 'x' AS t, '[oops' AS u FROM runs", "--format", "json")
+    assert json.loads(r.stdout) == [
+        {"config": {"hidden": 8}, "tags": {"owner": "me"}, "t": "x", "u": "[oops"}
+    ]
