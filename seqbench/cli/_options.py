@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -37,3 +40,33 @@ def state(ctx: typer.Context) -> AppState:
     if root.obj is None:
         root.obj = AppState()
     return root.obj
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what `kill`, `docker stop` and job schedulers send), raised where Ctrl-C's
+    KeyboardInterrupt would be so that the same code records the run as interrupted."""
+
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+def interrupt_exit_code(e: KeyboardInterrupt) -> int:
+    return EXIT_TERMINATED if isinstance(e, Terminated) else EXIT_INTERRUPTED
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Within the block, SIGTERM raises Terminated (a KeyboardInterrupt) in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Terminated()
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)

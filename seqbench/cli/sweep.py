@@ -6,7 +6,12 @@ from typing import Annotated
 
 import typer
 
-from seqbench.cli._options import state
+from seqbench.cli._options import (
+    EXIT_INTERRUPTED,
+    interrupt_exit_code,
+    sigterm_as_interrupt,
+    state,
+)
 from seqbench.cli._output import Format, FormatOption, render
 
 app = typer.Typer(
@@ -127,18 +132,20 @@ def sweep(
     sweep_id = plan_sweep(store, name, spec_doc, points, force)
     bar, on_start, on_result = _progress(quiet, name)
     out = None
+    code = EXIT_INTERRUPTED
     try:
-        out = run_sweep(store, sweep_id, make_executor, force=force, retry_failed=retry_failed,
-                        stale_after=stale_after, on_start=on_start,
-                        on_result=on_result)  # fmt: skip
-    except KeyboardInterrupt:
-        pass  # the points in flight are marked interrupted
+        with sigterm_as_interrupt():
+            out = run_sweep(store, sweep_id, make_executor, force=force,
+                            retry_failed=retry_failed, stale_after=stale_after,
+                            on_start=on_start, on_result=on_result)  # fmt: skip
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: the points in flight are interrupted
+        code = interrupt_exit_code(e)
     finally:
         if bar is not None:
             bar.stop()
     if out is None:
         typer.echo(f"sweep {name!r} interrupted: the same command resumes it", err=True)
-        raise typer.Exit(130)
+        raise typer.Exit(code)
     c = out.counts
     typer.echo(
         f"sweep {name!r}: {out.total} points, {out.skipped} already done or skipped, ran "

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from seqbench.cli._options import state
+from seqbench.cli._options import interrupt_exit_code, sigterm_as_interrupt, state
 from seqbench.errors import UsageError
 
 
@@ -140,10 +140,11 @@ def train(
 
     store = state(ctx).store()
     try:
-        outcome = train_loop(cfg, store, progress=_progress(quiet))
-    except KeyboardInterrupt:
+        with sigterm_as_interrupt():
+            outcome = train_loop(cfg, store, progress=_progress(quiet))
+    except KeyboardInterrupt as e:
         typer.echo("interrupted: the run is saved with status 'interrupted'", err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(interrupt_exit_code(e)) from None
     s = outcome.summaries
     if outcome.status == "diverged":
         typer.echo(

@@ -5,6 +5,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -200,8 +201,33 @@ def test_sigkill_at_random_points_then_resume(tmp_path):
     assert stale >= 0
 
 
-def test_ctrl_c_stops_promptly_and_the_point_runs_again(tmp_path):
-    # one long point (about a minute): Ctrl-C must not wait for it to finish
+def _descendants(pid: int) -> set[int]:
+    """Every process below `pid` (Linux /proc)."""
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                kids = {int(c) for c in (task / "children").read_text().split()}
+            except OSError:
+                continue
+            todo += list(kids - out)
+            out |= kids
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_stops_promptly_and_the_point_runs_again(tmp_path, sig, code):
+    # one long point (about a minute): Ctrl-C (or SIGTERM) must not wait for it to finish,
+    # and no worker or fork server may outlive the driver
     db = tmp_path / "int.db"
     cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "sweep", "--models", "lstm",
            "--tasks", "adding", "--set", "steps=100000", "--set", "hidden=8",
@@ -220,11 +246,16 @@ def test_ctrl_c_stops_promptly_and_the_point_runs_again(tmp_path):
                 except sqlite3.OperationalError:  # tables not created yet
                     pass
     time.sleep(1)  # the pool may still be starting: the run must be marked all the same
+    children = _descendants(proc.pid)
     t0 = time.monotonic()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert time.monotonic() - t0 < 15
-    assert proc.returncode == 130 and "interrupted" in err
+    assert proc.returncode == code and "interrupted" in err
+    deadline = time.monotonic() + 10
+    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert children and not [c for c in children if _alive(c)]
     con = sqlite3.connect(db)
     assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
     con.close()

@@ -88,7 +88,9 @@ def test_failed_run_stores_the_traceback(store, monkeypatch):
     assert [st for _, st, _ in store.metrics(run.id, "train_loss")] == [1]
 
 
-def test_ctrl_c_marks_the_run_interrupted_and_keeps_its_metrics(tmp_path):
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_marks_the_run_interrupted_and_keeps_its_metrics(tmp_path, sig, code):
+    """Ctrl-C, and SIGTERM (kill, docker stop, a job scheduler) alike."""
     db = tmp_path / "int.db"
     cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "train", "--model", "rnn",
            "--task", "adding", "--seq-len", "20", "--steps", "100000", "--hidden", "8",
@@ -101,11 +103,11 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_its_metrics(tmp_path):
         if runs and store.metrics(runs[0].id, "valid_metric"):
             break
         time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     (run,) = store.list_runs()
-    assert run.status == "interrupted"
+    assert run.status == "interrupted" and run.finished_at is not None
     assert store.metrics(run.id, "valid_metric")
     store.dispose()
 
