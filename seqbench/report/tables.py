@@ -123,6 +123,33 @@ def _plot_baseline(rep: Report, task: str) -> float | None:
     return _baseline_for(rep, (task,))
 
 
+def _without_k(group: list[str], key: tuple) -> tuple:
+    return tuple(v for name, v in zip(group, key, strict=True) if name != "k")
+
+
+def _full_model_cells(rep: Report, wide: pd.DataFrame) -> dict[tuple, tuple]:
+    """(model, row key without k) -> (mean, std, n) of a compared model that has no run with a
+    k at all (a full recurrent model): with --by k it is the reference in every k row, so the
+    difference and ratio columns compare each truncated model with it (Miller & Hardt)."""
+    group = rep.group
+    if "k" not in group:
+        return {}
+    out = {}
+    for m in rep.models:
+        if ("n", m) not in wide.columns:
+            continue
+        present = wide[("n", m)].notna()
+        ks = [_row_key(group, idx)[group.index("k")] for idx in wide.index[present]]
+        if not ks or any(k is not None for k in ks):
+            continue  # truncated runs of its own: its rows speak for themselves
+        for idx in wide.index[present]:
+            key = _row_key(group, idx)
+            cell = (float(wide.loc[idx, ("mean", m)]), float(wide.loc[idx, ("std", m)]),
+                    int(wide.loc[idx, ("n", m)]))  # fmt: skip
+            out[(m, _without_k(group, key))] = cell
+    return out
+
+
 def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None]]:
     """(columns, rows, index of the best model column per row) for a --compare report."""
     group = rep.group
@@ -134,6 +161,7 @@ def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None
         a, b = rep.models[:2]
         cols += [f"{a} - {b}", f"{a} / {b}"]
     cols.append("baseline")
+    full = _full_model_cells(rep, wide)
     rows, best = [], []
     for idx, _ in wide.iterrows():
         key = _row_key(group, idx)  # unset (k of a full model): blank
@@ -145,7 +173,12 @@ def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None
         for m in rep.models:
             mu = means[m]
             if pd.isna(mu) and ("n", m) in wide.columns and pd.isna(wide.loc[idx, ("n", m)]):
-                cells.append(None)
+                ref = full.get((m, _without_k(group, key))) if "k" in group else None
+                if ref is not None and key[group.index("k")] is not None:
+                    cells.append(ref)  # the full model as every k row's reference
+                    means[m] = ref[0]
+                else:
+                    cells.append(None)
                 continue
             sd, n = wide.loc[idx, ("std", m)], int(wide.loc[idx, ("n", m)])
             cells.append((float(mu), float(sd), n))

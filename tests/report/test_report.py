@@ -258,3 +258,22 @@ def test_query_json_embeds_json_columns(cli, store, db):
     assert json.loads(r.stdout) == [
         {"config": {"hidden": 8}, "tags": {"owner": "me"}, "t": "x", "u": "[oops"}
     ]
+
+
+def test_the_full_model_is_the_reference_in_every_k_row(store, db):
+    """Miller & Hardt's comparison: window(k) against the full RNN (k blank) in one row per k,
+    with the difference and ratio filled; a model with its own k rows is not broadcast."""
+    for model, k, v in [("window", 1, 0.5), ("window", 4, 0.2), ("rnn", None, 0.1),
+                        ("tcn", 4, 0.3)]:  # fmt: skip
+        r = store.create_run(model=model, task="teacher", k=k, seed=0, seq_len=100, config={},
+                             config_hash="h", status="completed")  # fmt: skip
+        store.set_summaries(r.id, {"test_metric": v})
+    cols, rows, _best = comparison_rows(build_report(db, compare=["window", "rnn"], by="k"))
+    by_k = {r[1]: dict(zip(cols, r, strict=True)) for r in rows}
+    assert by_k[1]["rnn"] == (0.1, 0.0, 1) and by_k[4]["rnn"] == (0.1, 0.0, 1)
+    assert by_k[1]["window - rnn"] == pytest.approx(0.4)
+    assert by_k[4]["window / rnn"] == pytest.approx(2.0)
+    assert by_k[None]["window"] is None and by_k[None]["rnn"] == (0.1, 0.0, 1)
+    cols, rows, _ = comparison_rows(build_report(db, compare=["window", "tcn"], by="k"))
+    by_k = {r[1]: dict(zip(cols, r, strict=True)) for r in rows}
+    assert by_k[1]["tcn"] is None and by_k[4]["tcn"] == (0.3, 0.0, 1)
