@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seqbench.config import RunConfig, load_toml, resolve
+from seqbench.errors import UsageError
 from seqbench.store.store import Store, open_store
 
 
@@ -48,6 +49,12 @@ def make_config(
     if config_file:
         merged.update(load_toml(config_file))
     merged.update(overrides or {})
+    for key, given in (("model", model), ("task", task)):
+        # a config file may name the model and task too: it must agree with the command's
+        named = merged.pop(key, None)
+        if named is not None and named != given:
+            where = f"the config file says {key} = {named!r}" if config_file else f"{key}={named!r}"
+            raise UsageError(f"{where}, but the {key} asked for is {given!r}")
     tags = dict(merged.pop("tags", None) or {})
     cfg = resolve(model, task, merged)
     return RunConfig(**{**cfg.to_dict(), "tags": tags})

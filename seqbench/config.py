@@ -145,10 +145,8 @@ def coerce(name: str, raw: Any) -> Any:
 
         raise UnknownNameError("config field", name, [n for n in FIELDS if n != "tags"])
     ftype = str(FIELDS[name].type)
-    if not isinstance(raw, str):
-        if name == "tags" and not isinstance(raw, dict):
-            raise UsageError("tags must be a table of key = value")
-        return raw
+    if not isinstance(raw, str) or ftype.startswith(("str", "dict")):
+        return _typed(name, ftype, raw)
     if raw.lower() in ("none", "null", "") and "None" in ftype:
         return None
     try:
@@ -163,8 +161,35 @@ def coerce(name: str, raw: Any) -> Any:
                 return False
             raise ValueError(raw)
     except ValueError:
-        raise UsageError(f"{name}: cannot read {raw!r} as {ftype}") from None
+        base = ftype.split(" |")[0].strip()
+        raise UsageError(f"{name} must be {_KINDS.get(base, base)}, got {raw!r}") from None
     return raw
+
+
+_KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}
+
+
+def _typed(name: str, ftype: str, raw: Any) -> Any:
+    """A value that already has a type (TOML, the Python API): check it against the field's
+    type, widening an integer to a float field. The message names the kind expected."""
+    if name == "tags":
+        if not isinstance(raw, dict):
+            raise UsageError("tags must be a table of key = value")
+        return {str(k): str(v) for k, v in raw.items()}
+    base = ftype.split(" |")[0].strip()
+    if raw is None and "None" in ftype:
+        return None
+    ok = {
+        "int": isinstance(raw, int) and not isinstance(raw, bool),
+        "float": isinstance(raw, (int, float)) and not isinstance(raw, bool),
+        "bool": isinstance(raw, bool),
+        "str": isinstance(raw, str),
+    }.get(base, True)
+    if not ok:
+        shown = repr(raw) if len(repr(raw)) <= 40 else repr(raw)[:37] + "..."
+        kind = _KINDS.get(base, base) + (" or none" if "None" in ftype else "")
+        raise UsageError(f"{name} must be {kind}, got {type(raw).__name__} {shown}")
+    return float(raw) if base == "float" else raw
 
 
 def parse_assignments(items: list[str] | None, what: str = "--set") -> dict[str, Any]:
@@ -218,7 +243,22 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
     return cfg
 
 
+# Float fields: every one must be finite (json has no Infinity, and an inf lr is no experiment).
+FLOAT_FIELDS = ("lr", "clip", "lr_decay", "weight_decay", "lam", "dropout", "magnitude",
+                "forget_bias", "teacher_lam")  # fmt: skip
+MAX_SEED = 2**63 - 1
+
+
 def validate(cfg: RunConfig) -> None:
+    """Every check a config can fail before a run exists (the model- and task-specific ones
+    follow in make_backbone / make_task, also before the run row is written)."""
+    import math
+
+    for name in FLOAT_FIELDS:
+        v = getattr(cfg, name)
+        if v is not None and not math.isfinite(v):
+            raise UsageError(f"{name} must be a finite number, got {v}")
+
     def positive(name, v):
         if v is not None and not v > 0:
             raise UsageError(f"{name} must be positive, got {v}")
@@ -242,8 +282,16 @@ def validate(cfg: RunConfig) -> None:
         "kernel_size",
         "levels",
         "lr_decay_every",
+        "eval_batch_size",
+        "heads",
+        "lr_decay",
+        "subset",
     ):
         positive(name, getattr(cfg, name))
+    if cfg.weight_decay < 0:
+        raise UsageError(f"weight_decay must be ≥ 0, got {cfg.weight_decay}")
+    if not 0 <= cfg.seed <= MAX_SEED:
+        raise UsageError(f"seed must be in [0, 2^63), got {cfg.seed}")
     if cfg.steps is None and cfg.epochs is None:
         raise UsageError("give --steps or --epochs")
     if cfg.steps is not None and cfg.epochs is not None:

@@ -30,6 +30,20 @@ def git_sha() -> str | None:
     return out.stdout.strip() or None
 
 
+def available_memory() -> int:
+    """Bytes of memory available to a new allocation here (MemAvailable on Linux)."""
+    import os
+
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
 def capture(device: str) -> dict[str, str | None]:
     import torch
 

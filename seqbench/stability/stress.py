@@ -41,17 +41,6 @@ class StressResult:
     run_id: int | None = None
 
 
-def available_memory() -> int:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-
-
 def analyse(
     backbone,
     *,
@@ -83,6 +72,8 @@ def analyse(
 def check_memory(model: str, batch: int, seq_len: int, hidden: int, in_dim: int, layers: int,
                  dtype: torch.dtype) -> None:  # fmt: skip
     need = activation_bytes(model, batch, seq_len, hidden, in_dim, layers, dtype.itemsize)
+    from seqbench.environment import available_memory
+
     have = available_memory()
     if need > 0.8 * have:
         raise UsageError(

@@ -224,6 +224,7 @@ def expand(grids: list[dict]) -> list[RunConfig]:
     """All points of all grids as resolved, validated RunConfigs, duplicates removed, in order.
     Raises (before anything is written) on an empty grid or any invalid point."""
     from seqbench.api import make_config
+    from seqbench.training.loop import preflight
 
     points: list[RunConfig] = []
     seen: set[str] = set()
@@ -243,6 +244,7 @@ def expand(grids: list[dict]) -> list[RunConfig]:
                 over["k"] = k
             try:
                 cfg = make_config(model, task, over)
+                preflight(cfg)
             except SeqbenchError as e:
                 e.args = (f"grid point {model}/{task} {over}: {e}",)
                 raise

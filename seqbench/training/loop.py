@@ -97,6 +97,19 @@ def model_args(cfg: RunConfig, seq_len: int) -> ModelArgs:
     return ModelArgs(seq_len=seq_len, **fields)
 
 
+def preflight(cfg: RunConfig) -> None:
+    """What prepare() checks, without building the model: device, backend, task arguments and
+    memory. A sweep runs it on every point before it writes a row."""
+    device = resolve_device(cfg.device)
+    if cfg.model == "indrnn" or (cfg.model == "window" and cfg.base == "indrnn"):
+        from seqbench.ops.indrnn import resolve_backend
+
+        resolve_backend(cfg.backend, device)
+    task = make_task(cfg.task, task_args(cfg))
+    if cfg.params is None:
+        check_memory(replace(cfg, seq_len=task.seq_len), task)
+
+
 def prepare(cfg: RunConfig):
     """Build task and model from a config (validating everything a user can get wrong), and
     return the config with the derived values filled in: T, the fitted width, the steps."""
@@ -119,9 +132,36 @@ def prepare(cfg: RunConfig):
                 "fresh data every batch: use --steps"
             )
         cfg = replace(cfg, steps=cfg.epochs * math.ceil(n_train / cfg.batch_size))
+    check_memory(cfg, task)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model, task, model_args(cfg, task.seq_len)).to(device)
     return cfg, task, model, device
+
+
+def check_memory(cfg: RunConfig, task) -> None:
+    """Refuse, before anything is allocated, a config that cannot fit in memory: parameters
+    with their gradients and Adam moments (counted on the meta device, which allocates
+    nothing), the activations of one batch, and the fixed evaluation sets."""
+    from seqbench.environment import available_memory
+    from seqbench.stability.analysis import activation_bytes
+
+    try:
+        with torch.device("meta"):
+            n = count_params(build_model(cfg.model, task, model_args(cfg, task.seq_len)))
+    except (NotImplementedError, RuntimeError):  # an init the meta device lacks: no estimate
+        return
+    hidden, layers = cfg.hidden or 128, cfg.layers or 1
+    need = 16 * n + activation_bytes(cfg.model, cfg.batch_size, cfg.seq_len, hidden,
+                                     task.in_dim, layers, 4)  # fmt: skip
+    if getattr(task, "synthetic", False):
+        need += 2 * cfg.eval_size * cfg.seq_len * (task.in_dim + task.out_dim) * 4
+    have = available_memory()
+    if need > 0.8 * have:
+        raise UsageError(
+            f"{cfg.model} on {cfg.task} needs about {need / 2**30:.1f} GiB ({n:,} parameters, "
+            f"batch {cfg.batch_size} × T={cfg.seq_len}) but {have / 2**30:.1f} GiB is "
+            "available: lower hidden, layers, batch_size, seq_len or eval_size"
+        )
 
 
 def make_optimizer(cfg: RunConfig, params) -> torch.optim.Optimizer:

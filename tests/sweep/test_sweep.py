@@ -46,20 +46,25 @@ def test_sweep_runs_resumes_and_reports(cli, tmp_path):
 
 
 def test_failed_and_diverged_points_are_recorded_and_the_sweep_goes_on(cli, tmp_path):
-    text = tmp_path / "corpus.txt"
-    grid = ["--models", "rnn", "--tasks", "text,adding", "--set", "steps=10", "--set",
-            "hidden=8", "--set", f"path={text}", "--set", "seq_len=16", "--set", "lr=1e-3,1e12",
+    # Every bad config is refused before a row exists, so the failure here is one that only
+    # running shows: the checkpoint directory is taken by a file when the trained model is
+    # saved. lr 1e12 diverges first and saves nothing.
+    blocker = tmp_path / "checkpoints"
+    blocker.write_text("not a directory")
+    grid = ["--models", "rnn", "--tasks", "adding", "--seeds", "0,1", "--set", "steps=10",
+            "--set", "hidden=8", "--set", "seq_len=16", "--set", "lr=1e-3,1e12",
             "--set", "optimizer=sgd", "--set", "nonlinearity=relu", "--set", "eval_size=16",
-            "--quiet", "--name", "mixed", "--workers", "2"]  # fmt: skip
+            "--set", "save_checkpoint=true", "--quiet", "--name", "mixed",
+            "--workers", "2"]  # fmt: skip
     out = cli("sweep", *grid)
     assert out.exit_code == 0, out.output
     store = open_store(tmp_path / "seqbench.db")
     (st,) = sweep_status(store, "mixed")
     assert st["failed"] == 2 and st["completed"] + st["diverged"] == 2 and st["diverged"] >= 1
     failed = [r for r in store.list_runs(sweep="mixed") if r.status == "failed"]
-    assert all("no such file" in r.error for r in failed)
+    assert all("checkpoints" in r.error for r in failed)
     assert "ran 0" in cli("sweep", *grid).stdout  # failed points wait for --retry-failed
-    text.write_text("abcdefgh " * 300)
+    blocker.unlink()
     retry = cli("sweep", *grid, "--retry-failed")
     assert "ran 2" in retry.stdout
     (st,) = sweep_status(store, "mixed")
@@ -78,6 +83,12 @@ def test_failed_and_diverged_points_are_recorded_and_the_sweep_goes_on(cli, tmp_
         (["--models", "rnn", "--tasks", "adding", "--executor", "ray", "--address",
           "127.0.0.1:1"], "cannot reach the Ray cluster"),
         (["--models", "rnn", "--tasks", "adding", "--workers", "0"], "--workers must be"),
+        (["--models", "rnn", "--tasks", "adding", "--set", "lr=1e-3,inf"],
+         "lr must be a finite number"),
+        (["--models", "lstm", "--tasks", "adding", "--set", "hidden=8,1000000"],
+         "GiB is available"),
+        (["--models", "rnn", "--tasks", "text", "--set", "path=/nonexistent.txt"],
+         "no such file"),
     ],
 )  # fmt: skip
 def test_bad_input_leaves_the_store_untouched(cli, tmp_path, args, msg):

@@ -126,12 +126,37 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_its_metrics(tmp_path, sig, c
         ({"k": 0}, "k must be positive"),
         ({"seq_len": 0}, "seq_len must be positive"),
         ({"hidden": -4}, "hidden must be positive"),
+        ({"lr": math.inf}, "lr must be a finite number"),
+        ({"weight_decay": math.nan}, "weight_decay must be a finite number"),
+        ({"weight_decay": -0.1}, "weight_decay must be ≥ 0"),
+        ({"eval_batch_size": 0}, "eval_batch_size must be positive"),
+        ({"heads": 0}, "heads must be positive"),
+        ({"seed": -1}, "seed must be in"),
+        ({"lr": [1, 2]}, "lr must be a number, got list"),
+        ({"steps": 2.5}, "steps must be an integer or none, got float"),
+        ({"stable": "yes please"}, "stable must be true or false"),
+        ({"hidden": "wide"}, "hidden must be an integer, got 'wide'"),
+        ({"hidden": 10**6}, r"needs about .* GiB .* available"),
+        ({"eval_size": 10**9}, r"needs about .* GiB .* available"),
     ],
 )
 def test_bad_config_fails_before_any_run_is_written(store, kw, msg):
     with pytest.raises(SeqbenchError, match=msg):
         _train(store, **kw)
     assert store.list_runs() == []
+
+
+def test_a_config_file_naming_model_and_task(cli, tmp_path):
+    """A TOML config with model/task keys works like the flags when it agrees, else one line."""
+    good = tmp_path / "good.toml"
+    good.write_text('model = "rnn"\ntask = "adding"\nsteps = 2\nseq_len = 10\neval_size = 8\n')
+    r = cli("train", "--model", "rnn", "--task", "adding", "--config", good, "-q")
+    assert r.exit_code == 0, r.output
+    bad = tmp_path / "bad.toml"
+    bad.write_text('task = "copy"\n')
+    r = cli("train", "--model", "rnn", "--task", "adding", "--config", bad, "-q")
+    assert r.exit_code == 2 and "config file says task = 'copy'" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
