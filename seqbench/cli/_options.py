@@ -18,14 +18,29 @@ if TYPE_CHECKING:
 class AppState:
     db: str | None = None
     _store: Store | None = None
+    _reader: Store | None = None
 
     def check_readable(self) -> None:
         """Validate the store before a command that only reads it: a SQLite store at head is
-        checked read-only without importing SQLAlchemy; anything else opens it."""
+        checked read-only without importing SQLAlchemy; anything else opens it read-only."""
         from seqbench.store.common import readable_sqlite
 
         if readable_sqlite(self.db) is None:
-            self.store()
+            self.reader()
+
+    def reader(self) -> Store:
+        """The store for a command that only reads: never created, never changed."""
+        if self._reader is None:
+            from seqbench.store.store import open_store
+
+            self._reader = open_store(self.db, readonly=True)
+        return self._reader
+
+    def dispose(self) -> None:
+        for store in (self._store, self._reader):
+            if store is not None:
+                store.dispose()
+        self._store = self._reader = None
 
     def store(self) -> Store:
         if self._store is None:

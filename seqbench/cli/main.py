@@ -25,9 +25,8 @@ class _SeqbenchGroup(TyperGroup):
         finally:
             # close the store's connections before returning: SQLite checkpoints its WAL
             # into the file now, not whenever the engine happens to be collected
-            if isinstance(ctx.obj, AppState) and ctx.obj._store is not None:
-                ctx.obj._store.dispose()
-                ctx.obj._store = None
+            if isinstance(ctx.obj, AppState):
+                ctx.obj.dispose()
 
 
 app = typer.Typer(

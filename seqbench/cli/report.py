@@ -150,7 +150,7 @@ def baseline_export(
     """
     from seqbench.report.check import export_baseline
 
-    n = export_baseline(state(ctx).store(), name, path)
+    n = export_baseline(state(ctx).reader(), name, path)
     typer.echo(f"wrote {n} points to {path}")
 
 
@@ -178,7 +178,7 @@ def baseline_list(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
     """
     from seqbench.store.query import run_query
 
-    state(ctx).store()
+    state(ctx).check_readable()
     cols, rows = run_query(
         state(ctx).db,
         "SELECT name, COUNT(*) AS points, MAX(created_at) AS created FROM baselines "
@@ -212,7 +212,7 @@ def check(
     from seqbench.report.check import check as run_check
     from seqbench.report.check import junit_xml, resolve_baseline
 
-    store = state(ctx).store()
+    store = state(ctx).reader()
     points = resolve_baseline(store, baseline)
     rows = run_check(store, points, sweep=sweep, where=where, rtol=rtol, atol=atol)
     from seqbench.report.check import variant_label

@@ -32,7 +32,7 @@ def runs(
 
     Example: seqbench runs --model lstm --status completed --format csv
     """
-    store = state(ctx).store()
+    store = state(ctx).reader()
     listed = store.list_runs(
         model=model, task=task, status=status, sweep=sweep, kind=kind, limit=limit or None
     )
@@ -55,7 +55,7 @@ def show(
 
     Example: seqbench show 3 --format json
     """
-    store = state(ctx).store()
+    store = state(ctx).reader()
     r = store.get_run(run)
     if r is None:
         raise SeqbenchError(f"no run {run!r} in {store.display_url}")

@@ -214,7 +214,7 @@ def status(
     """
     from seqbench.sweep.runner import sweep_status
 
-    rows = sweep_status(state(ctx).store(), name)
+    rows = sweep_status(state(ctx).reader(), name)
     cols = ["name", "status", "total", "completed", "diverged", "running", "failed", "remaining",
             "created"]  # fmt: skip
     render(cols, [[r[c] for c in cols] for r in rows], fmt)

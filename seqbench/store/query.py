@@ -200,12 +200,12 @@ def run_query(
     limits = _Limits(timeout, max_rows)
     params = params or {}
     # A SQLite store at head is read with the standard library alone (no SQLAlchemy import);
-    # anything else is checked (or created at head) by open_store first.
+    # anything else is checked by open_store first (read-only: it creates nothing).
     path = readable_sqlite(db)
     if path is None:
         from seqbench.store.store import open_store, resolve_url, sqlite_path
 
-        open_store(db).dispose()
+        open_store(db, readonly=True).dispose()  # raises for a missing or unusable store
         url = resolve_url(db)
         path = sqlite_path(url)
         if path is None:

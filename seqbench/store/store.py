@@ -25,6 +25,7 @@ from seqbench.store import migrate
 from seqbench.store.common import (
     DEFAULT_DB,
     HEAD_REVISION,
+    VERSION_TABLE,
     check_sqlite_file,
     join_float,
     split_float,
@@ -57,8 +58,11 @@ def sqlite_path(url: str) -> Path | None:
     return Path(u.database)
 
 
-def _make_engine(url: str) -> Engine:
+def _make_engine(url: str, readonly: bool = False) -> Engine:
     u = make_url(url)
+    path = sqlite_path(url)
+    if readonly and path is not None:
+        return _reader_engine(path)
     if u.get_backend_name() == "sqlite":
         engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
 
@@ -82,6 +86,12 @@ def _make_engine(url: str) -> Engine:
 
         return engine
     try:
+        if readonly and u.get_backend_name() == "postgresql":
+            return create_engine(
+                url,
+                pool_pre_ping=True,
+                connect_args={"options": "-c default_transaction_read_only=on"},
+            )
         return create_engine(url, pool_pre_ping=True)
     except NoSuchModuleError as e:
         raise StoreError(f"unsupported database URL {url!r}: {e}") from e
@@ -92,11 +102,55 @@ def _make_engine(url: str) -> Engine:
         ) from e
 
 
-def inspect_revision(url: str) -> tuple[str | None, bool]:
-    """(current revision, whether the database holds seqbench tables), read-only."""
+def _reader_engine(path: Path) -> Engine:
+    """An engine that cannot change the file: opened with mode=ro, query_only on, and no
+    journal-mode switch (a writer's connection turns a rollback-journal file into WAL)."""
+    engine = create_engine(
+        "sqlite://",
+        creator=lambda: sqlite3.connect(
+            f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False
+        ),
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_con, _record):
+        dbapi_con.isolation_level = None
+        cur = dbapi_con.cursor()
+        cur.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        cur.execute("PRAGMA query_only = ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn):
+        conn.exec_driver_sql("BEGIN")  # a read snapshot; no write lock
+
+    return engine
+
+
+def _foreign_tables(url: str) -> list[str]:
+    """Tables in the database that are not seqbench's (another application's data)."""
+    ours = SEQBENCH_TABLES | {"sweep_points", "sqlite_sequence", VERSION_TABLE}
     path = sqlite_path(url)
     if path is not None:
-        if not check_sqlite_file(path):
+        if not path.exists() or path.stat().st_size == 0:
+            return []
+        tables = sqlite_revision_readonly(path)[1]
+        views = {"v_results", "v_summaries"}
+        return sorted(t for t in tables - ours - views if not t.startswith("sqlite_"))
+    engine = _make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return sorted(set(inspect(conn).get_table_names()) - ours)
+    finally:
+        engine.dispose()
+
+
+def inspect_revision(url: str, *, writable: bool = True) -> tuple[str | None, bool]:
+    """(current revision, whether the database holds seqbench tables), read-only.
+    `writable=False` accepts a SQLite file the user may not write."""
+    path = sqlite_path(url)
+    if path is not None:
+        if not check_sqlite_file(path, writable=writable):
             return None, False
         rev, tables = sqlite_revision_readonly(path)
         return rev, bool(tables & SEQBENCH_TABLES)
@@ -145,11 +199,13 @@ def config_digest(config: Mapping[str, Any]) -> str:
 
 
 class Store:
-    """A handle on one results database. Cheap to create; share one per process."""
+    """A handle on one results database. Cheap to create; share one per process.
+    `readonly=True`: for the commands that only read; nothing it does changes the database."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, readonly: bool = False):
         self.url = url
-        self.engine = _make_engine(url)
+        self.readonly = readonly
+        self.engine = _make_engine(url, readonly)
         self.Session = sessionmaker(self.engine, expire_on_commit=False)
 
     @property
@@ -287,19 +343,32 @@ class Store:
         return out
 
 
-def open_store(db: str | os.PathLike | None = None, *, create: bool = True) -> Store:
+def open_store(
+    db: str | os.PathLike | None = None, *, create: bool = True, readonly: bool = False
+) -> Store:
     """Open (and, if brand-new, create at head) the store at `db`: a path or a SQLAlchemy URL.
 
+    `readonly=True` (the commands that only read): never creates, never changes a byte, and
+    accepts a file the user may not write. A database that holds another application's
+    tables is not given seqbench's unless asked (`seqbench db upgrade`).
     Raises StoreError, leaving the file unchanged, if the database cannot be used as is.
     """
     url = resolve_url(db)
     path = sqlite_path(url)
     where = str(path) if path else make_url(url).render_as_string(hide_password=True)
-    rev, has_tables = inspect_revision(url)
+    rev, has_tables = inspect_revision(url, writable=not readonly)
     needs_create = _check_revision(rev, has_tables, where)
-    if needs_create and not create:
+    if needs_create and (readonly or not create):
         raise StoreError(f"no seqbench database at {where}")
-    store = Store(url)
+    if needs_create:
+        foreign = _foreign_tables(url)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+            raise StoreError(
+                f"{where} holds another application's tables ({shown}) and no seqbench schema; "
+                "to add seqbench's tables to it, run `seqbench db upgrade`"
+            )
+    store = Store(url, readonly=readonly)
     if needs_create:
         try:
             migrate.upgrade(store.engine)

@@ -145,6 +145,9 @@ def check_memory(cfg: RunConfig, task) -> None:
     from seqbench.environment import available_memory
     from seqbench.stability.analysis import activation_bytes
 
+    # what build_model reads from the task, computed on the real device first: a task that
+    # loads data lazily (a text file's vocabulary) must not cache meta tensors
+    _ = (task.vocab, task.in_dim, task.out_dim, task.readout)
     try:
         with torch.device("meta"):
             n = count_params(build_model(cfg.model, task, model_args(cfg, task.seq_len)))

@@ -1,7 +1,6 @@
 """The read-only commands start lean: no torch anywhere, and on a SQLite store at head
 `report` and `query` read through the standard library without importing SQLAlchemy."""
 
-import json
 import os
 import subprocess
 import sys
@@ -59,17 +58,17 @@ def test_store_commands_do_not_import_torch(store_at_head, args):
     assert "torch" not in _modules("--db", store_at_head, *args)
 
 
-def test_query_on_a_new_path_still_goes_through_open_store(tmp_path):
-    """The fast path only reads stores at head; a new file is created at head as before."""
+@pytest.mark.parametrize(
+    "args",
+    [["query", "SELECT 1 AS x"], ["report"], ["runs"], ["show", "1"], ["sweep", "status"],
+     ["check", "--baseline", "nightly"], ["baseline", "list"]],
+)  # fmt: skip
+def test_read_commands_never_create_a_store(cli, tmp_path, args):
     db = tmp_path / "new.db"
-    assert "sqlalchemy" in _modules("--db", str(db), "query", "SELECT 1 AS x")
-    r = subprocess.run(
-        [sys.executable, "-m", "seqbench", "--db", str(db), "query", "SELECT 1 AS x", "-f", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert json.loads(r.stdout) == [{"x": 1}]
+    r = cli("--db", db, *args)
+    assert r.exit_code != 0 and "no seqbench database at" in r.stderr, r.output
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
+    assert not db.exists()
 
 
 def test_report_and_query_leave_the_store_byte_identical(cli, tmp_path):
@@ -84,3 +83,73 @@ def test_report_and_query_leave_the_store_byte_identical(cli, tmp_path):
     assert cli("--db", db, "report", "--format", "csv").exit_code == 0
     assert cli("--db", db, "query", "SELECT COUNT(*) FROM runs").exit_code == 0
     assert sha256(db) == before
+
+
+def _delete_journal_store(path):
+    """A store in rollback-journal mode (as another tool, or an older SQLite, leaves it)."""
+    import sqlite3
+
+    s = open_store(path)
+    run = s.create_run(model="rnn", task="adding", config={}, config_hash="h", status="completed")
+    s.set_summaries(run.id, {"test_metric": 0.1})
+    s.create_run(model="rnn", task="adding", config={}, config_hash="h2", status="running")
+    s.dispose()
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA journal_mode = DELETE").fetchone() == ("delete",)
+    con.close()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["runs"], ["runs", "--status", "running"], ["show", "1"], ["show", "1", "-f", "json"],
+     ["sweep", "status"], ["query", "SELECT * FROM runs"], ["report"], ["baseline", "list"]],
+)  # fmt: skip
+def test_read_commands_leave_a_rollback_journal_store_unchanged(cli, tmp_path, args):
+    """They used to switch the file to WAL (a writer's connection pragma)."""
+    import sqlite3
+
+    from tests.conftest import sha256
+
+    db = tmp_path / "journal.db"
+    _delete_journal_store(db)
+    before = sha256(db)
+    r = cli("--db", db, *args)
+    assert r.exit_code == 0, r.output
+    assert sha256(db) == before
+    assert not (tmp_path / "journal.db-wal").exists()
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    con.close()
+
+
+def test_another_applications_database_is_not_taken_over(cli, tmp_path):
+    import sqlite3
+
+    from tests.conftest import sha256
+
+    db = tmp_path / "app.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    con.commit()
+    con.close()
+    before = sha256(db)
+    r = cli("--db", db, "runs")
+    assert r.exit_code == 1 and "no seqbench database" in r.stderr
+    r = cli("--db", db, "train", "-m", "rnn", "-t", "adding", "--steps", "1", "-q")
+    assert r.exit_code == 1 and "another application's tables (users)" in r.stderr
+    assert "seqbench db upgrade" in r.stderr and sha256(db) == before
+    assert cli("--db", db, "db", "upgrade").exit_code == 0  # asked: the tables are added
+    assert cli("--db", db, "runs").exit_code == 0
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT COUNT(*) FROM users").fetchone() == (0,)
+    con.close()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write any file")
+def test_read_commands_work_on_a_read_only_file(cli, tmp_path):
+    db = tmp_path / "ro.db"
+    _delete_journal_store(db)
+    db.chmod(0o444)
+    for args in (["runs"], ["show", "1"], ["query", "SELECT 1"], ["report"]):
+        r = cli("--db", db, *args)
+        assert r.exit_code == 0, (args, r.output)

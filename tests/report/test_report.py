@@ -179,7 +179,7 @@ def test_cli_report_formats_and_plot(cli, filled, tmp_path):
     assert p.exit_code == 0 and png.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_cli_report_empty_and_missing(cli):
+def test_cli_report_empty_and_missing(cli, store):
     empty = cli("report")
     assert empty.exit_code == 0 and empty.stdout.strip().startswith("no completed runs")
     assert len(empty.stdout.strip().splitlines()) == 1

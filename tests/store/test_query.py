@@ -218,6 +218,9 @@ def test_postgres_limits_and_comments(pg_url):
 @pytest.mark.postgres
 def test_the_test_role_is_not_a_superuser(pg_url):
     """COPY ... TO PROGRAM and friends need a superuser: the test server's role is not one."""
+    from seqbench.store.store import open_store
+
+    open_store(pg_url).dispose()
     assert run_query(pg_url, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")[1] == [
         (False,)
     ]

@@ -145,6 +145,11 @@ def test_foreign_alembic_table_does_not_collide(tmp_path):
     con.execute("INSERT INTO alembic_version VALUES ('mlflow_rev')")
     con.commit()
     con.close()
+    before = sha256(db)
+    with pytest.raises(StoreError, match=r"another application's tables \(alembic_version\)"):
+        open_store(db)  # not without being asked
+    assert sha256(db) == before
+    upgrade_store(db)  # asked: seqbench's tables beside the other tool's
     s = open_store(db)
     with s.engine.connect() as c:
         assert c.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == "mlflow_rev"

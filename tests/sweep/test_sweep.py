@@ -163,7 +163,7 @@ def test_a_shipped_preset_is_named_after_itself(cli):
     assert "sweep 'sweep-" in custom.stderr  # other seeds: another spec, another name
 
 
-def test_sweep_status_unknown_name(cli):
+def test_sweep_status_unknown_name(cli, store):
     r = cli("sweep", "status", "nope")
     assert r.exit_code == 1 and "no sweep named 'nope'" in r.stderr
 
