@@ -151,7 +151,9 @@ def sweep(
         f"sweep {name!r}: {out.total} points, {out.skipped} already done or skipped, ran "
         f"{out.ran}: {c.get('completed', 0)} completed, {c.get('diverged', 0)} diverged, "
         f"{c.get('failed', 0)} failed"
-    )
+        + (f", {c['crashed']} crashed (their workers died; run the command again)"
+           if c.get("crashed") else "")
+    )  # fmt: skip
 
 
 def _progress(quiet: bool, name: str):

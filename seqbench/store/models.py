@@ -29,7 +29,11 @@ from seqbench.store.common import join_float, split_float, utcnow
 
 __all__ = ["join_float", "split_float", "utcnow"]  # the value codec lives in store/common.py
 
-RUN_STATUSES = ("queued", "running", "completed", "failed", "diverged", "interrupted")
+# crashed: the process running it died (a signal, the OOM killer), not the config's fault; a
+# plain re-run of the sweep runs it again
+RUN_STATUSES = (
+    "queued", "running", "completed", "failed", "diverged", "interrupted", "crashed",
+)  # fmt: skip
 RUN_KINDS = ("train", "stress", "bench")
 VALUE_KINDS = ("finite", "nan", "inf", "-inf")
 

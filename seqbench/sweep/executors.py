@@ -13,7 +13,7 @@ import sys
 import threading
 import traceback
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from seqbench.errors import SeqbenchError, UsageError
 
@@ -47,6 +47,16 @@ class MemoryRecorder:
 
     def record(self) -> dict:
         return {"fields": self.fields, "metrics": self.metrics, "summaries": self.summaries}
+
+
+class Finished(NamedTuple):
+    """A point whose work ended: its record, or an error; `crashed` when the process running
+    it died (not the config's fault: the point is run again)."""
+
+    handle: Any
+    record: dict | None
+    error: str | None = None
+    crashed: bool = False
 
 
 def execute_point(run_id: int, config: dict, checkpoint_dir: str = "checkpoints") -> dict:
@@ -136,14 +146,18 @@ class LocalExecutor:
             self.pool = self._make()
             return self.pool.submit(execute_point, run_id, config)
 
-    def wait(self, handles: list, timeout: float) -> list[tuple[Any, dict | None, str | None]]:
+    def wait(self, handles: list, timeout: float) -> list[Finished]:
         done, _ = cf.wait(handles, timeout=timeout, return_when=cf.FIRST_COMPLETED)
         out = []
         for h in done:
             try:
-                out.append((h, h.result(), None))
-            except Exception as e:  # the worker died (e.g. killed, out of memory)
-                out.append((h, None, f"worker error: {type(e).__name__}: {e}"))
+                out.append(Finished(h, h.result()))
+            except cf.process.BrokenProcessPool as e:
+                # a worker died (SIGKILL, the OOM killer): the pool fails every point in flight,
+                # the innocent neighbours too, and cannot say whose worker it was
+                out.append(Finished(h, None, f"worker process died: {e}", crashed=True))
+            except Exception as e:
+                out.append(Finished(h, None, f"worker error: {type(e).__name__}: {e}"))
         return out
 
     def shutdown(self) -> None:
@@ -197,14 +211,22 @@ class RayExecutor:
         gpus = 1 if config.get("device") == "cuda" else 0
         return self.remote.options(num_cpus=1, num_gpus=gpus).remote(run_id, config)
 
-    def wait(self, handles: list, timeout: float):
+    def wait(self, handles: list, timeout: float) -> list[Finished]:
         ready, _ = self.ray.wait(handles, num_returns=1, timeout=timeout)
+        exc = self.ray.exceptions
+        died = tuple(
+            getattr(exc, n)
+            for n in ("WorkerCrashedError", "OutOfMemoryError", "NodeDiedError")
+            if hasattr(exc, n)
+        )
         out = []
         for ref in ready:
             try:
-                out.append((ref, self.ray.get(ref), None))
+                out.append(Finished(ref, self.ray.get(ref)))
+            except died as e:
+                out.append(Finished(ref, None, f"ray worker died: {type(e).__name__}: {e}", True))
             except Exception as e:
-                out.append((ref, None, f"ray task error: {type(e).__name__}: {e}"))
+                out.append(Finished(ref, None, f"ray task error: {type(e).__name__}: {e}"))
         return out
 
     def shutdown(self) -> None:

@@ -27,6 +27,10 @@ from seqbench.sweep.spec import canonical
 
 DONE = ("completed", "diverged")
 HEARTBEAT_EVERY = 2.0
+# A point whose worker died is run again at once, up to this many times in one sweep command
+# (a point that kills its worker every time, e.g. by memory, is then left `crashed` for the
+# next plain re-run instead of looping).
+CRASH_RETRIES = 2
 
 
 @dataclass
@@ -34,7 +38,7 @@ class PointState:
     position: int
     config_hash: str
     config: dict
-    status: str  # completed | diverged | running | failed | interrupted | pending
+    status: str  # completed | diverged | running | failed | interrupted | crashed | pending
     run_id: int | None
 
 
@@ -49,7 +53,7 @@ class SweepOutcome:
 
 def _rank(status: str) -> int:
     return {"completed": 5, "diverged": 4, "running": 3, "queued": 3, "interrupted": 1,
-            "failed": 2}.get(status, 0)  # fmt: skip
+            "crashed": 1, "failed": 2}.get(status, 0)  # fmt: skip
 
 
 def plan_sweep(store: Store, name: str, spec: dict, points: list[RunConfig], force: bool) -> int:
@@ -192,13 +196,13 @@ def run_sweep(
     states = point_states(store, sweep_id)
     todo = []
     for p in states:
-        if force or p.status == "pending" or p.status == "interrupted":
+        if force or p.status in ("pending", "interrupted", "crashed"):
             todo.append(p)
         elif p.status == "failed":
             run = store.get_run(p.run_id)
             if retry_failed or (run and (run.error or "").startswith("stale:")):
                 todo.append(p)
-    counts = {"completed": 0, "diverged": 0, "failed": 0}
+    counts = {"completed": 0, "diverged": 0, "failed": 0, "crashed": 0}
     on_start(len(states), len(todo))
     if todo:
         executor = executor_factory()
@@ -252,6 +256,8 @@ def _dispatch(store, sweep_id, executor, todo, counts, on_result, live: set[int]
               claim: float | None = None) -> None:  # fmt: skip
     queue = list(todo)
     inflight: dict[object, int] = {}
+    point_of: dict[object, PointState] = {}
+    crashes: dict[str, int] = {}
     driver = {"driver_host": socket.gethostname(), "driver_pid": os.getpid()}
     last_beat = time.monotonic()
     while queue or inflight:
@@ -269,10 +275,21 @@ def _dispatch(store, sweep_id, executor, todo, counts, on_result, live: set[int]
                 on_result("elsewhere")
                 continue
             live.add(run_id)
-            inflight[executor.submit(run_id, cfg)] = run_id
-        for handle, record, error in executor.wait(list(inflight), timeout=HEARTBEAT_EVERY):
-            run_id = inflight.pop(handle)
-            if record is None:
+            handle = executor.submit(run_id, cfg)
+            inflight[handle], point_of[handle] = run_id, p
+        for handle, record, error, crashed in executor.wait(
+            list(inflight), timeout=HEARTBEAT_EVERY
+        ):
+            run_id, p = inflight.pop(handle), point_of.pop(handle)
+            if crashed:  # not the config's fault: run it again on a fresh pool
+                store.update_run(run_id, status="crashed", finished_at=utcnow(), error=error)
+                live.discard(run_id)
+                crashes[p.config_hash] = crashes.get(p.config_hash, 0) + 1
+                if crashes[p.config_hash] <= CRASH_RETRIES:
+                    queue.insert(0, p)
+                    continue
+                status = "crashed"
+            elif record is None:
                 _fail(store, run_id, error or "worker error")
                 status = "failed"
             else:

@@ -329,3 +329,67 @@ def test_threads_per_worker_honours_omp_num_threads_and_affinity(monkeypatch):
     assert executors.threads_per_worker(1) == 1
     monkeypatch.setenv("OMP_NUM_THREADS", "junk")
     assert executors.threads_per_worker(2) == 2
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def test_a_killed_worker_is_a_crash_not_a_failure(tmp_path):
+    """SIGKILL of one pool worker (what the OOM killer does): the points in flight are
+    recorded `crashed`, not failed, the pool is rebuilt, they run again, the sweep ends with
+    every point completed and exit 0."""
+    db = tmp_path / "kill.db"
+    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "sweep", "--models", "rnn",
+           "--tasks", "adding", "--seeds", "0,1,2,3", "--set", "steps=1500", "--set",
+           "hidden=16", "--set", "seq_len=50", "--set", "eval_size=64", "--workers", "2",
+           "--quiet", "--name", "kill"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    deadline, workers = time.monotonic() + 120, []
+    while time.monotonic() < deadline and not workers:
+        time.sleep(0.3)
+        if db.exists():
+            with sqlite3.connect(db) as con:
+                try:
+                    running = con.execute(
+                        "SELECT COUNT(*) FROM runs WHERE status = 'running'"
+                    ).fetchone()[0]
+                except sqlite3.OperationalError:
+                    running = 0
+            if running:
+                # pool workers are the fork server's children: the driver's grandchildren
+                workers = [p for p in _descendants(proc.pid) if _ppid(p) not in (proc.pid, None)]
+    assert workers, "no pool worker found"
+    time.sleep(1.0)
+    os.kill(workers[0], signal.SIGKILL)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    con = sqlite3.connect(db)
+    statuses = [s for (s,) in con.execute("SELECT status FROM runs ORDER BY id")]
+    assert "crashed" in statuses and "failed" not in statuses
+    crashed = con.execute("SELECT error FROM runs WHERE status = 'crashed'").fetchall()
+    assert all("worker process died" in e for (e,) in crashed)
+    per = con.execute(
+        "SELECT config_hash, COUNT(*) FROM runs WHERE status = 'completed' GROUP BY 1"
+    ).fetchall()
+    assert len(per) == 4 and {n for _, n in per} == {1}
+    con.close()
+    assert "4 completed" in out
+
+
+def test_a_plain_rerun_runs_crashed_points_again(cli, tmp_path):
+    grid = ["--models", "rnn", "--tasks", "adding", "--seeds", "0,1", "--set", "steps=3",
+            "--set", "hidden=4", "--set", "seq_len=8", "--set", "eval_size=8", "--quiet",
+            "--workers", "1", "--name", "again"]  # fmt: skip
+    assert cli("sweep", *grid).exit_code == 0
+    con = sqlite3.connect(tmp_path / "seqbench.db")
+    with con:  # as a sweep leaves a point whose worker died more often than it retries
+        con.execute("UPDATE runs SET status = 'crashed' WHERE id = 1")
+    con.close()
+    r = cli("sweep", *grid)
+    assert r.exit_code == 0 and "ran 1: 1 completed" in r.stdout, r.output
