@@ -22,11 +22,34 @@ class _SeqbenchGroup(TyperGroup):
         except SeqbenchError as e:
             typer.echo(f"Error: {e}", err=True)
             raise typer.Exit(e.exit_code) from None
+        except Exception as e:
+            why = _database_error(e)
+            if why is None:
+                raise
+            typer.echo(f"Error: {why}", err=True)
+            raise typer.Exit(1) from None
         finally:
             # close the store's connections before returning: SQLite checkpoints its WAL
             # into the file now, not whenever the engine happens to be collected
             if isinstance(ctx.obj, AppState):
                 ctx.obj.dispose()
+
+
+def _database_error(e: BaseException) -> str | None:
+    """One line for a failure of the database itself (disk full, a file gone, a corrupt page,
+    a lost server) or of the disk under it; None for anything else (a bug: the traceback)."""
+    import errno
+    import sqlite3
+
+    orig = getattr(e, "orig", None)  # SQLAlchemy wraps the driver's exception
+    if type(e).__module__.startswith("sqlalchemy") and orig is not None:
+        e = orig
+    if isinstance(e, sqlite3.Error) or type(e).__module__.startswith("psycopg"):
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return f"the database failed: {first} (nothing half-written is kept)"
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+        return f"cannot write: {e.strerror}"
+    return None
 
 
 app = typer.Typer(

@@ -87,6 +87,10 @@ def sqlite_revision_readonly(path: Path) -> tuple[str | None, set[str]]:
             row = con.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
             rev = row[0] if row else None
         return rev, tables
+    except sqlite3.OperationalError as e:
+        if "disk I/O" in str(e) or "full" in str(e):  # SQLite needs room even to read a WAL
+            raise StoreError(f"cannot read {str(path)!r}: {e} (is the disk full?)") from e
+        raise StoreError(f"{str(path)!r} is not a usable SQLite database: {e}") from e
     except sqlite3.DatabaseError as e:
         raise StoreError(f"{str(path)!r} is not a usable SQLite database: {e}") from e
     finally:

@@ -206,6 +206,7 @@ class Store:
         self.url = url
         self.readonly = readonly
         self.engine = _make_engine(url, readonly)
+        self._file_id = self._identity()
         self.Session = sessionmaker(self.engine, expire_on_commit=False)
 
     @property
@@ -214,6 +215,27 @@ class Store:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+    def _identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the SQLite file, None for other backends or no file yet."""
+        path = sqlite_path(self.url)
+        try:
+            st = path.stat() if path is not None else None
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino) if st else None
+
+    def ensure_present(self) -> None:
+        """Raise StoreError if the SQLite file was deleted or replaced since it was opened: an
+        open connection goes on writing into the unlinked file, and every result is lost."""
+        if self._file_id is None:
+            self._file_id = self._identity()
+            return
+        if self._identity() != self._file_id:
+            raise StoreError(
+                f"the store file {sqlite_path(self.url)} was deleted or replaced while seqbench "
+                "was writing to it: the results since then are lost; run the command again"
+            )
 
     # -- runs --------------------------------------------------------------------------------
     def create_run(self, **fields: Any) -> Run:
@@ -377,6 +399,7 @@ def open_store(
                 return store
             store.dispose()
             raise StoreError(f"cannot create the database at {where}: {e.orig}") from e
+        store._file_id = store._identity()  # the file exists now
     return store
 
 

@@ -294,6 +294,7 @@ def _dispatch(store, sweep_id, executor, todo, counts, on_result, live: set[int]
                 status = "failed"
             else:
                 status = write_result(store, run_id, record)
+            store.ensure_present()  # a deleted file takes the writes silently
             live.discard(run_id)
             counts[status] = counts.get(status, 0) + 1
             on_result(status)

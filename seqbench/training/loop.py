@@ -229,6 +229,8 @@ def train(
         store.update_run(
             run.id, status=status, finished_at=utcnow(), wall_seconds=wall, error=error
         )
+        if hasattr(store, "ensure_present"):  # a Store (not a sweep worker's memory recorder)
+            store.ensure_present()
         return TrainOutcome(run.id, status, summaries, cfg)
 
     try:

@@ -1,0 +1,96 @@
+"""What the user sees when the ground moves: the store file deleted under a running sweep, the
+disk full under a store. One line and a non-zero exit, never a traceback; the database stays
+consistent and the next command works once the cause is gone."""
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _seqbench(db, *args, timeout=600):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "seqbench", "--db", str(db), *args],
+                          capture_output=True, text=True, timeout=timeout, env=env)  # fmt: skip
+
+
+def test_a_store_deleted_under_a_running_sweep_is_one_line_and_exit_1(tmp_path):
+    db = tmp_path / "gone.db"
+    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "sweep", "--models", "rnn",
+           "--tasks", "adding", "--seeds", "0,1,2,3,4,5", "--set", "steps=400", "--set",
+           "hidden=8", "--set", "seq_len=20", "--set", "eval_size=32", "--workers", "1",
+           "--quiet", "--name", "gone"]  # fmt: skip
+    proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        if db.exists():
+            with sqlite3.connect(db) as con:
+                try:
+                    if con.execute("SELECT COUNT(*) FROM runs").fetchone()[0]:
+                        break
+                except sqlite3.OperationalError:
+                    pass
+    for f in tmp_path.glob("gone.db*"):
+        f.unlink()
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "was deleted or replaced" in lines[0], err
+    assert "Traceback" not in err and "completed" not in out
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 16 MiB tmpfs (root only: mount)."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)],
+                       capture_output=True)  # fmt: skip
+    if r.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _fill(path: Path) -> None:
+    """Fill the file system of `path` to the last byte (unbuffered: nothing left to flush)."""
+    with open(path, "wb", buffering=0) as f:
+        for size in (1 << 16, 1 << 10, 1):
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError:
+                pass
+
+
+def test_disk_full_is_one_line_the_store_stays_consistent_and_recovers(tiny_disk):
+    db = tiny_disk / "full.db"
+    train = ["train", "-m", "rnn", "-t", "adding", "--seq-len", "10", "--steps", "20",
+             "--hidden", "4", "--set", "eval_size=8", "--set", "eval_every=1", "-q"]  # fmt: skip
+    assert _seqbench(db, *train).returncode == 0
+    _fill(tiny_disk / "filler")
+    r = _seqbench(db, *train)
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "full" in lines[0] or "No space" in lines[0], lines[0]
+    (tiny_disk / "filler").unlink()  # space freed: (SQLite needs some even to read a WAL)
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    con.close()
+    again = _seqbench(db, *train)
+    assert again.returncode == 0, again.stderr
+    assert _seqbench(db, "runs", "-f", "csv").returncode == 0
