@@ -134,3 +134,20 @@ def render_mapping(pairs: Sequence[tuple[str, Any]], fmt: Format, title: str | N
         sys.stdout.write("\n")
     else:
         render(["key", "value"], [(k, v) for k, v in pairs], fmt, title=title)
+
+
+def output_path(path: str, what: str) -> str:
+    """An output file's path, its directory created first (before any work is done); one
+    line if that cannot be done."""
+    from pathlib import Path
+
+    from seqbench.errors import UsageError
+
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{what} {path!r} is a directory; give a file name")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create the directory for {what} {path!r}: {e.strerror}") from e
+    return path

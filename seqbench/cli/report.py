@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from seqbench.cli._options import state
-from seqbench.cli._output import Format, FormatOption, render
+from seqbench.cli._output import Format, FormatOption, output_path, render
 
 baseline_app = typer.Typer(
     help="Reference values for regression checks (saved in the store, kept in git as JSON).",
@@ -84,6 +84,8 @@ def report(
         plot_report,
     )
 
+    if plot:
+        output_path(plot, "--plot")
     chosen = _split(models)
     if compare and not chosen:
         raise UsageError("--compare needs models: seqbench report --compare rnn tcn")
@@ -150,7 +152,7 @@ def baseline_export(
     """
     from seqbench.report.check import export_baseline
 
-    n = export_baseline(state(ctx).reader(), name, path)
+    n = export_baseline(state(ctx).reader(), name, output_path(path, "the baseline file"))
     typer.echo(f"wrote {n} points to {path}")
 
 
@@ -211,6 +213,9 @@ def check(
     """
     from seqbench.report.check import check as run_check
     from seqbench.report.check import junit_xml, resolve_baseline
+
+    if junit:
+        output_path(junit, "--junit")
 
     store = state(ctx).reader()
     points = resolve_baseline(store, baseline)

@@ -32,6 +32,15 @@ def runs(
 
     Example: seqbench runs --model lstm --status completed --format csv
     """
+    from seqbench.errors import UnknownNameError, UsageError
+    from seqbench.store.models import RUN_KINDS, RUN_STATUSES
+
+    if status is not None and status not in RUN_STATUSES:
+        raise UnknownNameError("status", status, list(RUN_STATUSES))
+    if kind is not None and kind not in RUN_KINDS:
+        raise UnknownNameError("kind", kind, list(RUN_KINDS))
+    if limit < 0:
+        raise UsageError(f"--limit must be ≥ 0 (0: all), got {limit}")
     store = state(ctx).reader()
     listed = store.list_runs(
         model=model, task=task, status=status, sweep=sweep, kind=kind, limit=limit or None

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from seqbench.cli._options import state
-from seqbench.cli._output import Format, FormatOption, render
+from seqbench.cli._output import Format, FormatOption, output_path, render
 
 
 def register(app: typer.Typer) -> None:
@@ -48,6 +48,9 @@ def stress(
     """
     from seqbench.errors import UsageError
     from seqbench.stability.stress import plot as draw
+
+    if plot:
+        output_path(plot, "--plot")
     from seqbench.stability.stress import stress as run_stress
 
     try:

@@ -84,8 +84,8 @@ def sweep(
         raise UsageError(f"--executor must be local or ray, got {executor!r}")
     if workers is not None and workers <= 0:
         raise UsageError(f"--workers must be positive, got {workers}")
-    if stale_after <= 0:
-        raise UsageError(f"--stale-after must be positive, got {stale_after}")
+    if not stale_after > 0 or stale_after == float("inf"):
+        raise UsageError(f"--stale-after must be a positive number of seconds, got {stale_after}")
     sources = [bool(preset), bool(spec), bool(models or tasks or k or set_)]
     if sum(sources) == 0:
         raise UsageError("give --models and --tasks, a --spec file or a --preset")

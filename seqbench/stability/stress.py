@@ -72,6 +72,7 @@ def analyse(
 def check_memory(model: str, batch: int, seq_len: int, hidden: int, in_dim: int, layers: int,
                  dtype: torch.dtype) -> None:  # fmt: skip
     need = activation_bytes(model, batch, seq_len, hidden, in_dim, layers, dtype.itemsize)
+    need += 4 * hidden * (hidden + in_dim) * max(layers, 1) * dtype.itemsize * 2  # weights+grads
     from seqbench.environment import available_memory
 
     have = available_memory()
@@ -79,16 +80,21 @@ def check_memory(model: str, batch: int, seq_len: int, hidden: int, in_dim: int,
         raise UsageError(
             f"stress {model} at T={seq_len}, B={batch}, H={hidden} needs about "
             f"{need / 2**30:.1f} GiB but {have / 2**30:.1f} GiB is available: "
-            "lower --seq-len or --batch"
+            "lower --seq-len, --batch or --hidden"
         )
 
 
-def fresh_backbone(model: str, seq_len: int, hidden: int | None, seed: int, in_dim: int):
+def fresh_backbone(model: str, seq_len: int, hidden: int | None, seed: int, in_dim: int,
+                   check=None):  # fmt: skip
+    """A freshly initialised backbone and its config; `check(cfg)` runs before anything is
+    allocated (the memory estimate)."""
     from seqbench.config import resolve
     from seqbench.models import make_backbone
     from seqbench.training.loop import model_args
 
     cfg = resolve(model, "adding", {"seq_len": seq_len, **({"hidden": hidden} if hidden else {})})
+    if check is not None:
+        check(cfg)
     torch.manual_seed(seed)
     return make_backbone(model, in_dim, model_args(cfg, seq_len)), cfg
 
@@ -183,8 +189,11 @@ def stress(
     jobs = []  # (label, make) built up front so bad input fails before any write
     for m in models:
         for s in seeds:
-            bb, cfg = fresh_backbone(m, seq_len, hidden, s, in_dim)
-            check_memory(m, batch, seq_len, cfg.hidden, in_dim, cfg.layers, tdtype)
+            bb, _cfg = fresh_backbone(
+                m, seq_len, hidden, s, in_dim,
+                check=lambda c, m=m: check_memory(m, batch, seq_len, c.hidden, in_dim,
+                                                  c.layers, tdtype),
+            )  # fmt: skip
             jobs.append((m, s, "init", bb, in_dim))
     for ref in runs:
         bb, d, run = trained_backbone(store, ref)

@@ -253,7 +253,7 @@ class Store:
 
     def get_run(self, run_id: int | str) -> Run | None:
         with self.Session() as s:
-            if isinstance(run_id, str) and not run_id.isdigit():
+            if isinstance(run_id, str) and not (run_id.isascii() and run_id.isdecimal()):
                 return s.scalars(select(Run).where(Run.uuid.startswith(run_id))).first()
             return s.get(Run, int(run_id))
 
