@@ -233,9 +233,9 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
         values.pop("levels", None)  # a context k asked for sizes the depth, not a default
     if values.get("seq_len") is None:
         values["seq_len"] = task_cls.default_seq_len
-    values.setdefault("hidden", 128)
-    values.setdefault("layers", 1)
-    values.setdefault("kernel_size", 7)
+    for name, default in (("hidden", 128), ("layers", 1), ("kernel_size", 7)):
+        if values.get(name) is None:  # unset, or "none" given: the default, not a None
+            values[name] = default
     if values.get("epochs") is not None and "steps" not in overrides:
         values["steps"] = None
     cfg = RunConfig(model=model, task=task, **values)
@@ -247,6 +247,10 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
 FLOAT_FIELDS = ("lr", "clip", "lr_decay", "weight_decay", "lam", "dropout", "magnitude",
                 "forget_bias", "teacher_lam")  # fmt: skip
 MAX_SEED = 2**63 - 1
+# Structural sizes past any experiment's (deep IndRNN: 21 layers; a TCN with 40 levels sees
+# 2^40 steps): a larger value is a typo, and building it would hang before any estimate.
+LIMITS = {"layers": 1000, "levels": 40, "kernel_size": 10_000, "heads": 4096}
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 def validate(cfg: RunConfig) -> None:
@@ -258,6 +262,8 @@ def validate(cfg: RunConfig) -> None:
         v = getattr(cfg, name)
         if v is not None and not math.isfinite(v):
             raise UsageError(f"{name} must be a finite number, got {v}")
+        if v is not None and abs(v) > FLOAT32_MAX:  # the optimiser works in float32
+            raise UsageError(f"{name} = {v} is beyond float32's range (±{FLOAT32_MAX:.3g})")
 
     def positive(name, v):
         if v is not None and not v > 0:
@@ -288,6 +294,10 @@ def validate(cfg: RunConfig) -> None:
         "subset",
     ):
         positive(name, getattr(cfg, name))
+    for name, most in LIMITS.items():
+        v = getattr(cfg, name)
+        if v is not None and v > most:
+            raise UsageError(f"{name} must be at most {most}, got {v}")
     if cfg.weight_decay < 0:
         raise UsageError(f"weight_decay must be ≥ 0, got {cfg.weight_decay}")
     if not 0 <= cfg.seed <= MAX_SEED:

@@ -20,19 +20,25 @@ class _SeqbenchGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except SeqbenchError as e:
-            typer.echo(f"Error: {e}", err=True)
+            typer.echo(f"Error: {one_line(str(e))}", err=True)
             raise typer.Exit(e.exit_code) from None
         except Exception as e:
             why = _database_error(e)
             if why is None:
                 raise
-            typer.echo(f"Error: {why}", err=True)
+            typer.echo(f"Error: {one_line(why)}", err=True)
             raise typer.Exit(1) from None
         finally:
             # close the store's connections before returning: SQLite checkpoints its WAL
             # into the file now, not whenever the engine happens to be collected
             if isinstance(ctx.obj, AppState):
                 ctx.obj.dispose()
+
+
+def one_line(message: str) -> str:
+    """An error message as one printable line: control characters a user's input brought in
+    (newlines, \x1e, ...) are shown escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
 
 
 def _database_error(e: BaseException) -> str | None:

@@ -147,11 +147,11 @@ def train(
         raise typer.Exit(interrupt_exit_code(e)) from None
     s = outcome.summaries
     if outcome.status == "diverged":
-        typer.echo(
-            f"run {outcome.run_id} diverged at step {int(s['diverged_step'])} "
-            f"(loss {s['final_train_loss']})",
-            err=True,
-        )
+        if "diverged_step" in s:  # the training loss blew up
+            why = f"at step {int(s['diverged_step'])} (loss {s['final_train_loss']})"
+        else:  # training finished, the result is not one (not finite, far worse than trivial)
+            why = f"after training: {outcome.error}"
+        typer.echo(f"run {outcome.run_id} diverged {why}", err=True)
         raise typer.Exit(1)
     from seqbench.tasks import TASKS
 

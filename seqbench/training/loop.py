@@ -69,6 +69,7 @@ class TrainOutcome:
     status: str
     summaries: dict[str, float] = field(default_factory=dict)
     config: RunConfig | None = None
+    error: str | None = None  # why it failed or diverged, as stored in runs.error
 
 
 def resolve_device(name: str) -> torch.device:
@@ -231,7 +232,7 @@ def train(
         )
         if hasattr(store, "ensure_present"):  # a Store (not a sweep worker's memory recorder)
             store.ensure_present()
-        return TrainOutcome(run.id, status, summaries, cfg)
+        return TrainOutcome(run.id, status, summaries, cfg, error)
 
     try:
         return _loop(

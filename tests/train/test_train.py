@@ -138,6 +138,8 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_its_metrics(tmp_path, sig, c
         ({"hidden": "wide"}, "hidden must be an integer, got 'wide'"),
         ({"hidden": 10**6}, r"needs about .* GiB .* available"),
         ({"eval_size": 10**9}, r"needs about .* GiB .* available"),
+        ({"layers": 10**12}, "layers must be at most 1000"),
+        ({"levels": 64}, "levels must be at most 40"),
     ],
 )
 def test_bad_config_fails_before_any_run_is_written(store, kw, msg):
