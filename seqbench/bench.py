@@ -63,8 +63,17 @@ def bench_kernels(
     repeat: int = 3,
 ) -> tuple[list[BenchRow], float]:
     """Time every available backend; returns (rows, measured copy GB/s)."""
+    from seqbench.environment import available_memory
+    from seqbench.errors import UsageError
     from seqbench.ops.indrnn import indrnn, numba_available, triton_available
 
+    need = 8 * indrnn_bytes(batch, seq_len, hidden)  # inputs, outputs, grads, the loop's state
+    if torch.device(device).type == "cpu" and need > 0.8 * available_memory():
+        raise UsageError(
+            f"bench at T={seq_len}, B={batch}, N={hidden} needs about {need / 2**30:.1f} GiB "
+            f"but {available_memory() / 2**30:.1f} GiB is available: lower --seq-len, --batch "
+            "or --hidden"
+        )
     dev = torch.device(device)
     if backends is None:
         backends = ("torch", "cpu")
@@ -113,7 +122,9 @@ def store_bench(store: Store, rows: list[BenchRow], params: dict, copy_gbps: flo
     ids = []
     for row in rows:
         cfg = {**params, "backend": row.name}
-        run = store.create_run(
+        values = {k: v for k, v in asdict(row).items() if k != "name" and v is not None}
+        run = store.record_finished_run(
+            {**values, "copy_gbps": copy_gbps},
             kind="bench",
             status="completed",
             model=row.name,
@@ -126,7 +137,5 @@ def store_bench(store: Store, rows: list[BenchRow], params: dict, copy_gbps: flo
             finished_at=utcnow(),
             wall_seconds=row.ms / 1e3,
         )
-        values = {k: v for k, v in asdict(row).items() if k != "name" and v is not None}
-        store.set_summaries(run.id, {**values, "copy_gbps": copy_gbps})
         ids.append(run.id)
     return ids

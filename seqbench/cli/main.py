@@ -9,16 +9,22 @@ from typer.core import TyperGroup
 
 from seqbench import __version__
 from seqbench.cli import bench, catalog, db, query, report, runs, stress, sweep, train
-from seqbench.cli._options import AppState, state
+from seqbench.cli._options import AppState, interrupt_exit_code, sigterm_as_interrupt, state
 from seqbench.errors import SeqbenchError
 
 
 class _SeqbenchGroup(TyperGroup):
-    """Maps SeqbenchError (a user mistake) to one line on stderr and its exit code."""
+    """Maps SeqbenchError (a user mistake) to one line on stderr and its exit code, and
+    SIGTERM to what Ctrl-C does (exit 143 instead of 130)."""
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with sigterm_as_interrupt():
+                return super().invoke(ctx)
+        except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM where no command recorded it
+            typer.echo("interrupted: every write is one transaction, nothing half-written was kept",
+                       err=True)  # fmt: skip
+            raise typer.Exit(interrupt_exit_code(e)) from None
         except SeqbenchError as e:
             typer.echo(f"Error: {one_line(str(e))}", err=True)
             raise typer.Exit(e.exit_code) from None

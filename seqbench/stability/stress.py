@@ -128,9 +128,17 @@ def save(store: Store, res: StressResult, params: dict) -> int:
     from seqbench import environment
 
     cfg = {**params, "model": res.model, "seed": res.seed, "source": res.source}
-    run = store.create_run(
+    run = store.record_finished_run(
+        {
+            "gain": res.gain,
+            "horizon": res.horizon,
+            "verdict": VERDICT_CODES[res.verdict],
+            "decay_rate": res.decay,
+            **res.spectra,
+        },
+        {"grad_norm": (res.lags, res.grad), "truncation_error": (res.ks, res.trunc)},
         kind="stress",
-        status="running",
+        status="completed",
         model=res.model,
         task="stress",
         seq_len=params["seq_len"],
@@ -139,20 +147,8 @@ def save(store: Store, res: StressResult, params: dict) -> int:
         config_hash=config_digest(cfg),
         environment=environment.capture("cpu"),
         started_at=utcnow(),
+        finished_at=utcnow(),
     )
-    store.add_curve(run.id, "grad_norm", res.lags, res.grad)
-    store.add_curve(run.id, "truncation_error", res.ks, res.trunc)
-    store.set_summaries(
-        run.id,
-        {
-            "gain": res.gain,
-            "horizon": res.horizon,
-            "verdict": VERDICT_CODES[res.verdict],
-            "decay_rate": res.decay,
-            **res.spectra,
-        },
-    )
-    store.update_run(run.id, status="completed", finished_at=utcnow())
     return run.id
 
 

@@ -314,14 +314,30 @@ class Store:
             s.execute(insert(Summary), payload)
 
     def add_curve(self, run_id: int, kind: str, xs: Iterable[float], ys: Iterable[float]) -> None:
-        payload = []
-        for x, y in zip(xs, ys, strict=True):
-            v, vk = split_float(y)
-            payload.append(
-                {"run_id": run_id, "kind": kind, "x": float(x), "value": v, "value_kind": vk}
-            )
         with self.Session.begin() as s:
-            s.execute(insert(Curve), payload)
+            s.execute(insert(Curve), _curve_rows(run_id, kind, xs, ys))
+
+    def record_finished_run(
+        self,
+        summaries: Mapping[str, float],
+        curves: Mapping[str, tuple[Iterable[float], Iterable[float]]] | None = None,
+        **fields: Any,
+    ) -> Run:
+        """A run that is already over (stress, bench) with its summaries and curves, in one
+        transaction: a Ctrl-C or SIGTERM leaves all of it or none of it."""
+        with self.Session.begin() as s:
+            run = Run(**fields)
+            s.add(run)
+            s.flush()
+            for kind, (xs, ys) in (curves or {}).items():
+                s.execute(insert(Curve), _curve_rows(run.id, kind, xs, ys))
+            rows = []
+            for key, value in summaries.items():
+                v, vk = split_float(value)
+                rows.append({"run_id": run.id, "key": key, "value": v, "value_kind": vk})
+            if rows:
+                s.execute(insert(Summary), rows)
+        return run
 
     def metrics(self, run_id: int, key: str | None = None) -> list[tuple[str, int, float]]:
         q = select(Metric.key, Metric.step, Metric.value, Metric.value_kind).where(
@@ -363,6 +379,14 @@ class Store:
         for key, step, value in self.metrics(run_id):
             out[key] = (step, value)
         return out
+
+
+def _curve_rows(run_id: int, kind: str, xs: Iterable[float], ys: Iterable[float]) -> list[dict]:
+    rows = []
+    for x, y in zip(xs, ys, strict=True):
+        v, vk = split_float(y)
+        rows.append({"run_id": run_id, "kind": kind, "x": float(x), "value": v, "value_kind": vk})
+    return rows
 
 
 def open_store(

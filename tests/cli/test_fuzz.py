@@ -138,6 +138,7 @@ COMMANDS = [
 @example(cmd=("show", "{v}"), value="²")
 @example(cmd=COMMANDS[15], value="nan")
 @example(cmd=("report", "--where", "{v}"), value="\x1e")  # a line break inside the message
+@example(cmd=COMMANDS[-1], value="1000000000000")  # bench allocated 8 TB
 def test_read_and_plan_commands_with_any_value(cli, filled, cmd, value):
     before = sha256(filled)
     args = [a.replace("{v}", value) for a in cmd]

@@ -94,3 +94,43 @@ def test_disk_full_is_one_line_the_store_stays_consistent_and_recovers(tiny_disk
     again = _seqbench(db, *train)
     assert again.returncode == 0, again.stderr
     assert _seqbench(db, "runs", "-f", "csv").returncode == 0
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_stress_stopped_midway_keeps_only_whole_runs(tmp_path, sig):
+    """Each stress result is one transaction: stopped at any moment, the store holds whole
+    runs (completed, with summaries and both curves) and nothing else; exit 143 or 130."""
+    import signal
+
+    db = tmp_path / "stress.db"
+    open_db = _seqbench(db, "runs")  # creates nothing: the store does not exist yet
+    assert open_db.returncode == 1
+    from seqbench.store.store import open_store
+
+    open_store(db).dispose()
+    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "stress", "--models",
+           "rnn,lstm,gru,indrnn,tcn", "--seq-len", "3000", "--seeds", "0,1,2"]  # fmt: skip
+    proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # stop it after the first result, mid-way through
+        time.sleep(0.2)
+        with sqlite3.connect(db) as con:
+            if con.execute("SELECT COUNT(*) FROM runs").fetchone()[0]:
+                break
+    time.sleep(0.3)
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == (143 if sig == "SIGTERM" else 130), err
+    assert "nothing half-written" in err and "Traceback" not in err
+    con = sqlite3.connect(db)
+    runs = con.execute("SELECT id, status FROM runs").fetchall()
+    assert runs and {s for _, s in runs} == {"completed"}
+    for run_id, _ in runs:
+        kinds = {k for (k,) in con.execute("SELECT DISTINCT kind FROM curves WHERE run_id = ?",
+                                           (run_id,))}  # fmt: skip
+        assert kinds == {"grad_norm", "truncation_error"}
+        assert con.execute("SELECT COUNT(*) FROM summaries WHERE run_id = ? AND key = 'gain'",
+                           (run_id,)).fetchone() == (1,)  # fmt: skip
+    assert len(runs) < 15  # it was stopped before the end
+    con.close()
