@@ -15,6 +15,7 @@ from seqbench.report.frames import (
     parse_by,
     results_frame,
     row_baselines,
+    summary_keys,
     unset_to_none,
 )
 
@@ -72,6 +73,11 @@ def build_report(
         raise UsageError("--compare needs at least one model")
     df = results_frame(db, metric, tasks=tasks, models=compare, sweep=sweep, where=where)
     if df.empty:
+        known = summary_keys(db)
+        if known and metric not in known:
+            from seqbench.errors import UnknownNameError
+
+            raise UnknownNameError("--metric (a summary key)", metric, known)
         if compare:
             raise SeqbenchError(
                 f"no completed runs with metric {metric!r} for "

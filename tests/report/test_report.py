@@ -277,3 +277,9 @@ def test_the_full_model_is_the_reference_in_every_k_row(store, db):
     cols, rows, _ = comparison_rows(build_report(db, compare=["window", "tcn"], by="k"))
     by_k = {r[1]: dict(zip(cols, r, strict=True)) for r in rows}
     assert by_k[1]["tcn"] is None and by_k[4]["tcn"] == (0.3, 0.0, 1)
+
+
+def test_an_unknown_metric_is_named_not_an_empty_report(cli, filled):
+    r = cli("report", "--metric", "test_metrc")
+    assert r.exit_code == 2 and "Did you mean 'test_metric'?" in r.stderr
+    assert "nothing to report" not in r.output
