@@ -114,16 +114,6 @@ def results_frame(
     return df.drop(columns=["value_kind"])
 
 
-def summary_keys(db: str | None) -> list[str]:
-    """Every summary key the store's training runs have (for a helpful unknown-metric error)."""
-    _cols, rows = run_query(
-        db,
-        "SELECT DISTINCT s.key FROM summaries s JOIN runs r ON r.id = s.run_id "
-        "WHERE r.kind = 'train' ORDER BY 1",
-    )
-    return [r[0] for r in rows]
-
-
 def unset_to_none(key: tuple) -> tuple:
     """A group key with NaN parts (pandas' unset k of a full model) as None, so that keys
     compare equal and print blank."""

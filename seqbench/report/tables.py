@@ -15,9 +15,9 @@ from seqbench.report.frames import (
     parse_by,
     results_frame,
     row_baselines,
-    summary_keys,
     unset_to_none,
 )
+from seqbench.store.query import summary_keys
 
 
 @dataclass
