@@ -65,25 +65,10 @@ def _make_engine(url: str, readonly: bool = False) -> Engine:
         return _reader_engine(path)
     if u.get_backend_name() == "sqlite":
         engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
-
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_con, _record):
-            # Let SQLAlchemy, not pysqlite, decide when transactions begin (so BEGIN IMMEDIATE
-            # below takes effect), then set the pragmas every connection needs.
-            dbapi_con.isolation_level = None
-            cur = dbapi_con.cursor()
-            cur.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            cur.execute("PRAGMA journal_mode = WAL")
-            cur.execute("PRAGMA foreign_keys = ON")
-            cur.execute("PRAGMA synchronous = NORMAL")
-            cur.close()
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn):
-            # Take the write lock up front: a deferred transaction that later upgrades to a
-            # writer can fail with "database is locked" without waiting for busy_timeout.
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-
+        # Take the write lock up front: a deferred transaction that later upgrades to a
+        # writer can fail with "database is locked" without waiting for busy_timeout.
+        _sqlite_session(engine, "BEGIN IMMEDIATE", "PRAGMA journal_mode = WAL",
+                        "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL")  # fmt: skip
         return engine
     try:
         if readonly and u.get_backend_name() == "postgresql":
@@ -111,20 +96,27 @@ def _reader_engine(path: Path) -> Engine:
             f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False
         ),
     )
+    _sqlite_session(engine, "BEGIN", "PRAGMA query_only = ON")  # a read snapshot, no lock
+    return engine
+
+
+def _sqlite_session(engine: Engine, begin: str, *pragmas: str) -> None:
+    """Every SQLite connection of `engine`: SQLAlchemy, not pysqlite, decides when
+    transactions begin (with `begin`), and each connection gets the busy timeout and
+    `pragmas`."""
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_con, _record):
         dbapi_con.isolation_level = None
         cur = dbapi_con.cursor()
         cur.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        cur.execute("PRAGMA query_only = ON")
+        for pragma in pragmas:
+            cur.execute(pragma)
         cur.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):
-        conn.exec_driver_sql("BEGIN")  # a read snapshot; no write lock
-
-    return engine
+        conn.exec_driver_sql(begin)
 
 
 def _foreign_tables(url: str) -> list[str]:
