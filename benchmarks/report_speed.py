@@ -18,7 +18,7 @@ import time
 from sqlalchemy import insert
 
 from seqbench.report.tables import build_report, comparison_rows
-from seqbench.store.models import Metric, Run, Summary
+from seqbench.store.schema import Metric, Run, Summary
 from seqbench.store.query import run_query
 from seqbench.store.store import open_store
 

@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from seqbench.stability.stress import analyse, fresh_backbone
+from seqbench.stress.runner import analyse, fresh_backbone
 
 p = argparse.ArgumentParser()
 p.add_argument("--seq-len", type=int, nargs="+", default=[500, 5000, 20000])

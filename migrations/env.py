@@ -4,7 +4,7 @@ alembic.ini. Runs online only, on the connection that seqbench hands over."""
 from alembic import context
 
 from seqbench.store.migrate import VERSION_TABLE
-from seqbench.store.models import Base
+from seqbench.store.schema import Base
 
 config = context.config
 connection = config.attributes["connection"]

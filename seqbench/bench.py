@@ -117,7 +117,7 @@ def bench_kernels(
 def store_bench(store: Store, rows: list[BenchRow], params: dict, copy_gbps: float) -> list[int]:
     """One run of kind "bench" per row, with the timings as summaries."""
     from seqbench import environment
-    from seqbench.store.models import utcnow
+    from seqbench.store.schema import utcnow
 
     ids = []
     for row in rows:

@@ -33,7 +33,7 @@ def runs(
     Example: seqbench runs --model lstm --status completed --format csv
     """
     from seqbench.errors import UnknownNameError, UsageError
-    from seqbench.store.models import RUN_KINDS, RUN_STATUSES
+    from seqbench.store.schema import RUN_KINDS, RUN_STATUSES
 
     if status is not None and status not in RUN_STATUSES:
         raise UnknownNameError("status", status, list(RUN_STATUSES))

@@ -47,11 +47,11 @@ def stress(
     Example: seqbench stress --models rnn,lstm,indrnn,tcn --seq-len 5000 --plot stress.png
     """
     from seqbench.errors import UsageError
-    from seqbench.stability.stress import plot as draw
+    from seqbench.stress.runner import plot as draw
 
     if plot:
         output_path(plot, "--plot")
-    from seqbench.stability.stress import stress as run_stress
+    from seqbench.stress.runner import stress as run_stress
 
     try:
         seed_list = [int(s) for s in _csv(seeds)]

@@ -18,7 +18,7 @@ from sqlalchemy import delete, insert, select
 
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.report.frames import metric_direction, results_frame
-from seqbench.store.models import Baseline, join_float, split_float, utcnow
+from seqbench.store.schema import Baseline, join_float, split_float, utcnow
 from seqbench.store.store import Store
 
 STATUSES = ("pass", "regressed", "improved", "missing")

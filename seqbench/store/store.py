@@ -32,7 +32,7 @@ from seqbench.store.common import (
     sqlite_revision_readonly,
     utcnow,
 )
-from seqbench.store.models import Curve, Metric, Run, Summary
+from seqbench.store.schema import Curve, Metric, Run, Summary
 
 BUSY_TIMEOUT_S = 30.0
 SEQBENCH_TABLES = {"runs", "metrics", "summaries", "curves", "sweeps", "baselines"}
@@ -259,7 +259,7 @@ class Store:
         kind: str | None = None,
         limit: int | None = 50,
     ) -> list[Run]:
-        from seqbench.store.models import Sweep
+        from seqbench.store.schema import Sweep
 
         q = select(Run).order_by(Run.id.desc())
         if model:

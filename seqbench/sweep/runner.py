@@ -21,7 +21,7 @@ from sqlalchemy import and_, delete, func, insert, or_, select, update
 
 from seqbench.config import RunConfig
 from seqbench.errors import UsageError
-from seqbench.store.models import Metric, Run, Summary, Sweep, SweepPoint, split_float, utcnow
+from seqbench.store.schema import Metric, Run, Summary, Sweep, SweepPoint, split_float, utcnow
 from seqbench.store.store import Store
 from seqbench.sweep.spec import canonical
 

@@ -27,7 +27,7 @@ from seqbench.config import RunConfig
 from seqbench.errors import RunFailedError, UsageError
 from seqbench.models import build_model, fit_hidden
 from seqbench.models.base import MODEL_ARG_NAMES, ModelArgs, count_params
-from seqbench.store.models import utcnow
+from seqbench.store.schema import utcnow
 from seqbench.store.store import Store
 from seqbench.tasks import make_task
 from seqbench.tasks.base import TaskArgs, generator, to_device
@@ -144,7 +144,7 @@ def check_memory(cfg: RunConfig, task) -> None:
     with their gradients and Adam moments (counted on the meta device, which allocates
     nothing), the activations of one batch, and the fixed evaluation sets."""
     from seqbench.environment import available_memory
-    from seqbench.stability.analysis import activation_bytes
+    from seqbench.stress.analysis import activation_bytes
 
     # what build_model reads from the task, computed on the real device first: a task that
     # loads data lazily (a text file's vocabulary) must not cache meta tensors

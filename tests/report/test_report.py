@@ -216,7 +216,7 @@ def test_baselines_are_stamped_in_utc(filled, store):
 
     from sqlalchemy import select
 
-    from seqbench.store.models import Baseline
+    from seqbench.store.schema import Baseline
 
     save_baseline(store, "ref")
     with store.Session() as s:

@@ -10,7 +10,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 
 from seqbench.store import migrate
-from seqbench.store.models import Base
+from seqbench.store.schema import Base
 
 ROOT = Path(__file__).resolve().parents[2]
 

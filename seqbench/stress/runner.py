@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from seqbench.errors import SeqbenchError, UsageError
-from seqbench.stability.analysis import (
+from seqbench.stress.analysis import (
     VERDICT_CODES,
     activation_bytes,
     decay_rate,
@@ -20,7 +20,7 @@ from seqbench.stability.analysis import (
     spectra,
     truncation_error,
 )
-from seqbench.store.models import utcnow
+from seqbench.store.schema import utcnow
 from seqbench.store.store import Store, config_digest
 
 

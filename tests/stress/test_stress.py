@@ -8,8 +8,8 @@ import torch
 from seqbench import api
 from seqbench.errors import SeqbenchError, UnknownNameError, UsageError
 from seqbench.models.base import Backbone
-from seqbench.stability.analysis import grad_vs_lag, k_grid, rates, truncation_error
-from seqbench.stability.stress import analyse, fresh_backbone, stress
+from seqbench.stress.analysis import grad_vs_lag, k_grid, rates, truncation_error
+from seqbench.stress.runner import analyse, fresh_backbone, stress
 
 
 class LinearRNN(Backbone):
@@ -52,7 +52,7 @@ def test_linear_rnn_truncation_error_decays_like_lambda():
     x = torch.randn(4, 64, 8, dtype=torch.float64)
     ks = k_grid(64)
     errs, floor = truncation_error(bb, x, ks)
-    from seqbench.stability.analysis import decay_rate
+    from seqbench.stress.analysis import decay_rate
 
     assert decay_rate(ks, errs, floor) == pytest.approx(0.7, rel=0.02)
     assert errs[-1] == 0.0
@@ -108,7 +108,7 @@ def test_exploding_gradients_are_stored_as_inf_and_read_back(store):
     bb = LinearRNN(4, 1.5).float()
     res = analyse(bb, model="linear", seed=0, seq_len=400, batch=1, in_dim=4, dtype=torch.float32)
     assert np.isinf(res.grad).any() and res.verdict == "exploding"
-    from seqbench.stability.stress import save
+    from seqbench.stress.runner import save
 
     run_id = save(store, res, {"seq_len": 400})
     back = np.array([v for _, v in store.curve(run_id, "grad_norm")])

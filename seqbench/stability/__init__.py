@@ -1,1 +1,0 @@
-"""Stability analysis: gradient vs lag, rates and verdicts, spectra, truncation error vs k."""

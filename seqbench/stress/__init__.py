@@ -1,0 +1,1 @@
+"""`seqbench stress`: gradient vs lag, rates and verdicts, spectra, truncation error vs k."""
