@@ -178,15 +178,10 @@ def baseline_list(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
 
     Example: seqbench baseline list --format json
     """
-    from seqbench.store.query import run_query
+    from seqbench.report.check import list_baselines
 
     state(ctx).check_readable()
-    cols, rows = run_query(
-        state(ctx).db,
-        "SELECT name, COUNT(*) AS points, MAX(created_at) AS created FROM baselines "
-        "GROUP BY name ORDER BY name",
-    )
-    render(cols, rows, fmt)
+    render(*list_baselines(state(ctx).db), fmt)
 
 
 def check(

@@ -14,11 +14,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from sqlalchemy import delete, insert, select
-
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.report.frames import metric_direction, results_frame
-from seqbench.store.schema import Baseline, join_float, split_float, utcnow
+from seqbench.store import baselines as stored
 from seqbench.store.store import Store
 
 STATUSES = ("pass", "regressed", "improved", "missing")
@@ -128,34 +126,16 @@ def save_baseline(store: Store, name: str, *, metrics=("test_metric",), sweep=No
 
 
 def write_points(store: Store, name: str, points: list[Point]) -> None:
-    rows = []
-    for p in points:
-        v, kind = split_float(p.value)
-        rows.append({"name": name, "model": p.model, "task": p.task, "k": p.k,
-                     "variant": p.variant, "metric": p.metric, "value": v, "value_kind": kind,
-                     "tolerance": p.tolerance, "direction": p.direction,
-                     "created_at": utcnow()})  # fmt: skip
-    with store.Session.begin() as s:
-        s.execute(delete(Baseline).where(Baseline.name == name))
-        s.execute(insert(Baseline), rows)
+    stored.write(store, name, [asdict(p) for p in points])
 
 
 def read_points(store: Store, name: str) -> list[Point]:
-    with store.Session() as s:
-        rows = s.scalars(select(Baseline).where(Baseline.name == name).order_by(Baseline.id))
-        return [
-            Point(
-                b.model,
-                b.task,
-                b.k,
-                b.metric,
-                join_float(b.value, b.value_kind),
-                b.tolerance,
-                b.direction,
-                b.variant or "",
-            )
-            for b in rows
-        ]
+    return [Point(**row) for row in stored.read(store, name)]
+
+
+def list_baselines(db: str | None) -> tuple[list[str], list[tuple]]:
+    """(columns, rows): name, points, created (UTC) per stored baseline."""
+    return stored.listing(db)
 
 
 def _json_value(v: float):

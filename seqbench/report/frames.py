@@ -1,10 +1,5 @@
-"""From the store to pandas: one row per completed run with the requested summary metric.
-
-Reads `summaries` (one row per run and key) joined to `runs`, never the metric history, so a
-report over 10,000 runs costs one indexed query. A user's --where is a SQL condition on the
-v_results view; the whole statement goes through the read-only query runner, so it cannot
-write, and every other value is a bound parameter.
-"""
+"""From the store to pandas: one row per completed run with the requested summary metric (the
+rows come from `seqbench.store.results`)."""
 
 from __future__ import annotations
 
@@ -15,7 +10,7 @@ import pandas as pd
 
 from seqbench.errors import UsageError
 from seqbench.store.common import join_float
-from seqbench.store.query import run_query
+from seqbench.store.results import result_rows
 
 GROUP_AXES = ("k", "seq_len", "model")
 
@@ -78,33 +73,8 @@ def results_frame(
 ) -> pd.DataFrame:
     """Columns: run_id, model, task, k, seq_len, seed, sweep, config (a dict), value
     (non-finite restored)."""
-    sql = [
-        "SELECT r.id AS run_id, r.model, r.task, r.k, r.seq_len, r.seed, sw.name AS sweep,",
-        "  r.config, s.value, s.value_kind",
-        "FROM runs r JOIN summaries s ON s.run_id = r.id AND s.key = :metric",
-        "LEFT JOIN sweeps sw ON sw.id = r.sweep_id",
-        "WHERE r.kind = 'train'",
-    ]
-    params: dict = {"metric": metric}
-    for i, st in enumerate(statuses):
-        params[f"st{i}"] = st
-    sql.append("AND r.status IN (" + ", ".join(f":st{i}" for i in range(len(statuses))) + ")")
-    for name, values in (("task", tasks), ("model", models)):
-        if values:
-            keys = [f"{name}{i}" for i in range(len(values))]
-            params.update(dict(zip(keys, values, strict=True)))
-            sql.append(f"AND r.{name} IN (" + ", ".join(f":{k}" for k in keys) + ")")
-    if sweep:  # the sweep's points, whichever sweep (or plain train) produced their runs
-        sql.append(
-            "AND r.config_hash IN (SELECT sp.config_hash FROM sweep_points sp "
-            "JOIN sweeps s2 ON s2.id = sp.sweep_id WHERE s2.name = :sweep)"
-        )
-        params["sweep"] = sweep
-    if where:
-        if ";" in where:
-            raise UsageError("--where takes one SQL condition, without ';'")
-        sql.append(f"AND r.id IN (SELECT run_id FROM v_results WHERE {where})")
-    cols, rows = run_query(db, "\n".join(sql), params)
+    cols, rows = result_rows(db, metric, tasks=tasks, models=models, sweep=sweep, where=where,
+                             statuses=statuses)  # fmt: skip
     df = pd.DataFrame(rows, columns=cols)
     if df.empty:
         return df.drop(columns=["value_kind"])

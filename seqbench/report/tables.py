@@ -17,7 +17,7 @@ from seqbench.report.frames import (
     row_baselines,
     unset_to_none,
 )
-from seqbench.store.query import summary_keys
+from seqbench.store.results import summary_keys
 
 
 @dataclass

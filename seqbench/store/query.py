@@ -299,13 +299,3 @@ def _run_other(url: str, sql: str, params: dict[str, Any], limits: _Limits):
             return cols, rows
     finally:
         engine.dispose()
-
-
-def summary_keys(db: str | None) -> list[str]:
-    """Every summary key the store's training runs have (for a helpful unknown-metric error)."""
-    _cols, rows = run_query(
-        db,
-        "SELECT DISTINCT s.key FROM summaries s JOIN runs r ON r.id = s.run_id "
-        "WHERE r.kind = 'train' ORDER BY 1",
-    )
-    return [r[0] for r in rows]

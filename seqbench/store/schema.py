@@ -31,9 +31,7 @@ __all__ = ["join_float", "split_float", "utcnow"]  # the value codec lives in st
 
 # crashed: the process running it died (a signal, the OOM killer), not the config's fault; a
 # plain re-run of the sweep runs it again
-RUN_STATUSES = (
-    "queued", "running", "completed", "failed", "diverged", "interrupted", "crashed",
-)  # fmt: skip
+RUN_STATUSES = ("running", "completed", "failed", "diverged", "interrupted", "crashed")
 RUN_KINDS = ("train", "stress", "bench")
 VALUE_KINDS = ("finite", "nan", "inf", "-inf")
 
@@ -75,7 +73,7 @@ class Run(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
-    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    status: Mapped[str] = mapped_column(String(20), default="running", index=True)
     kind: Mapped[str] = mapped_column(String(20), default="train")
     model: Mapped[str] = mapped_column(String(50), index=True)
     task: Mapped[str] = mapped_column(String(50), index=True)

@@ -280,12 +280,7 @@ class Store:
     # -- values ------------------------------------------------------------------------------
     def log_metrics(self, run_id: int, rows: Iterable[tuple[str, int, float]]) -> int:
         """Write (key, step, value) rows in one transaction; non-finite values keep their kind."""
-        payload = []
-        for key, step, value in rows:
-            v, kind = split_float(value)
-            payload.append(
-                {"run_id": run_id, "key": key, "step": int(step), "value": v, "value_kind": kind}
-            )
+        payload = metric_rows(run_id, rows)
         if payload:
             with self.Session.begin() as s:
                 s.execute(insert(Metric), payload)
@@ -295,10 +290,7 @@ class Store:
         """Replace the given summary keys of a run (one row per (run, key))."""
         if not values:
             return
-        payload = []
-        for key, value in values.items():
-            v, kind = split_float(value)
-            payload.append({"run_id": run_id, "key": key, "value": v, "value_kind": kind})
+        payload = summary_rows(run_id, values)
         with self.Session.begin() as s:
             s.execute(
                 delete(Summary).where(Summary.run_id == run_id, Summary.key.in_(list(values)))
@@ -323,10 +315,7 @@ class Store:
             s.flush()
             for kind, (xs, ys) in (curves or {}).items():
                 s.execute(insert(Curve), _curve_rows(run.id, kind, xs, ys))
-            rows = []
-            for key, value in summaries.items():
-                v, vk = split_float(value)
-                rows.append({"run_id": run.id, "key": key, "value": v, "value_kind": vk})
+            rows = summary_rows(run.id, summaries)
             if rows:
                 s.execute(insert(Summary), rows)
         return run
@@ -371,6 +360,24 @@ class Store:
         for key, step, value in self.metrics(run_id):
             out[key] = (step, value)
         return out
+
+
+def metric_rows(run_id: int, rows: Iterable[tuple[str, int, float]]) -> list[dict]:
+    """(key, step, value) -> metrics rows; a non-finite value keeps its kind."""
+    out = []
+    for key, step, value in rows:
+        v, kind = split_float(value)
+        row = {"run_id": run_id, "key": key, "step": int(step), "value": v, "value_kind": kind}
+        out.append(row)
+    return out
+
+
+def summary_rows(run_id: int, values: Mapping[str, float]) -> list[dict]:
+    out = []
+    for key, value in values.items():
+        v, kind = split_float(value)
+        out.append({"run_id": run_id, "key": key, "value": v, "value_kind": kind})
+    return out
 
 
 def _curve_rows(run_id: int, kind: str, xs: Iterable[float], ys: Iterable[float]) -> list[dict]:

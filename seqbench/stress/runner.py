@@ -10,6 +10,8 @@ import numpy as np
 import torch
 
 from seqbench.errors import SeqbenchError, UsageError
+from seqbench.store.schema import utcnow
+from seqbench.store.store import Store, config_digest
 from seqbench.stress.analysis import (
     VERDICT_CODES,
     activation_bytes,
@@ -20,8 +22,6 @@ from seqbench.stress.analysis import (
     spectra,
     truncation_error,
 )
-from seqbench.store.schema import utcnow
-from seqbench.store.store import Store, config_digest
 
 
 @dataclass

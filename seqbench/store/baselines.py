@@ -1,0 +1,53 @@
+"""Baseline rows: named sets of reference values, one row per (model, task, k, variant,
+metric). What they mean and how a check judges them is `seqbench.report.check`'s."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import delete, insert, select
+
+from seqbench.store.common import join_float, split_float, utcnow
+from seqbench.store.query import run_query
+from seqbench.store.schema import Baseline
+from seqbench.store.store import Store
+
+# the columns of a baseline point, as write() takes and read() returns them
+POINT_FIELDS = ("model", "task", "k", "metric", "value", "tolerance", "direction", "variant")
+
+
+def write(store: Store, name: str, points: Iterable[Mapping[str, Any]]) -> None:
+    """Replace baseline `name` with `points` (dicts of POINT_FIELDS), in one transaction."""
+    rows = []
+    for p in points:
+        v, kind = split_float(p["value"])
+        row = {f: p[f] for f in POINT_FIELDS}
+        rows.append({**row, "name": name, "value": v, "value_kind": kind, "created_at": utcnow()})
+    with store.Session.begin() as s:
+        s.execute(delete(Baseline).where(Baseline.name == name))
+        if rows:
+            s.execute(insert(Baseline), rows)
+
+
+def read(store: Store, name: str) -> list[dict[str, Any]]:
+    """The points of baseline `name` in the order they were saved (empty if there is none)."""
+    q = select(Baseline).where(Baseline.name == name).order_by(Baseline.id)
+    with store.Session() as s:
+        return [
+            {
+                **{f: getattr(b, f) for f in POINT_FIELDS},
+                "value": join_float(b.value, b.value_kind),
+                "variant": b.variant or "",
+            }
+            for b in s.scalars(q)
+        ]
+
+
+def listing(db: str | None) -> tuple[list[str], list[tuple]]:
+    """(columns, rows): each baseline's name, number of points and when it was saved (UTC)."""
+    return run_query(
+        db,
+        "SELECT name, COUNT(*) AS points, MAX(created_at) AS created FROM baselines "
+        "GROUP BY name ORDER BY name",
+    )

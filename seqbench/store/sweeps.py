@@ -1,0 +1,220 @@
+"""A sweep's rows: its plan (one row per point), the claim of a point by a driver, heartbeats,
+stale-run recovery, and a point's result written in one transaction. The scheduling around
+them (which point runs where, retries) is `seqbench.sweep.runner`'s.
+
+Resumability: a point is done when any run with its config hash completed (or diverged: that
+is a result too). Crash safety: a run row is 'running' with a heartbeat while its point is in
+flight; after a crash its heartbeat goes stale (or its driver process is gone) and the next
+invocation marks it failed and runs the point again.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, delete, func, insert, or_, select, update
+
+from seqbench.errors import SeqbenchError, UsageError
+from seqbench.store.common import utcnow
+from seqbench.store.schema import Metric, Run, Summary, Sweep, SweepPoint
+from seqbench.store.store import Store, metric_rows, summary_rows
+
+DONE = ("completed", "diverged")
+LIVE = ("running",)  # a point in flight, whose driver sends heartbeats
+# Which run of a point speaks for it when several share its config hash.
+_RANK = {"completed": 5, "diverged": 4, "running": 3, "failed": 2, "interrupted": 1, "crashed": 1}
+
+
+@dataclass
+class PointState:
+    position: int
+    config_hash: str
+    config: dict
+    status: str  # completed | diverged | running | failed | interrupted | crashed | pending
+    run_id: int | None
+
+
+def plan(store: Store, name: str, spec: dict, points: list[tuple[str, dict]], force: bool) -> int:
+    """Create (or reuse) sweep `name` with its points, (config hash, config) in order; refuse
+    a reused name with another spec unless `force`. `spec` is canonical JSON (as stored).
+    One transaction; returns the sweep id."""
+    with store.Session.begin() as s:
+        sweep = s.scalars(select(Sweep).where(Sweep.name == name)).first()
+        write_points = True
+        if sweep is None:
+            sweep = Sweep(name=name, spec=spec, status="running", created_at=utcnow())
+            s.add(sweep)
+            s.flush()
+        elif sweep.spec != spec:
+            if not force:
+                raise UsageError(
+                    f"sweep {name!r} exists with a different spec; use another --name, "
+                    "or --force to replace its spec"
+                )
+            sweep.spec = spec
+            s.execute(delete(SweepPoint).where(SweepPoint.sweep_id == sweep.id))
+        else:
+            write_points = False
+        sweep.status = "running"
+        if write_points:
+            rows = [
+                {"sweep_id": sweep.id, "position": i, "config_hash": h, "config": c}
+                for i, (h, c) in enumerate(points)
+            ]
+            s.execute(insert(SweepPoint), rows)
+        return sweep.id
+
+
+def point_states(store: Store, sweep_id: int) -> list[PointState]:
+    """Every point of the sweep with the run that speaks for it (the best status)."""
+    with store.Session() as s:
+        pts = s.execute(
+            select(SweepPoint.position, SweepPoint.config_hash, SweepPoint.config)
+            .where(SweepPoint.sweep_id == sweep_id)
+            .order_by(SweepPoint.position)
+        ).all()
+        runs = s.execute(
+            select(Run.config_hash, Run.status, Run.id)
+            .where(Run.config_hash.in_(_point_hashes(sweep_id)), Run.kind == "train")
+            .order_by(Run.id)
+        ).all()
+    best: dict[str, tuple[str, int]] = {}
+    for h, status, rid in runs:
+        if h not in best or _RANK.get(status, 0) >= _RANK.get(best[h][0], 0):
+            best[h] = (status, rid)
+    return [PointState(pos, h, cfg, *(best.get(h) or ("pending", None))) for pos, h, cfg in pts]
+
+
+def _point_hashes(sweep_id: int):
+    return select(SweepPoint.config_hash).where(SweepPoint.sweep_id == sweep_id)
+
+
+def _alive(env: dict | None) -> bool:
+    if not env or env.get("driver_host") != socket.gethostname():
+        return True  # another machine's driver: only its heartbeat can tell
+    try:
+        os.kill(int(env["driver_pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, KeyError, ValueError, TypeError):
+        return True
+    return True
+
+
+def recover_stale(store: Store, sweep_id: int, stale_after: float) -> list[int]:
+    """Mark this sweep's running rows failed when their heartbeat is older than stale_after
+    seconds or their driver process on this host is gone; return their ids."""
+    cutoff = utcnow() - timedelta(seconds=stale_after)
+    with store.Session.begin() as s:
+        rows = s.execute(
+            select(Run.id, Run.heartbeat_at, Run.environment).where(
+                Run.config_hash.in_(_point_hashes(sweep_id)), Run.status.in_(LIVE)
+            )
+        ).all()
+        stale = [rid for rid, hb, env in rows if hb is None or hb < cutoff or not _alive(env)]
+        if stale:
+            error = "stale: no heartbeat from its sweep driver (crashed or killed)"
+            s.execute(
+                update(Run)
+                .where(Run.id.in_(stale))
+                .values(status="failed", finished_at=utcnow(), error=error)
+            )
+    return stale
+
+
+def claim(
+    store: Store, sweep_id: int, config_hash: str, fields: Mapping[str, Any],
+    stale_after: float | None,
+) -> int | None:  # fmt: skip
+    """Create the point's running row and return its id, unless (with `stale_after`) another
+    driver of this store finished the point or holds it with a live heartbeat since this
+    driver planned its list: two drivers of one sweep then share the points instead of both
+    running each. One transaction: BEGIN IMMEDIATE on SQLite; on PostgreSQL the point's row
+    is locked."""
+    with store.Session.begin() as s:
+        if stale_after is not None:
+            point = select(SweepPoint.id).where(
+                SweepPoint.sweep_id == sweep_id, SweepPoint.config_hash == config_hash
+            )
+            s.execute(point.with_for_update())
+            live_since = utcnow() - timedelta(seconds=stale_after)
+            held = and_(Run.status.in_(LIVE), Run.heartbeat_at >= live_since)
+            taken = s.scalar(
+                select(func.count())
+                .select_from(Run)
+                .where(Run.config_hash == config_hash, or_(Run.status.in_(DONE), held))
+            )
+            if taken:
+                return None
+        run = Run(config_hash=config_hash, sweep_id=sweep_id, **fields)
+        s.add(run)
+        s.flush()
+        return run.id
+
+
+def heartbeat(store: Store, run_ids: Iterable[int]) -> None:
+    with store.Session.begin() as s:
+        s.execute(update(Run).where(Run.id.in_(list(run_ids))).values(heartbeat_at=utcnow()))
+
+
+def mark(store: Store, run_ids: Iterable[int], status: str, error: str | None = None) -> None:
+    """End runs with `status` (interrupted after Ctrl-C, crashed, failed)."""
+    values = {"status": status, "finished_at": utcnow()}
+    if error is not None:
+        values["error"] = error
+    with store.Session.begin() as s:
+        s.execute(update(Run).where(Run.id.in_(sorted(run_ids))).values(**values))
+
+
+# the run fields a worker's record may set (the rest were fixed when the point was claimed)
+RESULT_FIELDS = ("finished_at", "wall_seconds", "error", "n_params", "checkpoint",
+                 "started_at", "tags", "config")  # fmt: skip
+
+
+def write_result(store: Store, run_id: int, record: Mapping[str, Any]) -> str:
+    """A worker's record (fields, metrics, summaries): metrics, summaries and the run's final
+    fields in one transaction, so a point is never half-recorded. Returns the status."""
+    fields = dict(record["fields"])
+    status = fields.get("status", "failed")
+    if status == "running":  # the worker stopped without an outcome
+        status = "failed"
+    values = {k: fields[k] for k in RESULT_FIELDS if k in fields}
+    values.setdefault("finished_at", utcnow())
+    with store.Session.begin() as s:
+        run = s.get(Run, run_id)
+        env = {**(run.environment or {}), **(fields.get("environment") or {})}
+        metrics = metric_rows(run_id, record["metrics"])
+        if metrics:
+            s.execute(insert(Metric), metrics)
+        summaries = summary_rows(run_id, record["summaries"])
+        s.execute(delete(Summary).where(Summary.run_id == run_id))
+        if summaries:
+            s.execute(insert(Summary), summaries)
+        s.execute(
+            update(Run)
+            .where(Run.id == run_id)
+            .values(status=status, environment=env, heartbeat_at=utcnow(), **values)
+        )
+    return status
+
+
+def set_status(store: Store, sweep_id: int, status: str) -> None:
+    with store.Session.begin() as s:
+        s.execute(update(Sweep).where(Sweep.id == sweep_id).values(status=status))
+
+
+def list_sweeps(store: Store, name: str | None = None) -> list[Sweep]:
+    """Every sweep (or the one named; an unknown name is an error), oldest first."""
+    q = select(Sweep).order_by(Sweep.id)
+    if name:
+        q = q.where(Sweep.name == name)
+    with store.Session() as s:
+        sweeps = list(s.scalars(q))
+    if name and not sweeps:
+        raise SeqbenchError(f"no sweep named {name!r} in {store.display_url}")
+    return sweeps
