@@ -123,10 +123,10 @@ def store_bench(store: Store, rows: list[BenchRow], params: dict, copy_gbps: flo
     for row in rows:
         cfg = {**params, "backend": row.name}
         values = {k: v for k, v in asdict(row).items() if k != "name" and v is not None}
-        run = store.record_finished_run(
-            {**values, "copy_gbps": copy_gbps},
+        run_id = store.recorder().finish(
+            "completed",
+            summaries={**values, "copy_gbps": copy_gbps},
             kind="bench",
-            status="completed",
             model=row.name,
             task="kernel",
             seq_len=params["seq_len"],
@@ -134,8 +134,7 @@ def store_bench(store: Store, rows: list[BenchRow], params: dict, copy_gbps: flo
             config_hash=config_digest(cfg),
             environment=environment.capture(params["device"]),
             started_at=utcnow(),
-            finished_at=utcnow(),
             wall_seconds=row.ms / 1e3,
         )
-        ids.append(run.id)
+        ids.append(run_id)
     return ids

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -19,17 +20,29 @@ from seqbench.errors import SeqbenchError, UsageError
 
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
 DEVICES = ("auto", "cpu", "cuda")
+BACKENDS = ("auto", "torch", "cpu", "numba", "triton")  # the IndRNN recurrence's (ops/indrnn)
+
+
+MODEL, TASK = "model", "task"
+
+
+def _in(*groups: str, default: Any = None, **kw) -> Any:
+    """A RunConfig field that ModelArgs and/or TaskArgs carry too (same name, same default)."""
+    return field(default=default, metadata={"groups": groups}, **kw)
 
 
 @dataclass(frozen=True)
 class RunConfig:
+    """Every field of a run, with its one default. The fields marked for the model or the task
+    make up ModelArgs and TaskArgs (derived below), so a field is declared once."""
+
     model: str
     task: str
-    seq_len: int | None = None  # None: the task's default T
-    k: int | None = None  # truncation length (recurrent: TBPTT) or context (feedforward)
-    hidden: int | None = None  # None: the model's default (or fitted to `params`)
+    seq_len: int | None = _in(MODEL, TASK)  # None: the task's default T
+    k: int | None = _in(MODEL)  # truncation length (recurrent: TBPTT) or context (feedforward)
+    hidden: int | None = _in(MODEL, default=128)  # the model's default, or fitted to `params`
     params: int | None = None  # a parameter budget; the width is chosen to land within 5%
-    layers: int | None = None
+    layers: int | None = _in(MODEL, default=1)
     steps: int | None = None
     epochs: int | None = None
     batch_size: int = 32
@@ -39,29 +52,29 @@ class RunConfig:
     lr_decay_every: int | None = None  # multiply lr by lr_decay every this many steps
     lr_decay: float = 0.1
     weight_decay: float = 0.0
-    seed: int = 0
+    seed: int = _in(TASK, default=0)
     device: str = "auto"
     stable: bool = False
     lam: float = 0.99  # stability bound for --stable
     eval_every: int | None = None  # None: 10 evaluations per run
-    eval_size: int = 1000
+    eval_size: int = _in(TASK, default=1000)
     eval_batch_size: int = 256
     # model family options
-    dropout: float = 0.0
-    kernel_size: int | None = None
-    levels: int | None = None
-    nonlinearity: str = "tanh"
-    base: str = "lstm"
-    magnitude: float = 2.0
-    deep: bool = False
-    heads: int = 4
-    backend: str = "auto"
-    forget_bias: float = 0.0
+    dropout: float = _in(MODEL, default=0.0)
+    kernel_size: int | None = _in(MODEL, default=7)
+    levels: int | None = _in(MODEL)
+    nonlinearity: str = _in(MODEL, default="tanh")
+    base: str = _in(MODEL, default="lstm")
+    magnitude: float = _in(MODEL, default=2.0)
+    deep: bool = _in(MODEL, default=False)
+    heads: int = _in(MODEL, default=4)
+    backend: str = _in(MODEL, default="auto")
+    forget_bias: float = _in(MODEL, default=0.0)
     # task options
-    marker: str = "uniform"
-    subset: int | None = None
-    path: str | None = None
-    teacher_lam: float = 0.9
+    marker: str = _in(TASK, default="uniform")
+    subset: int | None = _in(TASK)
+    path: str | None = _in(TASK)
+    teacher_lam: float = _in(TASK, default=0.9)
     # not part of the experiment's identity
     tags: dict[str, str] = field(default_factory=dict)
     save_checkpoint: bool = False
@@ -75,10 +88,74 @@ class RunConfig:
         blob = json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
+    def model_args(self, seq_len: int | None = None) -> ModelArgs:
+        """The model's hyperparameters, built for length `seq_len` (default: the config's)."""
+        values = {n: getattr(self, n) for n in MODEL_FIELDS}
+        values["seq_len"] = seq_len if seq_len is not None else self.seq_len
+        return ModelArgs(**{k: v for k, v in values.items() if v is not None or k in _NULLABLE})
+
+    def task_args(self) -> TaskArgs:
+        return TaskArgs(**{n: getattr(self, n) for n in TASK_FIELDS})
+
+
+def _group(name: str) -> list:
+    return [f for f in fields(RunConfig) if name in f.metadata.get("groups", ())]
+
+
+def _positive_fields(obj, names) -> None:
+    for name in names:
+        v = getattr(obj, name)
+        if v is not None and not v > 0:
+            raise UsageError(f"{name} must be positive, got {v}")
+
+
+def _derived(name: str, group: str, doc: str, **defaults: Any) -> type:
+    """A frozen dataclass of RunConfig's `group` fields, with their types and defaults (or
+    `defaults` where the part needs a value the config leaves to resolution)."""
+    from dataclasses import make_dataclass, replace
+
+    specs = []
+    for f in _group(group):
+        specs.append((f.name, f.type, field(default=defaults.get(f.name, f.default))))
+    positive = [n for n, *_ in specs if n in POSITIVE]
+
+    def post_init(self):
+        _positive_fields(self, positive)
+
+    def with_(self, **kw):
+        return replace(self, **kw)
+
+    ns = {"__doc__": doc, "__post_init__": post_init, "with_": with_}
+    cls = make_dataclass(name, specs, frozen=True, namespace=ns)
+    cls.__module__ = __name__  # pickled by name (sweep workers receive them)
+    return cls
+
+
+# Fields that must be positive when set (checked on RunConfig, ModelArgs and TaskArgs alike).
+POSITIVE = ("lr", "batch_size", "steps", "epochs", "clip", "hidden", "params", "layers",
+            "seq_len", "k", "eval_every", "eval_size", "lam", "teacher_lam", "magnitude",
+            "kernel_size", "levels", "lr_decay_every", "eval_batch_size", "heads", "lr_decay",
+            "subset")  # fmt: skip
+# A model is built for a concrete length: the config's None (the task's T) is resolved first.
+ModelArgs = _derived(
+    "ModelArgs", MODEL,
+    "The model's hyperparameters: RunConfig's model fields (each family reads the ones it "
+    "needs). seq_len is the task's T (IndRNN's bound M^(1/T) and a TCN's depth depend on it).",
+    seq_len=100,
+)  # fmt: skip
+TaskArgs = _derived(
+    "TaskArgs", TASK,
+    "The task's options: RunConfig's task fields (seq_len None: the task's default T).",
+)  # fmt: skip
+MODEL_FIELDS = tuple(f.name for f in _group(MODEL))
+TASK_FIELDS = tuple(f.name for f in _group(TASK))
+_NULLABLE = {"k", "levels"}  # None is a value for these (no context given, no depth given)
+
 
 # Where and how a run executes, not what it computes.
 NOT_HASHED = {"tags", "save_checkpoint", "device", "backend"}
 FIELDS = {f.name: f for f in fields(RunConfig)}
+_HINTS = typing.get_type_hints(RunConfig)
 
 # Where a family or a paper gives a default (DOMAIN.md §4), sized so that `seqbench train` with
 # no other flag finishes in minutes on a 2-core CPU. `steps` and `lr` are tuned per pair.
@@ -138,58 +215,61 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+def field_type(name: str) -> tuple[type, bool]:
+    """(the base type, whether None is allowed) of RunConfig field `name`, read from its
+    annotation (`int | None` -> (int, True))."""
+    hint = _HINTS[name]
+    args = typing.get_args(hint)
+    if args and type(None) in args:
+        (base,) = [a for a in args if a is not type(None)]
+        return typing.get_origin(base) or base, True
+    return typing.get_origin(hint) or hint, False
+
+
 def coerce(name: str, raw: Any) -> Any:
     """Convert a --set / TOML value to the type of RunConfig field `name`."""
     if name not in FIELDS:
         from seqbench.errors import UnknownNameError
 
         raise UnknownNameError("config field", name, [n for n in FIELDS if n != "tags"])
-    ftype = str(FIELDS[name].type)
-    if not isinstance(raw, str) or ftype.startswith(("str", "dict")):
-        return _typed(name, ftype, raw)
-    if raw.lower() in ("none", "null", "") and "None" in ftype:
+    base, nullable = field_type(name)
+    if not isinstance(raw, str) or base in (str, dict):
+        return _typed(name, base, nullable, raw)
+    if raw.lower() in ("none", "null", "") and nullable:
         return None
     try:
-        if ftype.startswith("int"):
-            return int(raw)
-        if ftype.startswith("float"):
-            return float(raw)
-        if ftype.startswith("bool"):
+        if base is bool:
             if raw.lower() in ("1", "true", "yes", "on"):
                 return True
             if raw.lower() in ("0", "false", "no", "off"):
                 return False
             raise ValueError(raw)
+        return base(raw)
     except ValueError:
-        base = ftype.split(" |")[0].strip()
-        raise UsageError(f"{name} must be {_KINDS.get(base, base)}, got {raw!r}") from None
-    return raw
+        raise UsageError(f"{name} must be {_KINDS[base]}, got {raw!r}") from None
 
 
-_KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}
+_KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
+          dict: "a table"}  # fmt: skip
 
 
-def _typed(name: str, ftype: str, raw: Any) -> Any:
+def _typed(name: str, base: type, nullable: bool, raw: Any) -> Any:
     """A value that already has a type (TOML, the Python API): check it against the field's
     type, widening an integer to a float field. The message names the kind expected."""
     if name == "tags":
         if not isinstance(raw, dict):
             raise UsageError("tags must be a table of key = value")
         return {str(k): str(v) for k, v in raw.items()}
-    base = ftype.split(" |")[0].strip()
-    if raw is None and "None" in ftype:
+    if raw is None and nullable:
         return None
-    ok = {
-        "int": isinstance(raw, int) and not isinstance(raw, bool),
-        "float": isinstance(raw, (int, float)) and not isinstance(raw, bool),
-        "bool": isinstance(raw, bool),
-        "str": isinstance(raw, str),
-    }.get(base, True)
+    ok = isinstance(raw, base) and not (isinstance(raw, bool) and base is not bool)
+    if base is float:
+        ok = isinstance(raw, (int, float)) and not isinstance(raw, bool)
     if not ok:
         shown = repr(raw) if len(repr(raw)) <= 40 else repr(raw)[:37] + "..."
-        kind = _KINDS.get(base, base) + (" or none" if "None" in ftype else "")
+        kind = _KINDS[base] + (" or none" if nullable else "")
         raise UsageError(f"{name} must be {kind}, got {type(raw).__name__} {shown}")
-    return float(raw) if base == "float" else raw
+    return float(raw) if base is float else raw
 
 
 def parse_assignments(items: list[str] | None, what: str = "--set") -> dict[str, Any]:
@@ -220,7 +300,7 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
     from seqbench.tasks import TASKS
 
     spec = MODELS.get(model)
-    task_cls = TASKS.get(task)
+    task_spec = TASKS.get(task)
     values: dict[str, Any] = {}
     values.update(spec.defaults)
     values.update(TASK_DEFAULTS.get(task, {}))
@@ -232,10 +312,10 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
     if overrides.get("k") is not None and "levels" not in overrides:
         values.pop("levels", None)  # a context k asked for sizes the depth, not a default
     if values.get("seq_len") is None:
-        values["seq_len"] = task_cls.default_seq_len
-    for name, default in (("hidden", 128), ("layers", 1), ("kernel_size", 7)):
+        values["seq_len"] = task_spec.default_seq_len
+    for name in ("hidden", "layers", "kernel_size"):
         if values.get(name) is None:  # unset, or "none" given: the default, not a None
-            values[name] = default
+            values[name] = FIELDS[name].default
     if values.get("epochs") is not None and "steps" not in overrides:
         values["steps"] = None
     cfg = RunConfig(model=model, task=task, **values)
@@ -265,35 +345,7 @@ def validate(cfg: RunConfig) -> None:
         if v is not None and abs(v) > FLOAT32_MAX:  # the optimiser works in float32
             raise UsageError(f"{name} = {v} is beyond float32's range (±{FLOAT32_MAX:.3g})")
 
-    def positive(name, v):
-        if v is not None and not v > 0:
-            raise UsageError(f"{name} must be positive, got {v}")
-
-    for name in (
-        "lr",
-        "batch_size",
-        "steps",
-        "epochs",
-        "clip",
-        "hidden",
-        "params",
-        "layers",
-        "seq_len",
-        "k",
-        "eval_every",
-        "eval_size",
-        "lam",
-        "teacher_lam",
-        "magnitude",
-        "kernel_size",
-        "levels",
-        "lr_decay_every",
-        "eval_batch_size",
-        "heads",
-        "lr_decay",
-        "subset",
-    ):
-        positive(name, getattr(cfg, name))
+    _positive_fields(cfg, POSITIVE)
     for name, most in LIMITS.items():
         v = getattr(cfg, name)
         if v is not None and v > most:
@@ -310,24 +362,11 @@ def validate(cfg: RunConfig) -> None:
         raise UsageError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {cfg.optimizer!r}")
     if cfg.device not in DEVICES:
         raise UsageError(f"device must be one of {', '.join(DEVICES)}, got {cfg.device!r}")
-    from seqbench.ops.indrnn import BACKENDS
-
     if cfg.backend not in BACKENDS:
         raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, got {cfg.backend!r}")
     if not 0 <= cfg.dropout < 1:
         raise UsageError(f"dropout must be in [0, 1), got {cfg.dropout}")
-    if cfg.stable and cfg.model == "window" and cfg.base not in STABLE_MODELS:
-        raise UsageError(
-            f"--stable on a window model needs a base with a stability condition "
-            f"({', '.join(m for m in STABLE_MODELS if m != 'window')}), not {cfg.base}"
-        )
-    if cfg.stable and cfg.model not in STABLE_MODELS:
-        raise UsageError(
-            f"--stable is defined for {', '.join(STABLE_MODELS)} (and window over them), "
-            f"not {cfg.model}"
-        )
-    if cfg.k is not None and cfg.levels is not None and cfg.model in ("tcn", "gcnn"):
-        raise UsageError(f"{cfg.model}: give --k (context) or levels, not both")
+    from seqbench import models, tasks
 
-
-STABLE_MODELS = ("rnn", "lstm", "indrnn", "window")
+    models.validate(cfg)
+    tasks.validate(cfg)

@@ -12,11 +12,28 @@ from seqbench.registry import Registry
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """What the rest of seqbench may know about a model family, without importing torch.
+
+    stable: it has a stability projection (Backbone.project_), so --stable applies.
+    wraps_base: it runs another registered model, named by the `base` field (window).
+    indrnn_kernel: it runs the IndRNN recurrence, whose `backend` must exist on the device.
+    activation_units: activations kept per hidden unit and step for the backward (a rough
+        upper estimate, for the memory check before a run).
+    width_multiple_of: the config field the width must be a multiple of (transformer: heads).
+    check: the family's own config checks (a RunConfig or ModelArgs in, UsageError out).
+    """
+
     name: str
     description: str
     recurrent: bool
     build: Callable[..., Any]  # (in_dim, ModelArgs) -> Backbone
     defaults: dict[str, Any] = field(default_factory=dict)
+    stable: bool = False
+    wraps_base: bool = False
+    indrnn_kernel: bool = False
+    activation_units: int = 12
+    width_multiple_of: str | None = None
+    check: Callable[[Any], None] | None = None
 
 
 MODELS: Registry[ModelSpec] = Registry("model")
@@ -61,59 +78,104 @@ def _transformer(in_dim, args):
     return WindowTransformer(in_dim, args)
 
 
+def _check_rnn(c) -> None:
+    if c.nonlinearity not in ("tanh", "relu"):
+        raise UsageError(f"rnn nonlinearity must be tanh or relu, got {c.nonlinearity!r}")
+
+
+def _check_conv(name: str, min_kernel: int):
+    def check(c) -> None:
+        if c.kernel_size < min_kernel:
+            raise UsageError(f"{name}: kernel_size must be at least {min_kernel}")
+        if c.levels is not None and c.k is not None:
+            raise UsageError(f"{name}: give k (context) or levels, not both")
+
+    return check
+
+
+def _check_window(c) -> None:
+    base = MODELS.get(c.base)
+    if not base.recurrent:
+        raise UsageError(f"window: base must be a recurrent model (rnn, lstm, gru, indrnn), "
+                         f"got {c.base!r}")  # fmt: skip
+    if base.check is not None:
+        base.check(c)
+
+
+def _check_transformer(c) -> None:
+    if c.hidden % c.heads:
+        raise UsageError(f"transformer: hidden ({c.hidden}) must divide by heads ({c.heads})")
+
+
 for _spec in (
-    ModelSpec("rnn", "Elman RNN (tanh or relu), torch.nn fused", True, _torch_rnn("rnn")),
-    ModelSpec("lstm", "LSTM, torch.nn fused (cuDNN / oneDNN)", True, _torch_rnn("lstm")),
-    ModelSpec("gru", "GRU, torch.nn fused (cuDNN / oneDNN)", True, _torch_rnn("gru")),
-    ModelSpec(
-        "indrnn",
-        "IndRNN (Li et al. 2018): h = relu(Wx + u ⊙ h), |u| ≤ M^(1/T)",
-        True,
-        _indrnn,
-        {"layers": 2},
-    ),
-    ModelSpec(
-        "tcn",
-        "Temporal convolutional network (Bai et al. 2018), context k = receptive field",
-        False,
-        _tcn,
-        {"hidden": 30, "kernel_size": 7},
-    ),
-    ModelSpec(
-        "gcnn",
-        "Gated convolutional network (Dauphin et al. 2017), context k",
-        False,
-        _gcnn,
-        {"hidden": 64, "kernel_size": 5},
-    ),
-    ModelSpec(
-        "window",
-        "Truncated recurrent model (Miller & Hardt): base model on the last k inputs",
-        False,
-        _window,
-    ),
-    ModelSpec(
-        "transformer",
-        "Causal transformer with attention restricted to the last k positions",
-        False,
-        _transformer,
-        {"hidden": 64, "layers": 2},
-    ),
-):
+    ModelSpec("rnn", "Elman RNN (tanh or relu), torch.nn fused", True, _torch_rnn("rnn"),
+              stable=True, activation_units=3, check=_check_rnn),
+    ModelSpec("lstm", "LSTM, torch.nn fused (cuDNN / oneDNN)", True, _torch_rnn("lstm"),
+              stable=True),
+    ModelSpec("gru", "GRU, torch.nn fused (cuDNN / oneDNN)", True, _torch_rnn("gru"),
+              activation_units=10),
+    ModelSpec("indrnn", "IndRNN (Li et al. 2018): h = relu(Wx + u ⊙ h), |u| ≤ M^(1/T)", True,
+              _indrnn, {"layers": 2}, stable=True, indrnn_kernel=True, activation_units=4),
+    ModelSpec("tcn",
+              "Temporal convolutional network (Bai et al. 2018), context k = receptive field",
+              False, _tcn, {"hidden": 30, "kernel_size": 7}, activation_units=8,
+              check=_check_conv("tcn", 1)),
+    ModelSpec("gcnn", "Gated convolutional network (Dauphin et al. 2017), context k", False,
+              _gcnn, {"hidden": 64, "kernel_size": 5}, activation_units=6,
+              check=_check_conv("gcnn", 2)),
+    ModelSpec("window",
+              "Truncated recurrent model (Miller & Hardt): base model on the last k inputs",
+              False, _window, wraps_base=True, check=_check_window),
+    ModelSpec("transformer", "Causal transformer with attention restricted to the last k "
+              "positions", False, _transformer, {"hidden": 64, "layers": 2},
+              width_multiple_of="heads", check=_check_transformer),
+):  # fmt: skip
     MODELS.register(_spec.name, _spec)
+
+
+def base_spec(c) -> ModelSpec:
+    """The spec of the family that does the recurrent work: the window's base, else the
+    model's own."""
+    spec = MODELS.get(c.model)
+    return MODELS.get(c.base) if spec.wraps_base else spec
+
+
+def validate(c) -> None:
+    """The model checks of a config (torch-free): the family's own, and --stable only where
+    the family (or a window's base) has a stability projection."""
+    spec = MODELS.get(c.model)
+    if spec.check is not None:
+        spec.check(c)
+    if c.stable and not base_spec(c).stable:
+        stable = [m for m in MODELS if MODELS.get(m).stable]
+        wrappers = [m for m in MODELS if MODELS.get(m).wraps_base]
+        if spec.wraps_base:
+            raise UsageError(
+                f"--stable on a {c.model} model needs a base with a stability condition "
+                f"({', '.join(stable)}), not {c.base}"
+            )
+        raise UsageError(
+            f"--stable is defined for {', '.join(stable)} (and {', '.join(wrappers)} over "
+            f"them), not {c.model}"
+        )
+
+
+def uses_indrnn_kernel(c) -> bool:
+    """Whether the config's model runs the IndRNN recurrence (its `backend` then matters)."""
+    return base_spec(c).indrnn_kernel
+
+
+def activation_bytes(c, B: int, T: int, H: int, D: int, layers: int, itemsize: int) -> int:
+    """A rough upper estimate of the memory one forward + backward of length T needs."""
+    units = base_spec(c).activation_units
+    return B * T * (H * units * max(layers, 1) + D) * itemsize * 2
 
 
 def make_backbone(name: str, in_dim: int, args):
     """Build the backbone `name` with `args` (a ModelArgs) for inputs of width in_dim."""
     spec = MODELS.get(name)
-    if args.hidden <= 0:
-        raise UsageError(f"hidden must be positive, got {args.hidden}")
-    if args.layers <= 0:
-        raise UsageError(f"layers must be positive, got {args.layers}")
-    if args.k is not None and args.k <= 0:
-        raise UsageError(f"k must be positive, got {args.k}")
-    if args.seq_len <= 0:
-        raise UsageError(f"seq_len must be positive, got {args.seq_len}")
+    if spec.check is not None:
+        spec.check(args)
     return spec.build(in_dim, args)
 
 
@@ -134,12 +196,17 @@ def fit_hidden(name: str, task, args, target: int, tol: float = 0.05) -> int:
 
     from seqbench.models.base import count_params
 
+    spec = MODELS.get(name)
+
     def n_params(h: int) -> int:
         with torch.device("meta"):
-            a = args.with_(hidden=h)
-            if name == "transformer":
-                a = a.with_(hidden=max(a.heads, h - h % a.heads))
-            return count_params(build_model(name, task, a))
+            return count_params(build_model(name, task, args.with_(hidden=rounded(h))))
+
+    def rounded(h: int) -> int:  # the width rule of the family, if any
+        if spec.width_multiple_of is None:
+            return h
+        m = getattr(args, spec.width_multiple_of)
+        return max(m, h - h % m)
 
     lo, hi = 1, 8192
     if n_params(lo) > target:
@@ -151,8 +218,7 @@ def fit_hidden(name: str, task, args, target: int, tol: float = 0.05) -> int:
         else:
             hi = mid
     best = min((h for h in (lo - 1, lo) if h >= 1), key=lambda h: abs(n_params(h) - target))
-    if name == "transformer":
-        best = max(args.heads, best - best % args.heads)
+    best = rounded(best)
     got = n_params(best)
     if abs(got - target) > tol * target:
         raise UsageError(

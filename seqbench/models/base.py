@@ -10,43 +10,19 @@ truncated backpropagation through time for recurrent backbones.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 import torch
 from torch import nn
 
+from seqbench.config import MODEL_FIELDS, ModelArgs
+
+__all__ = ["MODEL_ARG_NAMES", "Backbone", "ModelArgs", "SequenceModel", "count_params"]
+
 Readout = Literal["all", "last"]
 
 
-@dataclass(frozen=True)
-class ModelArgs:
-    """Hyperparameters every model family draws from; each family reads the fields it needs.
-
-    hidden: width H; layers: depth; k: context / window length (feedforward) or None;
-    seq_len: the task's T (IndRNN's recurrent bound M^(1/T) depends on it).
-    """
-
-    hidden: int = 128
-    layers: int = 1
-    k: int | None = None
-    seq_len: int = 100
-    dropout: float = 0.0
-    kernel_size: int = 7
-    levels: int | None = None
-    nonlinearity: str = "tanh"
-    base: str = "lstm"
-    magnitude: float = 2.0
-    deep: bool = False
-    heads: int = 4
-    backend: str = "auto"
-    forget_bias: float = 0.0
-
-    def with_(self, **kw) -> ModelArgs:
-        return replace(self, **kw)
-
-
-MODEL_ARG_NAMES = {f.name for f in fields(ModelArgs)}
+MODEL_ARG_NAMES = set(MODEL_FIELDS)
 
 
 class Backbone(nn.Module):
@@ -69,6 +45,20 @@ class Backbone(nn.Module):
 
     def constrain_(self) -> None:
         """Project parameters back into the family's admissible set (called after each step)."""
+
+    # -- stability (Miller & Hardt): families with a stability condition override these ------
+    def project_(self, lam: float) -> float:
+        """Project the recurrent weights onto the λ-stable set (after every step under
+        --stable); return the achieved bound. Only families whose ModelSpec says `stable`."""
+        raise NotImplementedError(f"{type(self).__name__} has no stability projection")
+
+    def stability_bound(self) -> float | None:
+        """The family's stability quantity for the current weights (None: it has none)."""
+        return None
+
+    def spectra(self) -> dict[str, float]:
+        """Spectral facts of the recurrent weights, for `seqbench stress` (empty: none)."""
+        return {}
 
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         raise NotImplementedError

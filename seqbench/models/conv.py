@@ -13,7 +13,6 @@ import torch
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm
 
-from seqbench.errors import UsageError
 from seqbench.models.base import Backbone, ModelArgs
 
 
@@ -85,8 +84,6 @@ class TCN(Backbone):
 
     def __init__(self, in_dim: int, args: ModelArgs):
         super().__init__()
-        if args.levels is not None and args.k is not None:
-            raise UsageError("tcn: give k (context) or levels, not both")
         K = args.kernel_size
         if args.levels is not None:
             levels = args.levels
@@ -132,10 +129,6 @@ class GatedCNN(Backbone):
     def __init__(self, in_dim: int, args: ModelArgs):
         super().__init__()
         K = args.kernel_size
-        if K < 2:
-            raise UsageError("gcnn: kernel_size must be at least 2")
-        if args.levels is not None and args.k is not None:
-            raise UsageError("gcnn: give k (context) or levels, not both")
         if args.levels is not None:
             layers = args.levels
         else:

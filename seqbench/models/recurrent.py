@@ -8,7 +8,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqbench.errors import UsageError
 from seqbench.models.base import Backbone, ModelArgs
 from seqbench.ops.indrnn import indrnn
 
@@ -24,8 +23,6 @@ class TorchRecurrent(Backbone):
 
     def __init__(self, kind: str, in_dim: int, args: ModelArgs):
         super().__init__()
-        if kind == "rnn" and args.nonlinearity not in ("tanh", "relu"):
-            raise UsageError(f"rnn nonlinearity must be tanh or relu, got {args.nonlinearity!r}")
         cls = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}[kind]
         kw = {"nonlinearity": args.nonlinearity} if kind == "rnn" else {}
         self.kind = kind
@@ -55,9 +52,60 @@ class TorchRecurrent(Backbone):
     def recurrent_weights(self) -> dict[str, torch.Tensor]:
         return {n: p for n, p in self.rnn.named_parameters() if n.startswith("weight_hh")}
 
+    def project_(self, lam: float) -> float:
+        """rnn: clamp the singular values of each W to ≤ λ (SVD), so ‖W‖₂ ≤ λ and, with a
+        1-Lipschitz φ, h ↦ φ(W h + U x) is λ-contractive. lstm: rescale the four gate blocks
+        together so that the bound S of `lstm_bound` is ≤ λ."""
+        ws = self.recurrent_weights().values()
+        if self.kind == "rnn":
+            return max(spectral_clip_(w, lam) for w in ws)
+        if self.kind == "lstm":
+            with torch.no_grad():
+                for w in ws:
+                    s = lstm_bound(w)
+                    if s > lam:
+                        w.mul_(lam / s)
+            return self.stability_bound()
+        return super().project_(lam)
+
+    def stability_bound(self) -> float | None:
+        """max ‖W‖₂ (rnn), max S (lstm); None for the GRU (no condition is enforced)."""
+        ws = self.recurrent_weights().values()
+        if self.kind == "rnn":
+            return max(spectral_norm(w) for w in ws)
+        if self.kind == "lstm":
+            return max(lstm_bound(w) for w in ws)
+        return None
+
+    def spectra(self) -> dict[str, float]:
+        ws = self.recurrent_weights().values()
+        out = {"spectral_norm": max(spectral_norm(w) for w in ws)}
+        if self.kind == "rnn":
+            out["spectral_radius"] = max(spectral_radius(w) for w in ws)
+        if self.kind == "lstm":
+            s = max(lstm_bound(w) for w in ws)
+            out["lstm_bound"] = s
+            out["lstm_condition_holds"] = float(s < 1.0)
+        return out
+
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         y, state = self.rnn(x, state)  # (B, T, H)
         return y, state
+
+
+def lstm_bound(w_hh: torch.Tensor) -> float:
+    """S = ‖W_i‖∞/4 + ‖W_f‖∞/4 + ‖W_g‖∞ + ‖W_o‖∞/4 for a packed (4H, H) LSTM matrix.
+
+    For h_t = o ⊙ tanh(c_t), c_t = f ⊙ c_{t-1} + i ⊙ g with σ' ≤ 1/4, tanh' ≤ 1 and |c|, |g| ≤ 1,
+    a change Δh moves the next state by at most S·‖Δh‖∞. This is a sufficient condition under
+    the stated bounds on the cell, in the spirit of Miller & Hardt's LSTM condition, not a
+    verbatim copy of it."""
+    wi, wf, wg, wo = w_hh.detach().double().chunk(4, dim=0)
+
+    def inf_norm(w):
+        return float(w.abs().sum(dim=1).max())
+
+    return inf_norm(wi) / 4 + inf_norm(wf) / 4 + inf_norm(wg) + inf_norm(wo) / 4
 
 
 def indrnn_bounds(seq_len: int, magnitude: float) -> tuple[float, float]:
@@ -123,6 +171,22 @@ class IndRNN(Backbone):
             for layer in self.layers:
                 layer.u.clamp_(-self.u_max, self.u_max)
 
+    def project_(self, lam: float) -> float:
+        """|u| ≤ min(M^(1/T), λ) elementwise."""
+        cap = min(self.u_max, lam)
+        with torch.no_grad():
+            for layer in self.layers:
+                layer.u.clamp_(-cap, cap)
+        return self.stability_bound()
+
+    def stability_bound(self) -> float:
+        """max |u| over the layers."""
+        return max(float(layer.u.detach().abs().max()) for layer in self.layers)
+
+    def spectra(self) -> dict[str, float]:
+        u = self.stability_bound()
+        return {"max_abs_u": u, "spectral_norm": u, "spectral_radius": u}
+
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         states = []
         h = x
@@ -160,6 +224,7 @@ __all__ = [
     "IndRNN",
     "TorchRecurrent",
     "indrnn_bounds",
+    "lstm_bound",
     "spectral_clip_",
     "spectral_norm",
     "spectral_radius",

@@ -17,7 +17,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbench.errors import UsageError
 from seqbench.models.base import Backbone, ModelArgs
 
 
@@ -100,10 +99,6 @@ class WindowTransformer(Backbone):
 
     def __init__(self, in_dim: int, args: ModelArgs):
         super().__init__()
-        if args.hidden % args.heads:
-            raise UsageError(
-                f"transformer: hidden ({args.hidden}) must divide by heads ({args.heads})"
-            )
         self.inp = nn.Linear(in_dim, args.hidden)
         layer = nn.TransformerEncoderLayer(
             args.hidden,

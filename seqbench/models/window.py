@@ -8,7 +8,6 @@ from typing import Any
 
 import torch
 
-from seqbench.errors import UsageError
 from seqbench.models.base import Backbone, ModelArgs
 
 
@@ -23,13 +22,7 @@ class Window(Backbone):
 
     def __init__(self, in_dim: int, args: ModelArgs, make_base):
         super().__init__()
-        if args.base == "window":
-            raise UsageError("window: base must be a recurrent model, not 'window'")
         self.base = make_base(args.base, in_dim, args.with_(k=None))
-        if not self.base.recurrent:
-            raise UsageError(
-                f"window: base must be recurrent (rnn, lstm, gru, indrnn), got {args.base!r}"
-            )
         self.k = args.k if args.k is not None else min(args.seq_len, 32)
         self.out_dim = self.base.out_dim
 
@@ -42,6 +35,16 @@ class Window(Backbone):
 
     def constrain_(self) -> None:
         self.base.constrain_()
+
+    # the truncated model is stable exactly when its base is
+    def project_(self, lam: float) -> float:
+        return self.base.project_(lam)
+
+    def stability_bound(self) -> float | None:
+        return self.base.stability_bound()
+
+    def spectra(self) -> dict[str, float]:
+        return self.base.spectra()
 
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         B, T, D = x.shape

@@ -52,11 +52,11 @@ TASK_RELATIVE = ("test_metric", "best_valid_metric", "final_valid_metric")
 
 def metric_direction(metric: str, task: str | None = None) -> str:
     """'higher' or 'lower' is better for a summary key; the task-relative keys ask the task."""
-    from seqbench.task_meta import HIGHER_IS_BETTER
+    from seqbench.tasks import TASKS
 
     if metric == "throughput" or metric.endswith("_acc"):
         return "higher"
-    if metric in TASK_RELATIVE and task in HIGHER_IS_BETTER:
+    if metric in TASK_RELATIVE and task in TASKS and TASKS.get(task).higher_is_better:
         return "higher"
     return "lower"
 

@@ -297,28 +297,43 @@ class Store:
             )
             s.execute(insert(Summary), payload)
 
-    def add_curve(self, run_id: int, kind: str, xs: Iterable[float], ys: Iterable[float]) -> None:
-        with self.Session.begin() as s:
-            s.execute(insert(Curve), _curve_rows(run_id, kind, xs, ys))
-
-    def record_finished_run(
+    def write_run(
         self,
-        summaries: Mapping[str, float],
+        run_id: int | None,
+        fields: Mapping[str, Any],
+        *,
+        metrics: Iterable[tuple[str, int, float]] = (),
+        summaries: Mapping[str, float] | None = None,
         curves: Mapping[str, tuple[Iterable[float], Iterable[float]]] | None = None,
-        **fields: Any,
-    ) -> Run:
-        """A run that is already over (stress, bench) with its summaries and curves, in one
-        transaction: a Ctrl-C or SIGTERM leaves all of it or none of it."""
+    ) -> int:
+        """A run's fields (creating the run when run_id is None), metrics, summaries (their
+        keys replaced) and curves in one transaction: a Ctrl-C or SIGTERM leaves all of it or
+        none of it. Returns the run id."""
         with self.Session.begin() as s:
-            run = Run(**fields)
-            s.add(run)
-            s.flush()
-            for kind, (xs, ys) in (curves or {}).items():
-                s.execute(insert(Curve), _curve_rows(run.id, kind, xs, ys))
-            rows = summary_rows(run.id, summaries)
+            if run_id is None:
+                run = Run(**fields)
+                s.add(run)
+                s.flush()
+                run_id = run.id
+            elif fields:
+                s.execute(update(Run).where(Run.id == run_id).values(**fields))
+            rows = metric_rows(run_id, metrics)
             if rows:
+                s.execute(insert(Metric), rows)
+            rows = summary_rows(run_id, summaries or {})
+            if rows:
+                keys = [r["key"] for r in rows]
+                s.execute(delete(Summary).where(Summary.run_id == run_id, Summary.key.in_(keys)))
                 s.execute(insert(Summary), rows)
-        return run
+            for kind, (xs, ys) in (curves or {}).items():
+                s.execute(insert(Curve), _curve_rows(run_id, kind, xs, ys))
+        return run_id
+
+    def recorder(self):
+        """A RunRecorder writing one run to this store."""
+        from seqbench.store.recorder import StoreRecorder
+
+        return StoreRecorder(self)
 
     def metrics(self, run_id: int, key: str | None = None) -> list[tuple[str, int, float]]:
         q = select(Metric.key, Metric.step, Metric.value, Metric.value_kind).where(

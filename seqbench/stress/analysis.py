@@ -99,33 +99,3 @@ def decay_rate(ks: list[int], errs: np.ndarray, floor: float = 0.0) -> float:
     """exp(slope) of log e(k) against k over the points above the rounding floor (≈ λ for
     stable models); nan when fewer than two points are above it."""
     return fit_log_slope(np.asarray(ks), errs, floor)
-
-
-def spectra(backbone) -> dict[str, float]:
-    """Spectral norm/radius of each recurrent matrix; IndRNN max |u|; the LSTM bound S and
-    whether it is < 1 (the sufficient condition enforced by --stable)."""
-    from seqbench.models.recurrent import IndRNN, TorchRecurrent, spectral_norm, spectral_radius
-    from seqbench.models.window import Window
-    from seqbench.training.stability import lstm_bound
-
-    bb = backbone.base if isinstance(backbone, Window) else backbone
-    out: dict[str, float] = {}
-    if isinstance(bb, IndRNN):
-        out["max_abs_u"] = max(float(lay.u.detach().abs().max()) for lay in bb.layers)
-        out["spectral_norm"] = out["spectral_radius"] = out["max_abs_u"]
-    elif isinstance(bb, TorchRecurrent):
-        ws = bb.recurrent_weights().values()
-        out["spectral_norm"] = max(spectral_norm(w) for w in ws)
-        if bb.kind == "rnn":
-            out["spectral_radius"] = max(spectral_radius(w) for w in ws)
-        if bb.kind == "lstm":
-            s = max(lstm_bound(w) for w in ws)
-            out["lstm_bound"] = s
-            out["lstm_condition_holds"] = float(s < 1.0)
-    return out
-
-
-def activation_bytes(model: str, B: int, T: int, H: int, D: int, layers: int, itemsize: int):
-    """A rough upper estimate of the memory one forward + backward of length T needs."""
-    per_step = {"lstm": 12, "gru": 10, "rnn": 3, "indrnn": 4, "tcn": 8, "gcnn": 6}.get(model, 12)
-    return B * T * (H * per_step * max(layers, 1) + D) * itemsize * 2

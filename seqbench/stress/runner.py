@@ -14,12 +14,10 @@ from seqbench.store.schema import utcnow
 from seqbench.store.store import Store, config_digest
 from seqbench.stress.analysis import (
     VERDICT_CODES,
-    activation_bytes,
     decay_rate,
     grad_vs_lag,
     k_grid,
     rates,
-    spectra,
     truncation_error,
 )
 
@@ -65,20 +63,22 @@ def analyse(
     trunc, floor = truncation_error(backbone, x, ks)
     return StressResult(
         model, seed, source, r.gain, r.horizon, r.verdict, decay_rate(ks, trunc, floor),
-        spectra(backbone), np.arange(seq_len), grad, ks, trunc,
+        backbone.spectra(), np.arange(seq_len), grad, ks, trunc,
     )  # fmt: skip
 
 
-def check_memory(model: str, batch: int, seq_len: int, hidden: int, in_dim: int, layers: int,
+def check_memory(cfg, batch: int, seq_len: int, hidden: int, in_dim: int, layers: int,
                  dtype: torch.dtype) -> None:  # fmt: skip
-    need = activation_bytes(model, batch, seq_len, hidden, in_dim, layers, dtype.itemsize)
+    from seqbench.models import activation_bytes
+
+    need = activation_bytes(cfg, batch, seq_len, hidden, in_dim, layers, dtype.itemsize)
     need += 4 * hidden * (hidden + in_dim) * max(layers, 1) * dtype.itemsize * 2  # weights+grads
     from seqbench.environment import available_memory
 
     have = available_memory()
     if need > 0.8 * have:
         raise UsageError(
-            f"stress {model} at T={seq_len}, B={batch}, H={hidden} needs about "
+            f"stress {cfg.model} at T={seq_len}, B={batch}, H={hidden} needs about "
             f"{need / 2**30:.1f} GiB but {have / 2**30:.1f} GiB is available: "
             "lower --seq-len, --batch or --hidden"
         )
@@ -90,13 +90,12 @@ def fresh_backbone(model: str, seq_len: int, hidden: int | None, seed: int, in_d
     allocated (the memory estimate)."""
     from seqbench.config import resolve
     from seqbench.models import make_backbone
-    from seqbench.training.loop import model_args
 
     cfg = resolve(model, "adding", {"seq_len": seq_len, **({"hidden": hidden} if hidden else {})})
     if check is not None:
         check(cfg)
     torch.manual_seed(seed)
-    return make_backbone(model, in_dim, model_args(cfg, seq_len)), cfg
+    return make_backbone(model, in_dim, cfg.model_args(seq_len)), cfg
 
 
 def trained_backbone(store: Store, run_ref: str):
@@ -121,24 +120,24 @@ def trained_backbone(store: Store, run_ref: str):
     cfg = make_config(run.model, run.task, conf)
     _, task, model, _ = prepare(cfg)
     model.load_state_dict(load_checkpoint(run.checkpoint)["state_dict"])
-    return model.backbone, task.in_dim, run
+    return model.backbone, task.in_dim, run, cfg
 
 
 def save(store: Store, res: StressResult, params: dict) -> int:
     from seqbench import environment
 
     cfg = {**params, "model": res.model, "seed": res.seed, "source": res.source}
-    run = store.record_finished_run(
-        {
+    return store.recorder().finish(
+        "completed",
+        summaries={
             "gain": res.gain,
             "horizon": res.horizon,
             "verdict": VERDICT_CODES[res.verdict],
             "decay_rate": res.decay,
             **res.spectra,
         },
-        {"grad_norm": (res.lags, res.grad), "truncation_error": (res.ks, res.trunc)},
+        curves={"grad_norm": (res.lags, res.grad), "truncation_error": (res.ks, res.trunc)},
         kind="stress",
-        status="completed",
         model=res.model,
         task="stress",
         seq_len=params["seq_len"],
@@ -147,9 +146,7 @@ def save(store: Store, res: StressResult, params: dict) -> int:
         config_hash=config_digest(cfg),
         environment=environment.capture("cpu"),
         started_at=utcnow(),
-        finished_at=utcnow(),
     )
-    return run.id
 
 
 def stress(
@@ -187,13 +184,13 @@ def stress(
         for s in seeds:
             bb, _cfg = fresh_backbone(
                 m, seq_len, hidden, s, in_dim,
-                check=lambda c, m=m: check_memory(m, batch, seq_len, c.hidden, in_dim,
+                check=lambda c: check_memory(c, batch, seq_len, c.hidden, in_dim,
                                                   c.layers, tdtype),
             )  # fmt: skip
             jobs.append((m, s, "init", bb, in_dim))
     for ref in runs:
-        bb, d, run = trained_backbone(store, ref)
-        check_memory(run.model, batch, seq_len, bb.out_dim, d, 2, tdtype)
+        bb, d, run, cfg = trained_backbone(store, ref)
+        check_memory(cfg, batch, seq_len, bb.out_dim, d, cfg.layers, tdtype)
         jobs.append((run.model, run.seed or 0, f"run {run.id}", bb, d))
     params = {"seq_len": seq_len, "batch": batch, "hidden": hidden, "dtype": dtype,
               "rtol": rtol, "eps": eps}  # fmt: skip

@@ -12,41 +12,10 @@ import socket
 import sys
 import threading
 import traceback
-from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 from seqbench.errors import SeqbenchError, UsageError
-
-
-class MemoryRecorder:
-    """The Store methods train() uses, kept in memory: the record travels back to the driver."""
-
-    def __init__(self, run_id: int):
-        self.run_id = run_id
-        self.fields: dict[str, Any] = {}
-        self.metrics: list[tuple[str, int, float]] = []
-        self.summaries: dict[str, float] = {}
-
-    def create_run(self, **fields):
-        self.fields.update(fields)
-        return SimpleNamespace(id=self.run_id)
-
-    def log_metrics(self, run_id, rows):
-        rows = list(rows)
-        self.metrics.extend(rows)
-        return len(rows)
-
-    def heartbeat(self, run_id):
-        pass
-
-    def set_summaries(self, run_id, values):
-        self.summaries.update(values)
-
-    def update_run(self, run_id, **fields):
-        self.fields.update(fields)
-
-    def record(self) -> dict:
-        return {"fields": self.fields, "metrics": self.metrics, "summaries": self.summaries}
+from seqbench.store.recorder import MemoryRecorder
 
 
 class Finished(NamedTuple):

@@ -9,28 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
 
+from seqbench.config import TaskArgs
+
+__all__ = ["SPLITS", "Task", "TaskArgs", "generator"]
+
 SPLITS = ("train", "valid", "test")
-
-
-@dataclass(frozen=True)
-class TaskArgs:
-    """seq_len T; seed; marker (adding: uniform | halves); subset (real data: first N examples
-    per split, or N chorales); path (text); lam (teacher spectral norm); eval_size (synthetic
-    valid/test set size, and the cap on evaluated sequences for big real splits)."""
-
-    seq_len: int | None = None
-    seed: int = 0
-    marker: str = "uniform"
-    subset: int | None = None
-    path: str | None = None
-    lam: float = 0.9
-    eval_size: int = 1000
 
 
 def cache_dir() -> Path:
@@ -48,19 +36,34 @@ def generator(seed: int, stream: int = 0) -> torch.Generator:
 
 
 class Task:
-    """Subclasses set the class attributes and implement `sample` or `split_tensors`."""
+    """Subclasses set `name` (their registry entry, which holds the task's facts: metric,
+    direction, default T, description) and the shape attributes, and implement `sample` or
+    `split_tensors`."""
 
     name: str
-    description: str
-    metric: str  # e.g. "mse", "acc", "bpc"
-    higher_is_better: bool = False
     readout: Literal["all", "last"] = "last"
     in_dim: int
     out_dim: int
     vocab: int | None = None
-    default_seq_len: int | None = None
     synthetic: bool = False
-    baseline_note: str = "-"  # how the trivial baseline is defined, for `seqbench tasks`
+
+    @property
+    def spec(self):
+        from seqbench.tasks import TASKS
+
+        return TASKS.get(self.name)
+
+    @property
+    def metric(self) -> str:  # e.g. "mse", "acc", "bpc"
+        return self.spec.metric
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.spec.higher_is_better
+
+    @property
+    def default_seq_len(self) -> int:
+        return self.spec.default_seq_len
 
     def __init__(self, args: TaskArgs):
         self.args = args
@@ -111,10 +114,6 @@ def to_device(y: Any, device) -> Any:
 
 class TensorTask(Task):
     """A task whose splits are fixed tensors (x, y) with classification over the last step."""
-
-    metric = "acc"
-    higher_is_better = True
-    baseline_note = "chance: 10%"
 
     def split_tensors(self, split: str) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from seqbench.errors import MissingDependencyError, SeqbenchError
-from seqbench.tasks.base import TaskArgs, TensorTask, generator, seeded_split
+from seqbench.tasks.base import TensorTask, generator, seeded_split
 
 FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 PERMUTATION_SEED = 1234  # one fixed permutation for every run, independent of the run's seed
@@ -40,17 +40,6 @@ class PixelTask(TensorTask):
     permuted = False
     scale = 1.0  # raw pixel value of full intensity
 
-    def __init__(self, args: TaskArgs):
-        super().__init__(args)
-        if args.seq_len not in (None, self.default_seq_len):
-            from seqbench.errors import UsageError
-
-            raise UsageError(
-                f"{self.name} has a fixed length of {self.default_seq_len} steps; "
-                f"got seq_len {args.seq_len}"
-            )
-        self.seq_len = self.default_seq_len
-
     def load(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         raise NotImplementedError
 
@@ -75,8 +64,6 @@ class PixelTask(TensorTask):
 
 class Digits(PixelTask):
     name = "digits"
-    description = "scikit-learn digits as 64-step pixel sequences (accuracy)"
-    default_seq_len = 64
     scale = 16.0
 
     def load(self):
@@ -92,14 +79,11 @@ class Digits(PixelTask):
 
 class PermutedDigits(Digits):
     name = "pdigits"
-    description = "digits with one fixed seeded pixel permutation (accuracy)"
     permuted = True
 
 
 class Fashion(PixelTask):
     name = "fashion"
-    description = "Fashion-MNIST as 784-step pixel sequences (accuracy)"
-    default_seq_len = 784
     valid_size = 5000  # held out from the 60000 training images (seeded)
     scale = 255.0
 
@@ -129,5 +113,4 @@ class Fashion(PixelTask):
 
 class PermutedFashion(Fashion):
     name = "pfashion"
-    description = "Fashion-MNIST with one fixed seeded pixel permutation (accuracy)"
     permuted = True

@@ -103,12 +103,8 @@ def _parse_chorales(path: Path, limit: int | None) -> list[np.ndarray]:
 
 class Chorales(Task):
     name = "chorales"
-    description = "Bach chorales (music21), next-frame 88-pitch prediction (frame NLL)"
-    metric = "nll"
     readout = "all"
     in_dim = out_dim = N_PITCH
-    default_seq_len = 64  # training crop length; evaluation uses whole chorales
-    baseline_note = "per-pitch frequencies of train (no context)"
 
     @cached_property
     def _splits(self) -> dict[str, list[torch.Tensor]]:

@@ -7,7 +7,6 @@ from functools import cached_property
 
 import torch
 
-from seqbench.errors import UsageError
 from seqbench.tasks.base import Task, TaskArgs, generator
 
 
@@ -38,8 +37,6 @@ class SyntheticTask(Task):
 class RegressionTask(SyntheticTask):
     """Mean squared error is both the loss and the metric."""
 
-    metric = "mse"
-
     def loss(self, out, y):
         return torch.nn.functional.mse_loss(out, y)
 
@@ -54,18 +51,7 @@ class Adding(RegressionTask):
     (IndRNN, uRNN). Predicting 1 scores Var(a + b) = 1/6."""
 
     name = "adding"
-    description = "adding problem: sum the two marked values (MSE)"
-    metric = "mse"
     in_dim, out_dim = 2, 1
-    default_seq_len = 100
-    baseline_note = "predict 1: 1/6 ≈ 0.1667"
-
-    def __init__(self, args: TaskArgs):
-        super().__init__(args)
-        if args.marker not in ("uniform", "halves"):
-            raise UsageError(f"adding: marker must be uniform or halves, got {args.marker!r}")
-        if self.seq_len < 2:
-            raise UsageError(f"adding needs seq_len >= 2, got {self.seq_len}")
 
     def sample(self, n, gen):
         T = self.seq_len
@@ -97,17 +83,8 @@ class CopyMemory(SyntheticTask):
     model that outputs blanks and then guesses scores 10·ln 8 / (T+20)."""
 
     name = "copy"
-    description = "copy memory: recall 10 symbols after T blanks (cross-entropy)"
-    metric = "ce"
     readout = "all"
     in_dim, out_dim, vocab = 16, 10, 10
-    default_seq_len = 100
-    baseline_note = "memoryless: 10·ln 8/(T+20)"
-
-    def __init__(self, args: TaskArgs):
-        super().__init__(args)
-        if self.seq_len < 1:
-            raise UsageError(f"copy needs seq_len >= 1, got {self.seq_len}")
 
     def sample(self, n, gen):
         T = self.seq_len
@@ -138,22 +115,16 @@ class Teacher(RegressionTask):
     The baseline is the MSE of predicting the test set's mean."""
 
     name = "teacher"
-    description = "regress a random teacher RNN with spectral norm λ (MSE)"
-    metric = "mse"
     readout = "all"
     in_dim, out_dim = 4, 1
-    default_seq_len = 100
     teacher_hidden = 32
-    baseline_note = "predict the mean: Var(y)"
 
     def __init__(self, args: TaskArgs):
         super().__init__(args)
-        if args.lam <= 0:
-            raise UsageError(f"teacher: lam must be positive, got {args.lam}")
         g = generator(args.seed, 7)
         H = self.teacher_hidden
         q, _ = torch.linalg.qr(torch.randn(H, H, generator=g, dtype=torch.float64))
-        self.W = (args.lam * q).float()  # (H, H), spectral norm λ
+        self.W = (args.teacher_lam * q).float()  # (H, H), spectral norm λ
         self.U = torch.randn(H, self.in_dim, generator=g) / math.sqrt(self.in_dim)
         self.v = torch.randn(H, generator=g) / math.sqrt(H)
 

@@ -19,10 +19,7 @@ class LanguageModel(Task):
     (at most `eval_size` of them)."""
 
     readout = "all"
-    metric = "bpc"
-    default_seq_len = 100
     in_dim = 64  # embedding width
-    baseline_note = "unigram of train"
 
     def streams(self) -> dict[str, list[str]]:
         raise NotImplementedError
@@ -101,7 +98,6 @@ def _treebank():
 
 class PTBChar(LanguageModel):
     name = "ptb-char"
-    description = "Penn Treebank characters (bits per character)"
 
     def streams(self):
         penn = _treebank()
@@ -110,9 +106,6 @@ class PTBChar(LanguageModel):
 
 class PTBWord(LanguageModel):
     name = "ptb-word"
-    description = "Penn Treebank words, 10k vocabulary (perplexity)"
-    metric = "ppl"
-    default_seq_len = 35
     in_dim = 128
 
     def streams(self):
@@ -130,7 +123,6 @@ class TextFile(LanguageModel):
     """Characters of any UTF-8 text file (--path), split 90/5/5 contiguously."""
 
     name = "text"
-    description = "character-level modelling of a text file given by path (bits per char)"
 
     def __init__(self, args: TaskArgs):
         super().__init__(args)

@@ -25,13 +25,13 @@ import torch
 from seqbench import environment
 from seqbench.config import RunConfig
 from seqbench.errors import RunFailedError, UsageError
-from seqbench.models import build_model, fit_hidden
-from seqbench.models.base import MODEL_ARG_NAMES, ModelArgs, count_params
-from seqbench.store.schema import utcnow
+from seqbench.models import activation_bytes, build_model, fit_hidden, uses_indrnn_kernel
+from seqbench.models.base import count_params
+from seqbench.store.common import utcnow
+from seqbench.store.recorder import RunRecorder
 from seqbench.store.store import Store
 from seqbench.tasks import make_task
-from seqbench.tasks.base import TaskArgs, generator, to_device
-from seqbench.training import stability
+from seqbench.tasks.base import generator, to_device
 
 LOG_EVERY = 10  # train_loss / grad_norm are logged every this many steps
 # A lower-is-better test metric this many times the task's trivial baseline is a blow-up, not a
@@ -80,33 +80,11 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def task_args(cfg: RunConfig) -> TaskArgs:
-    return TaskArgs(
-        seq_len=cfg.seq_len,
-        seed=cfg.seed,
-        marker=cfg.marker,
-        subset=cfg.subset,
-        path=cfg.path,
-        lam=cfg.teacher_lam,
-        eval_size=cfg.eval_size,
-    )
-
-
-def model_args(cfg: RunConfig, seq_len: int) -> ModelArgs:
-    """The model's hyperparameters: every ModelArgs field is a RunConfig field of that name."""
-    fields = {n: getattr(cfg, n) for n in MODEL_ARG_NAMES if n != "seq_len"}
-    return ModelArgs(seq_len=seq_len, **fields)
-
-
 def preflight(cfg: RunConfig) -> None:
     """What prepare() checks, without building the model: device, backend, task arguments and
     memory. A sweep runs it on every point before it writes a row."""
-    device = resolve_device(cfg.device)
-    if cfg.model == "indrnn" or (cfg.model == "window" and cfg.base == "indrnn"):
-        from seqbench.ops.indrnn import resolve_backend
-
-        resolve_backend(cfg.backend, device)
-    task = make_task(cfg.task, task_args(cfg))
+    check_device(cfg)
+    task = make_task(cfg.task, cfg.task_args())
     if cfg.params is None:
         check_memory(replace(cfg, seq_len=task.seq_len), task)
 
@@ -114,16 +92,12 @@ def preflight(cfg: RunConfig) -> None:
 def prepare(cfg: RunConfig):
     """Build task and model from a config (validating everything a user can get wrong), and
     return the config with the derived values filled in: T, the fitted width, the steps."""
-    device = resolve_device(cfg.device)
-    if cfg.model == "indrnn" or (cfg.model == "window" and cfg.base == "indrnn"):
-        from seqbench.ops.indrnn import resolve_backend
-
-        resolve_backend(cfg.backend, device)  # an unavailable backend fails before the run
-    task = make_task(cfg.task, task_args(cfg))
+    device = check_device(cfg)
+    task = make_task(cfg.task, cfg.task_args())
     cfg = replace(cfg, seq_len=task.seq_len)
     if cfg.params is not None:
         cfg = replace(
-            cfg, hidden=fit_hidden(cfg.model, task, model_args(cfg, task.seq_len), cfg.params)
+            cfg, hidden=fit_hidden(cfg.model, task, cfg.model_args(task.seq_len), cfg.params)
         )
     if cfg.epochs is not None:
         n_train = getattr(task, "n_train", None)
@@ -135,8 +109,18 @@ def prepare(cfg: RunConfig):
         cfg = replace(cfg, steps=cfg.epochs * math.ceil(n_train / cfg.batch_size))
     check_memory(cfg, task)
     torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model, task, model_args(cfg, task.seq_len)).to(device)
+    model = build_model(cfg.model, task, cfg.model_args(task.seq_len)).to(device)
     return cfg, task, model, device
+
+
+def check_device(cfg: RunConfig) -> torch.device:
+    """The run's device; an IndRNN backend that cannot run there fails before the run."""
+    device = resolve_device(cfg.device)
+    if uses_indrnn_kernel(cfg):
+        from seqbench.ops.indrnn import resolve_backend
+
+        resolve_backend(cfg.backend, device)
+    return device
 
 
 def check_memory(cfg: RunConfig, task) -> None:
@@ -144,18 +128,17 @@ def check_memory(cfg: RunConfig, task) -> None:
     with their gradients and Adam moments (counted on the meta device, which allocates
     nothing), the activations of one batch, and the fixed evaluation sets."""
     from seqbench.environment import available_memory
-    from seqbench.stress.analysis import activation_bytes
 
     # what build_model reads from the task, computed on the real device first: a task that
     # loads data lazily (a text file's vocabulary) must not cache meta tensors
     _ = (task.vocab, task.in_dim, task.out_dim, task.readout)
     try:
         with torch.device("meta"):
-            n = count_params(build_model(cfg.model, task, model_args(cfg, task.seq_len)))
+            n = count_params(build_model(cfg.model, task, cfg.model_args(task.seq_len)))
     except (NotImplementedError, RuntimeError):  # an init the meta device lacks: no estimate
         return
     hidden, layers = cfg.hidden or 128, cfg.layers or 1
-    need = 16 * n + activation_bytes(cfg.model, cfg.batch_size, cfg.seq_len, hidden,
+    need = 16 * n + activation_bytes(cfg, cfg.batch_size, cfg.seq_len, hidden,
                                      task.in_dim, layers, 4)  # fmt: skip
     if getattr(task, "synthetic", False):
         need += 2 * cfg.eval_size * cfg.seq_len * (task.in_dim + task.out_dim) * 4
@@ -182,26 +165,56 @@ def peak_memory_mb(device: torch.device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+@dataclass
+class _Run:
+    """One run in progress: what it trains, and where its record goes."""
+
+    cfg: RunConfig
+    task: Any
+    model: torch.nn.Module
+    device: torch.device
+    recorder: RunRecorder
+    progress: Progress
+    checkpoint_dir: Path
+    t0: float = field(default_factory=time.perf_counter)
+    buffer: list[tuple[str, int, float]] = field(default_factory=list)
+
+    def flush(self) -> None:
+        """Send the buffered metrics to the recorder, with a heartbeat."""
+        self.recorder.log_metrics(self.buffer)
+        self.buffer.clear()
+        self.recorder.heartbeat()
+
+    def finish(self, status: str, summaries: dict[str, float], error: str | None = None,
+               **fields: Any) -> TrainOutcome:  # fmt: skip
+        wall = time.perf_counter() - self.t0
+        summaries = {**summaries, "wall_seconds": wall}
+        metrics, self.buffer = self.buffer, []
+        run_id = self.recorder.finish(status, metrics=metrics, summaries=summaries,
+                                      wall_seconds=wall, error=error, **fields)  # fmt: skip
+        return TrainOutcome(run_id, status, summaries, self.cfg, error)
+
+
 def train(
     cfg: RunConfig,
-    store: Store,
+    recorder: RunRecorder | Store,
     *,
     progress: Progress | None = None,
     sweep_id: int | None = None,
     checkpoint_dir: str | Path = "checkpoints",
 ) -> TrainOutcome:
-    """Train one run end to end and record it in `store` (a Store, or anything with its
-    create_run / log_metrics / heartbeat / set_summaries / update_run, such as the sweep
-    workers' in-memory recorder). Bad configs raise before any row is written; once the run
-    row exists, every outcome is recorded on it.
+    """Train one run end to end and record it through `recorder` (a RunRecorder; a Store
+    gets one of its own). Bad configs raise before any row is written; once the run exists,
+    every outcome is recorded on it.
 
     The run's config_hash is the hash of `cfg` as given (resolved, before the values derived
     while building: a fitted width, steps from epochs), so the same command always dedupes."""
+    if isinstance(recorder, Store):
+        recorder = recorder.recorder()
     progress = progress or Progress()
     config_hash = cfg.config_hash()
     cfg, task, model, device = prepare(cfg)
-    n_params = count_params(model)
-    run = store.create_run(
+    run_id = recorder.start(
         kind="train",
         status="running",
         model=cfg.model,
@@ -214,41 +227,26 @@ def train(
         sweep_id=sweep_id,
         environment=environment.capture(str(device)),
         tags=cfg.tags or None,
-        n_params=n_params,
+        n_params=count_params(model),
         started_at=utcnow(),
         heartbeat_at=utcnow(),
     )
-    buffer: list[tuple[str, int, float]] = []
-    t0 = time.perf_counter()
-
-    def finish(status: str, summaries: dict[str, float], error: str | None = None):
-        store.log_metrics(run.id, buffer)
-        buffer.clear()
-        wall = time.perf_counter() - t0
-        summaries = {**summaries, "wall_seconds": wall}
-        store.set_summaries(run.id, summaries)
-        store.update_run(
-            run.id, status=status, finished_at=utcnow(), wall_seconds=wall, error=error
-        )
-        if hasattr(store, "ensure_present"):  # a Store (not a sweep worker's memory recorder)
-            store.ensure_present()
-        return TrainOutcome(run.id, status, summaries, cfg, error)
-
+    run = _Run(cfg, task, model, device, recorder, progress, Path(checkpoint_dir))
     try:
-        return _loop(
-            cfg, task, model, device, store, run.id, buffer, progress, finish, checkpoint_dir
-        )
+        return _loop(run)
     except KeyboardInterrupt:
-        finish("interrupted", {})
+        run.finish("interrupted", {})
         raise
     except Exception as e:
-        finish("failed", {}, traceback.format_exc())
-        raise RunFailedError(f"run {run.id} failed: {type(e).__name__}: {e}") from e
+        run.finish("failed", {}, traceback.format_exc())
+        raise RunFailedError(f"run {run_id} failed: {type(e).__name__}: {e}") from e
     finally:
         progress.on_end()
 
 
-def _loop(cfg, task, model, device, store, run_id, buffer, progress, finish, checkpoint_dir):
+def _loop(run: _Run) -> TrainOutcome:
+    cfg, task, model, device, buffer = run.cfg, run.task, run.model, run.device, run.buffer
+    progress = run.progress
     opt = make_optimizer(cfg, model.parameters())
     sched = (
         torch.optim.lr_scheduler.StepLR(opt, cfg.lr_decay_every, gamma=cfg.lr_decay)
@@ -282,7 +280,7 @@ def _loop(cfg, task, model, device, store, run_id, buffer, progress, finish, che
         loss_v = float(loss.detach())
         if not math.isfinite(loss_v):
             buffer.append(("train_loss", step, loss_v))
-            return finish(
+            return run.finish(
                 "diverged", {"diverged_step": step, "final_train_loss": loss_v, "steps": step}
             )
         opt.zero_grad(set_to_none=True)
@@ -295,7 +293,7 @@ def _loop(cfg, task, model, device, store, run_id, buffer, progress, finish, che
             sched.step()
         model.constrain_()
         if cfg.stable:
-            stability.project_(model, cfg.lam)
+            model.backbone.project_(cfg.lam)
         train_time += time.perf_counter() - t_step
         if log_now:
             buffer += [("train_loss", step, loss_v), ("grad_norm", step, float(gnorm))]
@@ -305,7 +303,7 @@ def _loop(cfg, task, model, device, store, run_id, buffer, progress, finish, che
             ev = evaluate("valid")
             last_valid = ev["metric"]
             buffer += [("valid_loss", step, ev["loss"]), ("valid_metric", step, ev["metric"])]
-            bound = stability.achieved_bound(model)
+            bound = model.backbone.stability_bound()
             if bound is not None:
                 buffer.append(("stability_bound", step, bound))
             if math.isfinite(last_valid) and (
@@ -317,9 +315,7 @@ def _loop(cfg, task, model, device, store, run_id, buffer, progress, finish, che
                     "state": copy.deepcopy(model.state_dict()),
                     "step": step,
                 }
-            store.log_metrics(run_id, buffer)
-            buffer.clear()
-            store.heartbeat(run_id)
+            run.flush()
             progress.on_eval(step, ev)
 
     if best["state"] is not None:
@@ -338,7 +334,7 @@ def _loop(cfg, task, model, device, store, run_id, buffer, progress, finish, che
         "peak_memory_mb": peak_memory_mb(device),
         "n_params": count_params(model),
     }
-    bound = stability.achieved_bound(model)
+    bound = model.backbone.stability_bound()
     if bound is not None:
         summaries["stability_bound"] = bound
     baseline = task.baseline()
@@ -346,13 +342,13 @@ def _loop(cfg, task, model, device, store, run_id, buffer, progress, finish, che
         summaries["baseline"] = baseline
     why = blown_up(test["metric"], baseline, higher)
     if why:  # the test pass blew up although training did not: diverged, never a result
-        return finish("diverged", summaries, why)
+        return run.finish("diverged", summaries, why)
     if cfg.save_checkpoint:
-        path = Path(checkpoint_dir) / f"run-{run_id}.pt"
+        path = run.checkpoint_dir / f"run-{run.recorder.run_id}.pt"
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save({"config": cfg.to_dict(), "state_dict": model.state_dict()}, path)
-        store.update_run(run_id, checkpoint=str(path.resolve()))
-    return finish("completed", summaries)
+        return run.finish("completed", summaries, checkpoint=str(path.resolve()))
+    return run.finish("completed", summaries)
 
 
 def load_checkpoint(path: str | Path, map_location="cpu") -> dict[str, Any]:

@@ -34,7 +34,7 @@ def test_non_finite_values_round_trip(store, value):
     run = store.create_run(model="rnn", task="adding", config={}, config_hash="h")
     store.log_metrics(run.id, [("grad_norm", 0, value), ("grad_norm", 1, 1.0)])
     store.set_summaries(run.id, {"test_metric": value})
-    store.add_curve(run.id, "grad_norm", [0, 1], [value, 2.0])
+    store.write_run(run.id, {}, curves={"grad_norm": ([0, 1], [value, 2.0])})
     got = store.metrics(run.id, "grad_norm")[0][2]
     summ = store.summaries(run.id)["test_metric"]
     curve = store.curve(run.id, "grad_norm")[0][1]

@@ -110,7 +110,7 @@ def test_copy_memoryless_predictor_scores_the_baseline():
 
 def test_teacher_has_the_requested_spectral_norm():
     for lam in (0.5, 0.9, 1.2):
-        t = make_task("teacher", TaskArgs(seq_len=20, lam=lam))
+        t = make_task("teacher", TaskArgs(seq_len=20, teacher_lam=lam))
         assert float(torch.linalg.matrix_norm(t.W.double(), 2)) == pytest.approx(lam, rel=1e-5)
     x, y = _task("teacher").train_batch(4, generator(0))
     torch.testing.assert_close(y, _task("teacher").run_teacher(x))
@@ -238,7 +238,40 @@ def test_every_task_is_registered():
     assert set(TASKS.names()) == set(QUICK) | {"text"}
 
 
-def test_light_task_metadata_matches_the_classes():
-    from seqbench.task_meta import HIGHER_IS_BETTER
+def test_registry_entries_load_their_classes():
+    for name in TASKS:
+        cls = TASKS.get(name).load()
+        assert cls.name == name and make_task.__module__ == "seqbench.tasks"
 
-    assert {n for n in TASKS.names() if TASKS.get(n).higher_is_better} == HIGHER_IS_BETTER
+
+@pytest.mark.parametrize(
+    ("task", "kw", "msg"),
+    [
+        ("adding", {"seq_len": 1}, "adding needs seq_len >= 2"),
+        ("adding", {"marker": "middle"}, "marker must be uniform or halves"),
+        ("digits", {"seq_len": 50}, "digits has a fixed length of 64 steps"),
+        ("teacher", {"teacher_lam": 0.0}, "teacher_lam must be positive"),
+    ],
+)
+def test_task_rules_hold_for_configs_and_for_task_args(task, kw, msg):
+    """One rule, two doors: a config (before any run row) and the library's make_task."""
+    from seqbench.config import resolve
+
+    with pytest.raises(UsageError, match=msg):
+        resolve("rnn", task, {**kw, "steps": 1})
+    with pytest.raises(UsageError, match=msg):
+        make_task(task, TaskArgs(**kw))
+
+
+def test_resolving_a_config_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from seqbench.config import resolve; "
+        "c = resolve('tcn', 'digits', {'stable': False}); "
+        "assert c.seq_len == 64 and c.hidden == 25, c; "
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -14,11 +14,12 @@ import os
 
 import torch
 
+from seqbench.config import BACKENDS
 from seqbench.errors import UsageError
 from seqbench.ops.indrnn.cpu import indrnn_cpu
 from seqbench.ops.indrnn.naive import indrnn_naive
 
-BACKENDS = ("auto", "torch", "cpu", "numba", "triton")
+__all__ = ["BACKENDS", "indrnn", "numba_available", "resolve_backend", "triton_available"]
 
 
 def numba_available(device: torch.device) -> tuple[bool, str]:

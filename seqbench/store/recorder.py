@@ -1,0 +1,102 @@
+"""Recording one run: the interface every producer of runs writes through (the training loop,
+`stress`, `bench`), and its two implementations: StoreRecorder writes to the store as the run
+goes; MemoryRecorder keeps everything in memory, for a sweep worker that must not touch the
+store and sends its record back to the driver (whose claim created the run's row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from seqbench.store.common import utcnow
+
+Curves = Mapping[str, tuple[Iterable[float], Iterable[float]]]
+
+
+class RunRecorder(Protocol):
+    """start -> (log_metrics | heartbeat)* -> finish. A run that is over before it is recorded
+    (stress, bench) calls finish alone: its row, summaries and curves are then written at once.
+    """
+
+    run_id: int | None
+
+    def start(self, **fields: Any) -> int:
+        """Create the run (kind, model, task, config, ...); return its id."""
+
+    def log_metrics(self, rows: Iterable[tuple[str, int, float]]) -> None:
+        """Append (key, step, value) rows to the run's history."""
+
+    def heartbeat(self) -> None:
+        """Say that the run is still alive."""
+
+    def finish(
+        self,
+        status: str,
+        *,
+        metrics: Iterable[tuple[str, int, float]] = (),
+        summaries: Mapping[str, float] | None = None,
+        curves: Curves | None = None,
+        **fields: Any,
+    ) -> int:
+        """End the run with `status` and its last metrics, summaries, curves and fields (error,
+        wall_seconds, checkpoint, ...), together; return its id."""
+
+
+class StoreRecorder:
+    """A RunRecorder over a Store: `finish` writes its parts in one transaction, so a run is
+    never left completed without its summaries; a run that never started is created there."""
+
+    def __init__(self, store):
+        self.store = store
+        self.run_id: int | None = None
+
+    def start(self, **fields: Any) -> int:
+        self.run_id = self.store.create_run(**fields).id
+        return self.run_id
+
+    def log_metrics(self, rows: Iterable[tuple[str, int, float]]) -> None:
+        self.store.log_metrics(self.run_id, rows)
+
+    def heartbeat(self) -> None:
+        self.store.heartbeat(self.run_id)
+
+    def finish(self, status, *, metrics=(), summaries=None, curves=None, **fields) -> int:
+        fields = {"finished_at": utcnow(), **fields, "status": status}
+        self.run_id = self.store.write_run(
+            self.run_id, fields, metrics=metrics, summaries=summaries or {}, curves=curves
+        )
+        self.store.ensure_present()  # a deleted store file takes writes silently
+        return self.run_id
+
+
+class MemoryRecorder:
+    """A RunRecorder in memory for the run `run_id` (created by the sweep driver's claim): the
+    record travels back to the driver, which writes it (store.sweeps.write_result)."""
+
+    def __init__(self, run_id: int):
+        self.run_id = run_id
+        self.fields: dict[str, Any] = {}
+        self.metrics: list[tuple[str, int, float]] = []
+        self.summaries: dict[str, float] = {}
+
+    def start(self, **fields: Any) -> int:
+        self.fields.update(fields)
+        return self.run_id
+
+    def log_metrics(self, rows: Iterable[tuple[str, int, float]]) -> None:
+        self.metrics.extend(rows)
+
+    def heartbeat(self) -> None:
+        """The driver keeps the heartbeat of the points in flight."""
+
+    def finish(self, status, *, metrics=(), summaries=None, curves=None, **fields) -> int:
+        if curves:
+            raise ValueError("a sweep point records no curves")
+        self.metrics.extend(metrics)
+        self.summaries.update(summaries or {})
+        self.fields.update(fields, status=status, finished_at=utcnow())
+        return self.run_id
+
+    def record(self) -> dict:
+        return {"fields": self.fields, "metrics": self.metrics, "summaries": self.summaries}
