@@ -1,16 +1,106 @@
-"""The library surface the CLI calls. Everything here works without the CLI."""
+"""The library surface: every CLI command is a call here, and everything here works without
+the CLI (scripts, notebooks). Library packages never import this module; it imports them.
+
+Importing it costs nothing: each function imports what it needs when called, and the names
+that are the library's own (report tables, baselines, queries) are re-exported lazily, so
+`seqbench report` and `seqbench query` start without torch or SQLAlchemy.
+
+    >>> import seqbench.api as sb
+    >>> out = sb.train("indrnn", "adding", seq_len=100, steps=500, db="runs.db")
+    >>> sb.open_store("runs.db", readonly=True).summaries(out.run_id)["test_metric"]
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seqbench.config import RunConfig, load_toml, resolve
+from seqbench.config import RunConfig, make_config, parse_assignments
 from seqbench.errors import UsageError
-from seqbench.store.store import Store, open_store
+
+if TYPE_CHECKING:
+    from seqbench.store.store import Store
+    from seqbench.sweep.runner import SweepOutcome
+    from seqbench.training.loop import Progress, TrainOutcome
+
+# Re-exported as they are: name -> module (imported on first use).
+_REEXPORTS = {
+    # stores
+    "open_store": "seqbench.store.store",
+    "upgrade_store": "seqbench.store.store",
+    "RUN_KINDS": "seqbench.store.schema",
+    "RUN_STATUSES": "seqbench.store.schema",
+    # training
+    "Progress": "seqbench.training.loop",
+    "load_checkpoint": "seqbench.training.loop",
+    # stress
+    "stress": "seqbench.stress.runner",
+    "plot_stress": "seqbench.stress.runner",
+    # query
+    "run_query": "seqbench.store.query",
+    "coerce_param": "seqbench.store.query",
+    # reports
+    "build_report": "seqbench.report.tables",
+    "comparison_rows": "seqbench.report.tables",
+    "leaderboard_rows": "seqbench.report.tables",
+    "flat_rows": "seqbench.report.tables",
+    "format_cell": "seqbench.report.tables",
+    "plot_report": "seqbench.report.tables",
+    "fit_decay": "seqbench.report.decay",
+    # baselines and checks
+    "save_baseline": "seqbench.report.check",
+    "export_baseline": "seqbench.report.check",
+    "import_baseline": "seqbench.report.check",
+    "list_baselines": "seqbench.report.check",
+    "resolve_baseline": "seqbench.report.check",
+    "check": "seqbench.report.check",
+    "junit_xml": "seqbench.report.check",
+    "variant_label": "seqbench.report.check",
+}
+
+__all__ = [
+    "ModelInfo", "RunConfig", "SweepPlan", "TaskInfo", "bench_kernels", "default_workers",
+    "make_config", "model_catalog", "parse_assignments", "run_details", "run_sweep",
+    "store_is_current", "store_revision", "sweep_grid", "sweep_plan", "sweep_status",
+    "task_catalog", "train", "train_config", *_REEXPORTS,
+]  # fmt: skip
 
 
+def __getattr__(name: str) -> Any:
+    if name in _REEXPORTS:
+        value = getattr(importlib.import_module(_REEXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'seqbench.api' has no attribute {name!r}")
+
+
+# -- stores ------------------------------------------------------------------------------------
+def store_is_current(db: str | None) -> bool:
+    """True when `db` is a SQLite store at the current schema, checked with the standard
+    library alone (the lean path of the read commands); False means: open it to find out."""
+    from seqbench.store.common import readable_sqlite
+
+    return readable_sqlite(db) is not None
+
+
+def store_revision(store: Store) -> tuple[str | None, str]:
+    """(the store's schema revision, this seqbench's head revision)."""
+    from seqbench.store import migrate
+    from seqbench.store.store import inspect_revision
+
+    return inspect_revision(store.url)[0], migrate.head_revision()
+
+
+def schema_history() -> list:
+    """The schema revisions this seqbench knows, oldest first."""
+    from seqbench.store import migrate
+
+    return migrate.history()
+
+
+# -- what can be trained -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ModelInfo:
     name: str
@@ -20,67 +110,263 @@ class ModelInfo:
     description: str
 
 
+@dataclass(frozen=True)
+class TaskInfo:
+    name: str
+    metric: str
+    better: str  # "higher" or "lower"
+    seq_len: int
+    baseline: str
+    description: str
+
+
 def model_catalog() -> list[ModelInfo]:
     """Every registered model at its default width, sized for the adding task at T = 100."""
+    from seqbench.config import ModelArgs, TaskArgs
     from seqbench.models import MODELS, build_model
-    from seqbench.models.base import ModelArgs, count_params
+    from seqbench.models.base import count_params
     from seqbench.tasks import make_task
-    from seqbench.tasks.base import TaskArgs
 
     task = make_task("adding", TaskArgs(seq_len=100))
     out = []
     for name in MODELS:
         spec = MODELS.get(name)
-        args = ModelArgs(seq_len=100, **{k: v for k, v in spec.defaults.items()})
+        args = ModelArgs(seq_len=100, **spec.defaults)
         n = count_params(build_model(name, task, args))
         kind = "recurrent" if spec.recurrent else "feedforward"
         out.append(ModelInfo(name, kind, args.hidden, n, spec.description))
     return out
 
 
-def make_config(
-    model: str,
-    task: str,
-    overrides: Mapping[str, Any] | None = None,
-    config_file: str | None = None,
-) -> RunConfig:
-    """Resolve a RunConfig: defaults < family < paper pair < config file < overrides."""
-    merged: dict[str, Any] = {}
-    if config_file:
-        merged.update(load_toml(config_file))
-    merged.update(overrides or {})
-    for key, given in (("model", model), ("task", task)):
-        # a config file may name the model and task too: it must agree with the command's
-        named = merged.pop(key, None)
-        if named is not None and named != given:
-            where = f"the config file says {key} = {named!r}" if config_file else f"{key}={named!r}"
-            raise UsageError(f"{where}, but the {key} asked for is {given!r}")
-    tags = dict(merged.pop("tags", None) or {})
-    cfg = resolve(model, task, merged)
-    return RunConfig(**{**cfg.to_dict(), "tags": tags})
+def task_catalog() -> list[TaskInfo]:
+    """Every registered task with its metric, direction, default T and trivial baseline."""
+    from seqbench.tasks import TASKS
+
+    return [
+        TaskInfo(s.name, s.metric, "higher" if s.higher_is_better else "lower",
+                 s.default_seq_len, s.baseline_note, s.description)
+        for s in map(TASKS.get, TASKS)
+    ]  # fmt: skip
 
 
+def task_metric(task: str) -> str:
+    """The name of a task's metric (mse, acc, bpc, ...)."""
+    from seqbench.tasks import TASKS
+
+    return TASKS.get(task).metric
+
+
+# -- train ---------------------------------------------------------------------------------------
 def train(
     model: str,
     task: str,
     *,
     db: str | Store | None = None,
     config_file: str | None = None,
-    progress=None,
-    sweep_id: int | None = None,
+    progress: Progress | None = None,
     **overrides: Any,
-):
+) -> TrainOutcome:
     """Train one run and record it in the store; returns a TrainOutcome (run id, status,
-    summaries, resolved config).
+    summaries, resolved config). Overrides are RunConfig fields.
 
     Example: ``seqbench.train("indrnn", "adding", seq_len=100, steps=500, db="runs.db")``
     """
+    return train_config(make_config(model, task, overrides, config_file), db=db, progress=progress)
+
+
+def train_config(
+    cfg: RunConfig, *, db: str | Store | None = None, progress: Progress | None = None
+) -> TrainOutcome:
+    """Train a resolved config (make_config) and record it in the store at `db` (a path, a
+    URL or an open Store)."""
+    from seqbench.store.store import Store, open_store
     from seqbench.training.loop import train as train_loop
 
-    cfg = make_config(model, task, overrides, config_file)
     store = db if isinstance(db, Store) else open_store(db)
     try:
-        return train_loop(cfg, store, progress=progress, sweep_id=sweep_id)
+        return train_loop(cfg, store, progress=progress)
     finally:
-        if not isinstance(db, Store):
+        if store is not db:
             store.dispose()
+
+
+# -- sweep ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SweepPlan:
+    name: str
+    spec: dict  # what is stored with the sweep: {"grids": [...]} (and the preset's name)
+    points: list[RunConfig]
+
+
+def sweep_plan(
+    *,
+    models: str | None = None,
+    tasks: str | None = None,
+    k: str | None = None,
+    seeds: str = "0",
+    set_: list[str] | None = None,
+    spec: str | None = None,
+    preset: str | None = None,
+    scale: str = "small",
+    name: str | None = None,
+) -> SweepPlan:
+    """The grid of a sweep from flags (comma lists and ranges), a TOML spec file or a preset,
+    every point resolved and validated (nothing is written)."""
+    from seqbench.sweep import spec as specs
+
+    sources = [bool(preset), bool(spec), bool(models or tasks or k or set_)]
+    if sum(sources) == 0:
+        raise UsageError("give --models and --tasks, a --spec file or a --preset")
+    if sum(sources) > 1:
+        raise UsageError("give grid flags, --spec or --preset, not several")
+    if preset:
+        grids = specs.preset_grids(preset, scale)
+        if seeds != "0":
+            for g in grids:
+                g["seeds"] = specs.parse_range(seeds)
+        spec_doc = {"preset": preset, "scale": scale, "grids": grids}
+        if seeds == "0":  # the preset as shipped: a name to quote in docs and --sweep filters
+            name = name or f"{preset}-{scale}"
+    elif spec:
+        loaded = specs.load_spec_file(spec)
+        name = name or loaded.get("name")
+        spec_doc = {"grids": loaded["grids"]}
+    else:
+        spec_doc = {"grids": [specs.grid_from_flags(models, tasks, k, seeds, set_)]}
+    points = specs.expand(spec_doc["grids"])  # validates every point before any write
+    return SweepPlan(name or specs.spec_name(spec_doc), spec_doc, points)
+
+
+def sweep_grid(points: list[RunConfig]) -> tuple[list[str], list[list]]:
+    """(columns, rows) of a plan's points: model, task and the fields that vary."""
+    from dataclasses import fields
+
+    from seqbench.config import NOT_HASHED
+
+    names = [f.name for f in fields(RunConfig) if f.name not in NOT_HASHED]
+    varying = [n for n in names if len({repr(getattr(p, n)) for p in points}) > 1]
+    cols = ["#", *dict.fromkeys(["model", "task", *varying])]
+    return cols, [[i, *(getattr(p, c) for c in cols[1:])] for i, p in enumerate(points)]
+
+
+def default_workers() -> int:
+    """One worker per GPU when there are GPUs, else one per usable CPU."""
+    import torch
+
+    from seqbench.sweep.executors import usable_cpus
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else usable_cpus()
+
+
+def run_sweep(
+    store: Store | Callable[[], Store],
+    plan: SweepPlan,
+    *,
+    executor: str = "local",
+    address: str = "auto",
+    workers: int | None = None,
+    force: bool = False,
+    retry_failed: bool = False,
+    stale_after: float = 60.0,
+    on_start: Callable[[int, int], None] = lambda total, todo: None,
+    on_result: Callable[[str], None] = lambda status: None,
+) -> SweepOutcome:
+    """Run (or resume) a planned sweep on a local process pool or a Ray cluster: points done
+    before are skipped; each result is written as it arrives. `store` may be a function that
+    opens it, called once the options are checked and the executor is up."""
+    from seqbench.sweep import runner
+
+    if executor not in ("local", "ray"):
+        raise UsageError(f"--executor must be local or ray, got {executor!r}")
+    if workers is not None and workers <= 0:
+        raise UsageError(f"--workers must be positive, got {workers}")
+    if not stale_after > 0 or stale_after == float("inf"):
+        raise UsageError(f"--stale-after must be a positive number of seconds, got {stale_after}")
+    if executor == "ray":
+        from seqbench.sweep.executors import RayExecutor
+
+        ray_exec = RayExecutor(address, workers)  # an unreachable cluster fails before any write
+
+        def make_executor():
+            return ray_exec
+    else:
+        from seqbench.sweep.executors import LocalExecutor
+
+        n_workers = workers or default_workers()
+
+        def make_executor():
+            return LocalExecutor(n_workers)
+
+    store = store() if callable(store) else store
+    sweep_id = runner.plan_sweep(store, plan.name, plan.spec, plan.points, force)
+    return runner.run_sweep(store, sweep_id, make_executor, force=force,
+                            retry_failed=retry_failed, stale_after=stale_after,
+                            on_start=on_start, on_result=on_result)  # fmt: skip
+
+
+def sweep_status(store: Store, name: str | None = None) -> list[dict]:
+    """Per sweep: total points and how many are done, running, failed or remaining."""
+    from seqbench.sweep.runner import sweep_status as status
+
+    return status(store, name)
+
+
+# -- bench ---------------------------------------------------------------------------------------
+def bench_kernels(
+    store: Store | Callable[[], Store],
+    *,
+    seq_len: int = 1000,
+    batch: int = 32,
+    hidden: int = 128,
+    device: str = "cpu",
+    backends: tuple[str, ...] | None = None,
+    repeat: int = 3,
+) -> tuple[list, float, str]:
+    """Time every IndRNN backend side by side and store each row as a run of kind "bench";
+    returns (rows, measured copy GB/s, the device used). `store` may be a function that opens
+    it, called once the arguments are checked (bad input creates no store)."""
+    from seqbench.bench import bench_kernels as run_bench
+    from seqbench.bench import store_bench
+    from seqbench.training.loop import resolve_device
+
+    for flag, v in (("seq-len", seq_len), ("batch", batch), ("hidden", hidden),
+                    ("repeat", repeat)):  # fmt: skip
+        if v <= 0:
+            raise UsageError(f"--{flag} must be positive, got {v}")
+    dev = str(resolve_device(device))
+    rows, copy_gbps = run_bench(seq_len, batch, hidden, dev, backends, repeat)
+    params = {"seq_len": seq_len, "batch": batch, "hidden": hidden, "device": dev}
+    store_bench(store() if callable(store) else store, rows, params, copy_gbps)
+    return rows, copy_gbps, dev
+
+
+# -- runs ----------------------------------------------------------------------------------------
+def list_runs(
+    store: Store | Callable[[], Store], *, limit: int | None = 50, **filters: Any
+) -> list[tuple[Any, float | None]]:
+    """(run, its test_metric or None) newest first; filters: model, task, status, sweep, kind.
+    An unknown status or kind is an error naming the known ones (checked before `store`, if
+    it is a function, opens the store)."""
+    from seqbench.errors import UnknownNameError
+    from seqbench.store.schema import RUN_KINDS, RUN_STATUSES
+
+    for what, known in (("status", RUN_STATUSES), ("kind", RUN_KINDS)):
+        if filters.get(what) is not None and filters[what] not in known:
+            raise UnknownNameError(what, filters[what], list(known))
+    if limit is not None and limit < 0:
+        raise UsageError(f"--limit must be ≥ 0 (0: all), got {limit}")
+    store = store() if callable(store) else store
+    runs = store.list_runs(limit=limit or None, **filters)
+    metric = store.summary_values([r.id for r in runs], "test_metric")
+    return [(r, metric.get(r.id)) for r in runs]
+
+
+def run_details(store: Store, ref: str) -> tuple[Any, dict[str, float], dict]:
+    """(run, its summaries, the last (step, value) of each metric) for a run id or uuid
+    prefix; an unknown run is an error."""
+    from seqbench.errors import SeqbenchError
+
+    run = store.get_run(ref)
+    if run is None:
+        raise SeqbenchError(f"no run {ref!r} in {store.display_url}")
+    return run, store.summaries(run.id), store.last_metrics(run.id)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import tomllib
 import typing
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -321,6 +322,28 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
     cfg = RunConfig(model=model, task=task, **values)
     validate(cfg)
     return cfg
+
+
+def make_config(
+    model: str,
+    task: str,
+    overrides: Mapping[str, Any] | None = None,
+    config_file: str | None = None,
+) -> RunConfig:
+    """Resolve a RunConfig: defaults < family < paper pair < config file < overrides."""
+    merged: dict[str, Any] = {}
+    if config_file:
+        merged.update(load_toml(config_file))
+    merged.update(overrides or {})
+    for key, given in (("model", model), ("task", task)):
+        # a config file may name the model and task too: it must agree with the command's
+        named = merged.pop(key, None)
+        if named is not None and named != given:
+            where = f"the config file says {key} = {named!r}" if config_file else f"{key}={named!r}"
+            raise UsageError(f"{where}, but the {key} asked for is {given!r}")
+    tags = dict(merged.pop("tags", None) or {})
+    cfg = resolve(model, task, merged)
+    return RunConfig(**{**cfg.to_dict(), "tags": tags})
 
 
 # Float fields: every one must be finite (json has no Infinity, and an inf lr is no experiment).

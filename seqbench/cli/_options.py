@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from seqbench import api
+
 if TYPE_CHECKING:
     from seqbench.store.store import Store
 
@@ -23,17 +25,13 @@ class AppState:
     def check_readable(self) -> None:
         """Validate the store before a command that only reads it: a SQLite store at head is
         checked read-only without importing SQLAlchemy; anything else opens it read-only."""
-        from seqbench.store.common import readable_sqlite
-
-        if readable_sqlite(self.db) is None:
+        if not api.store_is_current(self.db):
             self.reader()
 
     def reader(self) -> Store:
         """The store for a command that only reads: never created, never changed."""
         if self._reader is None:
-            from seqbench.store.store import open_store
-
-            self._reader = open_store(self.db, readonly=True)
+            self._reader = api.open_store(self.db, readonly=True)
         return self._reader
 
     def dispose(self) -> None:
@@ -44,9 +42,7 @@ class AppState:
 
     def store(self) -> Store:
         if self._store is None:
-            from seqbench.store.store import open_store
-
-            self._store = open_store(self.db)
+            self._store = api.open_store(self.db)
         return self._store
 
 

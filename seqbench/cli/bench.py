@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from seqbench import api
 from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, render
 
@@ -34,19 +35,10 @@ def kernels(
 
     Example: seqbench bench kernels --seq-len 5000 --batch 256 --hidden 1024 --device cuda
     """
-    from seqbench.bench import bench_kernels, store_bench
-    from seqbench.errors import UsageError
-    from seqbench.training.loop import resolve_device
-
-    for name, v in (("seq-len", seq_len), ("batch", batch), ("hidden", hidden), ("repeat", repeat)):
-        if v <= 0:
-            raise UsageError(f"--{name} must be positive, got {v}")
-    dev = resolve_device(device)
-    rows, copy_gbps = bench_kernels(
-        seq_len, batch, hidden, str(dev), tuple(backend) if backend else None, repeat
-    )
-    params = {"seq_len": seq_len, "batch": batch, "hidden": hidden, "device": str(dev)}
-    store_bench(state(ctx).store(), rows, params, copy_gbps)
+    rows, copy_gbps, dev = api.bench_kernels(
+        state(ctx).store, seq_len=seq_len, batch=batch, hidden=hidden, device=device,
+        backends=tuple(backend) if backend else None, repeat=repeat,
+    )  # fmt: skip
     render(
         ["name", "ms", "GB/s", "of copy BW", "x torch"],
         [(r.name, r.ms, r.gbps, r.copy_fraction, r.speedup_vs_torch) for r in rows],

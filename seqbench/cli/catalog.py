@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from seqbench import api
 from seqbench.cli._output import Format, FormatOption, render
 
 
@@ -19,9 +20,7 @@ def models(fmt: FormatOption = Format.table) -> None:
 
     Example: seqbench models --format markdown
     """
-    from seqbench.api import model_catalog
-
-    rows = [(m.name, m.kind, m.hidden, m.n_params, m.description) for m in model_catalog()]
+    rows = [(m.name, m.kind, m.hidden, m.n_params, m.description) for m in api.model_catalog()]
     render(["model", "kind", "hidden", "params", "description"], rows, fmt)
 
 
@@ -30,13 +29,6 @@ def tasks(fmt: FormatOption = Format.table) -> None:
 
     Example: seqbench tasks --format csv
     """
-    from seqbench.tasks import TASKS
-
-    rows = []
-    for name in TASKS:
-        cls = TASKS.get(name)
-        better = "higher" if cls.higher_is_better else "lower"
-        rows.append(
-            (name, cls.metric, better, cls.default_seq_len, cls.baseline_note, cls.description)
-        )
+    rows = [(t.name, t.metric, t.better, t.seq_len, t.baseline, t.description)
+            for t in api.task_catalog()]  # fmt: skip
     render(["task", "metric", "better", "T", "baseline", "description"], rows, fmt)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from seqbench import api
 from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, render
 
@@ -19,9 +20,7 @@ def upgrade(ctx: typer.Context) -> None:
 
     Example: seqbench --db runs.db db upgrade
     """
-    from seqbench.store.store import upgrade_store
-
-    before, after, backup = upgrade_store(state(ctx).db)
+    before, after, backup = api.upgrade_store(state(ctx).db)
     if before == after:
         typer.echo(f"already at head ({after})")
         return
@@ -36,12 +35,7 @@ def current(ctx: typer.Context) -> None:
 
     Example: seqbench db current
     """
-    from seqbench.store import migrate
-    from seqbench.store.store import inspect_revision
-
-    store = state(ctx).store()
-    rev, _ = inspect_revision(store.url)
-    head = migrate.head_revision()
+    rev, head = api.store_revision(state(ctx).store())
     typer.echo(f"{rev} (head)" if rev == head else f"{rev} (head is {head})")
 
 
@@ -51,7 +45,5 @@ def history(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
 
     Example: seqbench db history --format markdown
     """
-    from seqbench.store import migrate
-
-    rows = [(r.revision, r.down_revision or "", r.message, r.is_head) for r in migrate.history()]
+    rows = [(r.revision, r.down_revision or "", r.message, r.is_head) for r in api.schema_history()]
     render(["revision", "down_revision", "message", "head"], rows, fmt)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from seqbench import api
 from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, render
 from seqbench.errors import UsageError
@@ -43,8 +44,6 @@ def query(
     Example: seqbench query "SELECT model, AVG(test_metric) FROM v_results
     WHERE task = :task GROUP BY model" -p task=adding --format csv
     """
-    from seqbench.store.query import coerce_param, run_query
-
     if sql == "-":
         sql = sys.stdin.read()
     params = {}
@@ -52,6 +51,6 @@ def query(
         name, sep, value = p.partition("=")
         if not sep or not name:
             raise UsageError(f"--param expects NAME=VALUE, got {p!r}")
-        params[name] = coerce_param(value)
-    cols, rows = run_query(state(ctx).db, sql, params, timeout=timeout, max_rows=max_rows)
+        params[name] = api.coerce_param(value)
+    cols, rows = api.run_query(state(ctx).db, sql, params, timeout=timeout, max_rows=max_rows)
     render(cols, rows, fmt, json_columns=True)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from seqbench import api
 from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, output_path, render
 
@@ -75,14 +76,6 @@ def report(
     Example: seqbench report --compare window rnn --task teacher --by teacher_lam,k --fit-decay
     """
     from seqbench.errors import UsageError
-    from seqbench.report.tables import (
-        build_report,
-        comparison_rows,
-        flat_rows,
-        format_cell,
-        leaderboard_rows,
-        plot_report,
-    )
 
     if plot:
         output_path(plot, "--plot")
@@ -90,7 +83,7 @@ def report(
     if compare and not chosen:
         raise UsageError("--compare needs models: seqbench report --compare rnn tcn")
     state(ctx).check_readable()  # the store's version and file, before reading it
-    rep = build_report(
+    rep = api.build_report(
         state(ctx).db, compare=chosen or None, tasks=_split(task) or None, metric=metric,
         by=by, sweep=sweep, where=where,
     )  # fmt: skip
@@ -98,22 +91,20 @@ def report(
         typer.echo("no completed runs in the store match: nothing to report")
         return
     if fit_decay:
-        from seqbench.report.decay import fit_decay as fit
-
-        render(*fit(rep), fmt, title=f"decay of the {metric} gap in k")
+        render(*api.fit_decay(rep), fmt, title=f"decay of the {metric} gap in k")
     else:
         if compare and rep.compare:
-            cols, rows, best = comparison_rows(rep)
+            cols, rows, best = api.comparison_rows(rep)
         else:
-            cols, rows, best = leaderboard_rows(rep)
+            cols, rows, best = api.leaderboard_rows(rep)
         cell_cols = set(rep.models) if compare and rep.compare else set()
         if fmt in (Format.table, Format.markdown):  # for people: one "mean ± std (n)" cell
-            render(cols, [[format_cell(v) for v in r] for r in rows], fmt, bold=best,
+            render(cols, [[api.format_cell(v) for v in r] for r in rows], fmt, bold=best,
                    title=f"{metric}{' by ' + by if by else ''}")  # fmt: skip
         else:
-            render(*flat_rows(cols, rows, cell_cols), fmt)
+            render(*api.flat_rows(cols, rows, cell_cols), fmt)
     if plot:
-        plot_report(rep, plot)
+        api.plot_report(rep, plot)
         typer.echo(f"plot written to {plot}", err=True)
 
 
@@ -133,9 +124,7 @@ def baseline_save(
 
     Example: seqbench baseline save nightly --where "task = 'adding'" --rtol 0.1
     """
-    from seqbench.report.check import save_baseline
-
-    points = save_baseline(state(ctx).store(), name, metrics=tuple(metric or ["test_metric"]),
+    points = api.save_baseline(state(ctx).store(), name, metrics=tuple(metric or ["test_metric"]),
                            sweep=sweep, where=where, rtol=rtol, atol=atol)  # fmt: skip
     typer.echo(f"saved baseline {name!r}: {len(points)} points")
 
@@ -150,9 +139,7 @@ def baseline_export(
 
     Example: seqbench baseline export nightly baselines/nightly.json
     """
-    from seqbench.report.check import export_baseline
-
-    n = export_baseline(state(ctx).reader(), name, output_path(path, "the baseline file"))
+    n = api.export_baseline(state(ctx).reader(), name, output_path(path, "the baseline file"))
     typer.echo(f"wrote {n} points to {path}")
 
 
@@ -166,9 +153,7 @@ def baseline_import(
 
     Example: seqbench baseline import baselines/bai-tcn-tiny.json
     """
-    from seqbench.report.check import import_baseline
-
-    stored, n = import_baseline(state(ctx).store(), path, name)
+    stored, n = api.import_baseline(state(ctx).store(), path, name)
     typer.echo(f"imported baseline {stored!r}: {n} points")
 
 
@@ -178,10 +163,8 @@ def baseline_list(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
 
     Example: seqbench baseline list --format json
     """
-    from seqbench.report.check import list_baselines
-
     state(ctx).check_readable()
-    render(*list_baselines(state(ctx).db), fmt)
+    render(*api.list_baselines(state(ctx).db), fmt)
 
 
 def check(
@@ -206,24 +189,19 @@ def check(
 
     Example: seqbench check --baseline baselines/bai-tcn-tiny.json --junit check.xml
     """
-    from seqbench.report.check import check as run_check
-    from seqbench.report.check import junit_xml, resolve_baseline
-
     if junit:
         output_path(junit, "--junit")
 
     store = state(ctx).reader()
-    points = resolve_baseline(store, baseline)
-    rows = run_check(store, points, sweep=sweep, where=where, rtol=rtol, atol=atol)
-    from seqbench.report.check import variant_label
-
+    points = api.resolve_baseline(store, baseline)
+    rows = api.check(store, points, sweep=sweep, where=where, rtol=rtol, atol=atol)
     cols = ["status", "model", "task", "k", "variant", "metric", "baseline", "current",
             "tolerance", "direction"]  # fmt: skip
-    render(cols, [(r.status, r.model, r.task, r.k, variant_label(r.variant), r.metric,
+    render(cols, [(r.status, r.model, r.task, r.k, api.variant_label(r.variant), r.metric,
                    r.baseline, r.current, r.tolerance, r.direction) for r in rows], fmt,
            title=f"check against {baseline}")  # fmt: skip
     if junit:
-        junit_xml(rows, junit)
+        api.junit_xml(rows, junit)
     counts = {s: sum(r.status == s for r in rows) for s in ("pass", "regressed", "improved",
                                                              "missing")}  # fmt: skip
     typer.echo(", ".join(f"{n} {s}" for s, n in counts.items()), err=True)

@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
+from seqbench import api
 from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, render, render_mapping
-from seqbench.errors import SeqbenchError
 
 
 def register(app: typer.Typer) -> None:
@@ -32,24 +32,12 @@ def runs(
 
     Example: seqbench runs --model lstm --status completed --format csv
     """
-    from seqbench.errors import UnknownNameError, UsageError
-    from seqbench.store.schema import RUN_KINDS, RUN_STATUSES
-
-    if status is not None and status not in RUN_STATUSES:
-        raise UnknownNameError("status", status, list(RUN_STATUSES))
-    if kind is not None and kind not in RUN_KINDS:
-        raise UnknownNameError("kind", kind, list(RUN_KINDS))
-    if limit < 0:
-        raise UsageError(f"--limit must be ≥ 0 (0: all), got {limit}")
-    store = state(ctx).reader()
-    listed = store.list_runs(
-        model=model, task=task, status=status, sweep=sweep, kind=kind, limit=limit or None
-    )
-    metric = store.summary_values([r.id for r in listed], "test_metric")
+    listed = api.list_runs(state(ctx).reader, model=model, task=task, status=status,
+                           sweep=sweep, kind=kind, limit=limit)  # fmt: skip
     rows = [
-        (r.id, r.kind, r.status, r.model, r.task, r.k, r.seq_len, r.seed, metric.get(r.id),
+        (r.id, r.kind, r.status, r.model, r.task, r.k, r.seq_len, r.seed, metric,
          r.wall_seconds, r.created_at)
-        for r in listed
+        for r, metric in listed
     ]  # fmt: skip
     cols = ["id", "kind", "status", "model", "task", "k", "seq_len", "seed", "test_metric"]
     render([*cols, "wall_s", "created"], rows, fmt)
@@ -64,10 +52,7 @@ def show(
 
     Example: seqbench show 3 --format json
     """
-    store = state(ctx).reader()
-    r = store.get_run(run)
-    if r is None:
-        raise SeqbenchError(f"no run {run!r} in {store.display_url}")
+    r, summaries, last = api.run_details(state(ctx).reader(), run)
     pairs: list[tuple[str, object]] = [
         ("id", r.id),
         ("uuid", r.uuid),
@@ -89,10 +74,8 @@ def show(
     ]
     pairs += [(f"config.{k}", v) for k, v in sorted((r.config or {}).items())]
     pairs += [(f"env.{k}", v) for k, v in sorted((r.environment or {}).items())]
-    pairs += [(f"summary.{k}", v) for k, v in store.summaries(r.id).items()]
-    pairs += [
-        (f"last.{k}", f"{v:.6g} @ step {step}") for k, (step, v) in store.last_metrics(r.id).items()
-    ]
+    pairs += [(f"summary.{k}", v) for k, v in summaries.items()]
+    pairs += [(f"last.{k}", f"{v:.6g} @ step {step}") for k, (step, v) in last.items()]
     if r.error:
         pairs.append(("error", r.error.strip().splitlines()[-1]))
     render_mapping(pairs, fmt, title=f"run {r.id}")

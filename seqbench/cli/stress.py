@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from seqbench import api
 from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, output_path, render
 
@@ -47,18 +48,16 @@ def stress(
     Example: seqbench stress --models rnn,lstm,indrnn,tcn --seq-len 5000 --plot stress.png
     """
     from seqbench.errors import UsageError
-    from seqbench.stress.runner import plot as draw
 
     if plot:
         output_path(plot, "--plot")
-    from seqbench.stress.runner import stress as run_stress
 
     try:
         seed_list = [int(s) for s in _csv(seeds)]
     except ValueError:
         raise UsageError(f"--seeds expects comma-separated integers, got {seeds!r}") from None
     model_list = _csv(models) if models else []
-    results = run_stress(
+    results = api.stress(
         state(ctx).store(), model_list, seq_len=seq_len, hidden=hidden, batch=batch,
         seeds=seed_list, runs=run or [], dtype=dtype, rtol=rtol, eps=eps,
     )  # fmt: skip
@@ -75,5 +74,5 @@ def stress(
         title=f"stress at T={seq_len}",
     )  # fmt: skip
     if plot:
-        draw(results, plot)
+        api.plot_stress(results, plot)
         typer.echo(f"plot written to {plot}", err=True)

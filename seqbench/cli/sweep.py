@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from seqbench import api
 from seqbench.cli._options import (
     EXIT_INTERRUPTED,
     interrupt_exit_code,
@@ -22,14 +23,6 @@ app = typer.Typer(
     ),
     invoke_without_command=True,
 )
-
-
-def _default_workers() -> int:
-    import torch
-
-    from seqbench.sweep.executors import usable_cpus
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else usable_cpus()
 
 
 @app.callback()
@@ -77,67 +70,22 @@ def sweep(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from seqbench.errors import UsageError
-    from seqbench.sweep import spec as specs
-
-    if executor not in ("local", "ray"):
-        raise UsageError(f"--executor must be local or ray, got {executor!r}")
-    if workers is not None and workers <= 0:
-        raise UsageError(f"--workers must be positive, got {workers}")
-    if not stale_after > 0 or stale_after == float("inf"):
-        raise UsageError(f"--stale-after must be a positive number of seconds, got {stale_after}")
-    sources = [bool(preset), bool(spec), bool(models or tasks or k or set_)]
-    if sum(sources) == 0:
-        raise UsageError("give --models and --tasks, a --spec file or a --preset")
-    if sum(sources) > 1:
-        raise UsageError("give grid flags, --spec or --preset, not several")
-    if preset:
-        grids = specs.preset_grids(preset, scale)
-        if seeds != "0":
-            for g in grids:
-                g["seeds"] = specs.parse_range(seeds)
-        spec_doc = {"preset": preset, "scale": scale, "grids": grids}
-        if seeds == "0":  # the preset as shipped: a name to quote in docs and --sweep filters
-            name = name or f"{preset}-{scale}"
-    elif spec:
-        loaded = specs.load_spec_file(spec)
-        name = name or loaded.get("name")
-        spec_doc = {"grids": loaded["grids"]}
-    else:
-        spec_doc = {"grids": [specs.grid_from_flags(models, tasks, k, seeds, set_)]}
-    points = specs.expand(spec_doc["grids"])  # validates every point before any write
-    name = name or specs.spec_name(spec_doc)
+    plan = api.sweep_plan(models=models, tasks=tasks, k=k, seeds=seeds, set_=set_, spec=spec,
+                          preset=preset, scale=scale, name=name)  # fmt: skip
     if dry_run:
-        _print_grid(points, fmt)
-        typer.echo(f"sweep {name!r}: {len(points)} points", err=True)
+        render(*api.sweep_grid(plan.points), fmt, title=f"{len(plan.points)} points")
+        typer.echo(f"sweep {plan.name!r}: {len(plan.points)} points", err=True)
         return
-    from seqbench.sweep.runner import plan_sweep, run_sweep
-
-    if executor == "ray":
-        from seqbench.sweep.executors import RayExecutor
-
-        ray_exec = RayExecutor(address, workers)  # an unreachable cluster fails before any write
-
-        def make_executor():
-            return ray_exec
-    else:
-        from seqbench.sweep.executors import LocalExecutor
-
-        n_workers = workers or _default_workers()
-
-        def make_executor():
-            return LocalExecutor(n_workers)
-
-    store = state(ctx).store()
-    sweep_id = plan_sweep(store, name, spec_doc, points, force)
+    name = plan.name
     bar, on_start, on_result = _progress(quiet, name)
     out = None
     code = EXIT_INTERRUPTED
     try:
         with sigterm_as_interrupt():
-            out = run_sweep(store, sweep_id, make_executor, force=force,
-                            retry_failed=retry_failed, stale_after=stale_after,
-                            on_start=on_start, on_result=on_result)  # fmt: skip
+            out = api.run_sweep(state(ctx).store, plan, executor=executor, address=address,
+                                workers=workers, force=force, retry_failed=retry_failed,
+                                stale_after=stale_after, on_start=on_start,
+                                on_result=on_result)  # fmt: skip
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: the points in flight are interrupted
         code = interrupt_exit_code(e)
     finally:
@@ -192,18 +140,6 @@ def _progress(quiet: bool, name: str):
     return bar, on_start, on_result
 
 
-def _print_grid(points, fmt: Format) -> None:
-    from dataclasses import fields as dc_fields
-
-    from seqbench.config import NOT_HASHED, RunConfig
-
-    names = [f.name for f in dc_fields(RunConfig) if f.name not in NOT_HASHED]
-    varying = [n for n in names if len({repr(getattr(p, n)) for p in points}) > 1]
-    cols = ["#", *dict.fromkeys(["model", "task", *varying])]
-    rows = [[i, *(getattr(p, c) for c in cols[1:])] for i, p in enumerate(points)]
-    render(cols, rows, fmt, title=f"{len(points)} points")
-
-
 @app.command("status")
 def status(
     ctx: typer.Context,
@@ -214,9 +150,7 @@ def status(
 
     Example: seqbench sweep status my-sweep --format json
     """
-    from seqbench.sweep.runner import sweep_status
-
-    rows = sweep_status(state(ctx).reader(), name)
+    rows = api.sweep_status(state(ctx).reader(), name)
     cols = ["name", "status", "total", "completed", "diverged", "running", "failed", "remaining",
             "created"]  # fmt: skip
     render(cols, [[r[c] for c in cols] for r in rows], fmt)

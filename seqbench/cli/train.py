@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from seqbench import api
 from seqbench.cli._options import interrupt_exit_code, sigterm_as_interrupt, state
 from seqbench.errors import UsageError
 
@@ -15,8 +16,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _progress(quiet: bool):
-    from seqbench.training.loop import Progress
-
+    Progress = api.Progress
     if quiet:
         return Progress()
     from rich.console import Console
@@ -113,16 +113,13 @@ def train(
 
     Example: seqbench train --model indrnn --task adding --seq-len 100
     """
-    from seqbench import api
-    from seqbench.config import parse_assignments
-
     flags = {
         "seq_len": seq_len, "k": k, "hidden": hidden, "params": params, "layers": layers,
         "steps": steps, "epochs": epochs, "batch_size": batch_size, "lr": lr,
         "optimizer": optimizer, "clip": clip, "seed": seed, "device": device, "lam": lam,
         "backend": backend, "path": path, "subset": subset,
     }  # fmt: skip
-    overrides = parse_assignments(set_)
+    overrides = api.parse_assignments(set_)
     if "tags" in overrides:
         raise UsageError("use --tag key=value for tags")
     overrides.update({k_: v for k_, v in flags.items() if v is not None})
@@ -130,18 +127,16 @@ def train(
         overrides["stable"] = True
     if save_checkpoint:
         overrides["save_checkpoint"] = True
-    tags = parse_assignments(tag, "--tag")
+    tags = api.parse_assignments(tag, "--tag")
     cfg = api.make_config(model, task, overrides, config)
     if tags:
         from dataclasses import replace
 
         cfg = replace(cfg, tags={**cfg.tags, **tags})
-    from seqbench.training.loop import train as train_loop
-
     store = state(ctx).store()
     try:
         with sigterm_as_interrupt():
-            outcome = train_loop(cfg, store, progress=_progress(quiet))
+            outcome = api.train_config(cfg, db=store, progress=_progress(quiet))
     except KeyboardInterrupt as e:
         typer.echo("interrupted: the run is saved with status 'interrupted'", err=True)
         raise typer.Exit(interrupt_exit_code(e)) from None
@@ -153,9 +148,7 @@ def train(
             why = f"after training: {outcome.error}"
         typer.echo(f"run {outcome.run_id} diverged {why}", err=True)
         raise typer.Exit(1)
-    from seqbench.tasks import TASKS
-
-    metric = TASKS.get(cfg.task).metric
+    metric = api.task_metric(cfg.task)
     base = f" (baseline {s['baseline']:.4g})" if "baseline" in s else ""
     typer.echo(
         f"run {outcome.run_id} completed: test {metric} {s['test_metric']:.4g}{base}, "

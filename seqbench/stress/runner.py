@@ -100,7 +100,7 @@ def fresh_backbone(model: str, seq_len: int, hidden: int | None, seed: int, in_d
 
 def trained_backbone(store: Store, run_ref: str):
     """The backbone of a trained run, from its checkpoint (weights only)."""
-    from seqbench.api import make_config
+    from seqbench.config import make_config
     from seqbench.training.loop import load_checkpoint, prepare
 
     run = store.get_run(run_ref)
@@ -205,7 +205,7 @@ def stress(
     return results
 
 
-def plot(results: list[StressResult], path: str) -> None:
+def plot_stress(results: list[StressResult], path: str) -> None:
     """Gradient norm vs lag (log y) and truncation error vs k (log-log), all models."""
     import matplotlib
 

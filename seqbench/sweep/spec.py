@@ -223,7 +223,7 @@ def preset_grids(name: str, scale: str) -> list[dict]:
 def expand(grids: list[dict]) -> list[RunConfig]:
     """All points of all grids as resolved, validated RunConfigs, duplicates removed, in order.
     Raises (before anything is written) on an empty grid or any invalid point."""
-    from seqbench.api import make_config
+    from seqbench.config import make_config
     from seqbench.training.loop import preflight
 
     points: list[RunConfig] = []
