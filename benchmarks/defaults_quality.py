@@ -26,6 +26,13 @@ for task in a.tasks:
             print(f"| {m} | {task} | {out.status} | | | | |", flush=True)
             continue
         base = s.get("baseline", float("nan"))
-        cells = [m, task, f"{s['test_metric']:.4g}", f"{base:.4g}", int(s["steps"]),
-                 f"{s['wall_seconds']:.0f}", int(s["n_params"])]  # fmt: skip
+        cells = [
+            m,
+            task,
+            f"{s['test_metric']:.4g}",
+            f"{base:.4g}",
+            int(s["steps"]),
+            f"{s['wall_seconds']:.0f}",
+            int(s["n_params"]),
+        ]
         print("| " + " | ".join(map(str, cells)) + " |", flush=True)

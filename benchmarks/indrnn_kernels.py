@@ -19,7 +19,9 @@ a = p.parse_args()
 print("| T | B | N | backend | ms | GB/s | of copy BW | × torch loop |")
 print("|---|---|---|---|---|---|---|---|")
 for T in a.seq_len:
-    rows, copy = bench_kernels(T, a.batch, a.hidden, a.device, repeat=a.repeat)
+    rows, copy, _ = bench_kernels(
+        seq_len=T, batch=a.batch, hidden=a.hidden, device=a.device, repeat=a.repeat
+    )
     for r in rows:
         gb = f"{r.gbps:.2f}" if r.gbps is not None else "-"
         fr = f"{r.copy_fraction:.1%}" if r.copy_fraction is not None else "-"

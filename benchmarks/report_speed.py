@@ -18,8 +18,8 @@ import time
 from sqlalchemy import insert
 
 from seqbench.report.tables import build_report, comparison_rows
-from seqbench.store.schema import Metric, Run, Summary
 from seqbench.store.query import run_query
+from seqbench.store.schema import Metric, Run, Summary
 from seqbench.store.store import open_store
 
 p = argparse.ArgumentParser()
@@ -34,25 +34,52 @@ if not os.path.exists(a.db):
     models = ["rnn", "lstm", "gru", "indrnn", "tcn", "gcnn", "window", "transformer"]
     t = time.perf_counter()
     with store.Session.begin() as s:
-        s.execute(insert(Run), [
-            {"uuid": f"{i:036d}", "status": "completed", "kind": "train",
-             "model": models[i % 8], "task": ["adding", "copy", "digits"][i % 3],
-             "k": 2 ** (i % 7), "seq_len": 100, "seed": i % 5, "config": {},
-             "config_hash": str(i)} for i in range(1, a.runs + 1)])  # fmt: skip
-        s.execute(insert(Summary), [
-            {"run_id": i, "key": key, "value": rng.random(), "value_kind": "finite"}
-            for i in range(1, a.runs + 1)
-            for key in ("test_metric", "test_loss", "best_valid_metric", "baseline",
-                        "steps")])  # fmt: skip
+        s.execute(
+            insert(Run),
+            [
+                {
+                    "uuid": f"{i:036d}",
+                    "status": "completed",
+                    "kind": "train",
+                    "model": models[i % 8],
+                    "task": ["adding", "copy", "digits"][i % 3],
+                    "k": 2 ** (i % 7),
+                    "seq_len": 100,
+                    "seed": i % 5,
+                    "config": {},
+                    "config_hash": str(i),
+                }
+                for i in range(1, a.runs + 1)
+            ],
+        )
+        s.execute(
+            insert(Summary),
+            [
+                {"run_id": i, "key": key, "value": rng.random(), "value_kind": "finite"}
+                for i in range(1, a.runs + 1)
+                for key in ("test_metric", "test_loss", "best_valid_metric", "baseline", "steps")
+            ],
+        )
         for start in range(1, a.runs + 1, 1000):
-            s.execute(insert(Metric), [
-                {"run_id": i, "key": "valid_metric", "step": step, "value": rng.random(),
-                 "value_kind": "finite"}
-                for i in range(start, min(start + 1000, a.runs + 1))
-                for step in range(a.metrics_per_run)])  # fmt: skip
+            s.execute(
+                insert(Metric),
+                [
+                    {
+                        "run_id": i,
+                        "key": "valid_metric",
+                        "step": step,
+                        "value": rng.random(),
+                        "value_kind": "finite",
+                    }
+                    for i in range(start, min(start + 1000, a.runs + 1))
+                    for step in range(a.metrics_per_run)
+                ],
+            )
     store.dispose()
-    print(f"generated {a.runs} runs, {a.runs * a.metrics_per_run} metric rows in "
-          f"{time.perf_counter() - t:.1f}s")  # fmt: skip
+    print(
+        f"generated {a.runs} runs, {a.runs * a.metrics_per_run} metric rows in "
+        f"{time.perf_counter() - t:.1f}s"
+    )
 
 
 def timed(fn, repeat=3):
@@ -70,10 +97,14 @@ def from_summaries():
 
 
 def from_history():  # the last valid_metric per run, scanning the metric table
-    run_query(a.db, "SELECT r.model, r.task, r.k, AVG(m.value) FROM metrics m JOIN runs r "
-                    "ON r.id = m.run_id WHERE m.key = 'valid_metric' AND m.step = ("
-                    "SELECT MAX(step) FROM metrics m2 WHERE m2.run_id = m.run_id AND "
-                    "m2.key = 'valid_metric') GROUP BY r.model, r.task, r.k", {})  # fmt: skip
+    run_query(
+        a.db,
+        "SELECT r.model, r.task, r.k, AVG(m.value) FROM metrics m JOIN runs r "
+        "ON r.id = m.run_id WHERE m.key = 'valid_metric' AND m.step = ("
+        "SELECT MAX(step) FROM metrics m2 WHERE m2.run_id = m.run_id AND "
+        "m2.key = 'valid_metric') GROUP BY r.model, r.task, r.k",
+        {},
+    )
 
 
 s_time = timed(from_summaries)

@@ -66,8 +66,10 @@ def main() -> None:
                 res[w].append(swept(w, d, r))
     n = a.points
     print(f"medians of {a.rounds} interleaved rounds, {n} points each\n")
-    print("| workers | sweep wall s | time in workers s | per point in a worker s | "
-          "overhead/run | of a run |")  # fmt: skip
+    print(
+        "| workers | sweep wall s | time in workers s | per point in a worker s | "
+        "overhead/run | of a run |"
+    )
     print("|---|---|---|---|---|---|")
     walls = {}
     for w in (1, 2):
@@ -75,8 +77,10 @@ def main() -> None:
         busy = statistics.median(b for _, b in res[w])
         over = statistics.median((x * w - b) / n for x, b in res[w])
         walls[w] = wall
-        print(f"| {w} | {wall:.2f} | {busy:.2f} | {busy / n:.3f} | {over * 1e3:.0f} ms | "
-              f"{over / (busy / n):.1%} |")  # fmt: skip
+        print(
+            f"| {w} | {wall:.2f} | {busy:.2f} | {busy / n:.3f} | {over * 1e3:.0f} ms | "
+            f"{over / (busy / n):.1%} |"
+        )
     print(f"\n2 workers vs 1: {walls[1] / walls[2]:.2f}x the throughput")
 
 

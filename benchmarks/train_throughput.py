@@ -23,8 +23,11 @@ with tempfile.TemporaryDirectory() as d:
     for T in a.seq_len:
         for m in a.models:
             k = 32 if m in ("window", "gcnn", "transformer") else None
-            out = api.train(m, "adding", db=db, seq_len=T, steps=a.steps, k=k, eval_size=64,
-                            eval_every=a.steps)  # fmt: skip
+            out = api.train(
+                m, "adding", db=db, seq_len=T, steps=a.steps, k=k, eval_size=64, eval_every=a.steps
+            )
             s = out.summaries
-            print(f"| {m} | {T} | {k or '-'} | {int(s['n_params'])} | {s['throughput']:.0f} | "
-                  f"{32 / s['throughput']:.3f} |")  # fmt: skip
+            print(
+                f"| {m} | {T} | {k or '-'} | {int(s['n_params'])} | {s['throughput']:.0f} | "
+                f"{32 / s['throughput']:.3f} |"
+            )

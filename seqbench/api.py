@@ -30,12 +30,13 @@ _REEXPORTS = {
     # stores
     "open_store": "seqbench.store.store",
     "upgrade_store": "seqbench.store.store",
-    "RUN_KINDS": "seqbench.store.schema",
-    "RUN_STATUSES": "seqbench.store.schema",
+    "RUN_KINDS": "seqbench.store.common",
+    "RUN_STATUSES": "seqbench.store.common",
     # training
     "Progress": "seqbench.training.loop",
     "load_checkpoint": "seqbench.training.loop",
-    # stress
+    # stress and kernel benchmarks
+    "bench_kernels": "seqbench.bench",
     "stress": "seqbench.stress.runner",
     "plot_stress": "seqbench.stress.runner",
     # query
@@ -61,11 +62,25 @@ _REEXPORTS = {
 }
 
 __all__ = [
-    "ModelInfo", "RunConfig", "SweepPlan", "TaskInfo", "bench_kernels", "default_workers",
-    "make_config", "model_catalog", "parse_assignments", "run_details", "run_sweep",
-    "store_is_current", "store_revision", "sweep_grid", "sweep_plan", "sweep_status",
-    "task_catalog", "train", "train_config", *_REEXPORTS,
-]  # fmt: skip
+    "ModelInfo",
+    "RunConfig",
+    "SweepPlan",
+    "TaskInfo",
+    "make_config",
+    "model_catalog",
+    "parse_assignments",
+    "run_details",
+    "run_sweep",
+    "store_is_current",
+    "store_revision",
+    "sweep_grid",
+    "sweep_plan",
+    "sweep_status",
+    "task_catalog",
+    "train",
+    "train_config",
+    *_REEXPORTS,
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -143,10 +158,16 @@ def task_catalog() -> list[TaskInfo]:
     from seqbench.tasks import TASKS
 
     return [
-        TaskInfo(s.name, s.metric, "higher" if s.higher_is_better else "lower",
-                 s.default_seq_len, s.baseline_note, s.description)
+        TaskInfo(
+            s.name,
+            s.metric,
+            "higher" if s.higher_is_better else "lower",
+            s.default_seq_len,
+            s.baseline_note,
+            s.description,
+        )
         for s in map(TASKS.get, TASKS)
-    ]  # fmt: skip
+    ]
 
 
 def task_metric(task: str) -> str:
@@ -249,15 +270,6 @@ def sweep_grid(points: list[RunConfig]) -> tuple[list[str], list[list]]:
     return cols, [[i, *(getattr(p, c) for c in cols[1:])] for i, p in enumerate(points)]
 
 
-def default_workers() -> int:
-    """One worker per GPU when there are GPUs, else one per usable CPU."""
-    import torch
-
-    from seqbench.sweep.executors import usable_cpus
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else usable_cpus()
-
-
 def run_sweep(
     store: Store | Callable[[], Store],
     plan: SweepPlan,
@@ -265,43 +277,21 @@ def run_sweep(
     executor: str = "local",
     address: str = "auto",
     workers: int | None = None,
-    force: bool = False,
-    retry_failed: bool = False,
-    stale_after: float = 60.0,
-    on_start: Callable[[int, int], None] = lambda total, todo: None,
-    on_result: Callable[[str], None] = lambda status: None,
+    **options: Any,
 ) -> SweepOutcome:
-    """Run (or resume) a planned sweep on a local process pool or a Ray cluster: points done
-    before are skipped; each result is written as it arrives. `store` may be a function that
-    opens it, called once the options are checked and the executor is up."""
+    """Run (or resume) a planned sweep on a local process pool or a Ray cluster (`address`):
+    points done before are skipped; each result is written as it arrives. `options` are
+    seqbench.sweep.runner.run_sweep's (force, retry_failed, stale_after, on_start, on_result).
+    `store` may be a function that opens it, called once the options are checked and the
+    executor is up."""
     from seqbench.sweep import runner
 
-    if executor not in ("local", "ray"):
-        raise UsageError(f"--executor must be local or ray, got {executor!r}")
-    if workers is not None and workers <= 0:
-        raise UsageError(f"--workers must be positive, got {workers}")
-    if not stale_after > 0 or stale_after == float("inf"):
-        raise UsageError(f"--stale-after must be a positive number of seconds, got {stale_after}")
-    if executor == "ray":
-        from seqbench.sweep.executors import RayExecutor
-
-        ray_exec = RayExecutor(address, workers)  # an unreachable cluster fails before any write
-
-        def make_executor():
-            return ray_exec
-    else:
-        from seqbench.sweep.executors import LocalExecutor
-
-        n_workers = workers or default_workers()
-
-        def make_executor():
-            return LocalExecutor(n_workers)
-
+    runner.check_options(**options)
+    make_executor = runner.executor_factory(executor, address, workers)
     store = store() if callable(store) else store
+    force = options.get("force", False)
     sweep_id = runner.plan_sweep(store, plan.name, plan.spec, plan.points, force)
-    return runner.run_sweep(store, sweep_id, make_executor, force=force,
-                            retry_failed=retry_failed, stale_after=stale_after,
-                            on_start=on_start, on_result=on_result)  # fmt: skip
+    return runner.run_sweep(store, sweep_id, make_executor, **options)
 
 
 def sweep_status(store: Store, name: str | None = None) -> list[dict]:
@@ -312,34 +302,6 @@ def sweep_status(store: Store, name: str | None = None) -> list[dict]:
 
 
 # -- bench ---------------------------------------------------------------------------------------
-def bench_kernels(
-    store: Store | Callable[[], Store],
-    *,
-    seq_len: int = 1000,
-    batch: int = 32,
-    hidden: int = 128,
-    device: str = "cpu",
-    backends: tuple[str, ...] | None = None,
-    repeat: int = 3,
-) -> tuple[list, float, str]:
-    """Time every IndRNN backend side by side and store each row as a run of kind "bench";
-    returns (rows, measured copy GB/s, the device used). `store` may be a function that opens
-    it, called once the arguments are checked (bad input creates no store)."""
-    from seqbench.bench import bench_kernels as run_bench
-    from seqbench.bench import store_bench
-    from seqbench.training.loop import resolve_device
-
-    for flag, v in (("seq-len", seq_len), ("batch", batch), ("hidden", hidden),
-                    ("repeat", repeat)):  # fmt: skip
-        if v <= 0:
-            raise UsageError(f"--{flag} must be positive, got {v}")
-    dev = str(resolve_device(device))
-    rows, copy_gbps = run_bench(seq_len, batch, hidden, dev, backends, repeat)
-    params = {"seq_len": seq_len, "batch": batch, "hidden": hidden, "device": dev}
-    store_bench(store() if callable(store) else store, rows, params, copy_gbps)
-    return rows, copy_gbps, dev
-
-
 # -- runs ----------------------------------------------------------------------------------------
 def list_runs(
     store: Store | Callable[[], Store], *, limit: int | None = 50, **filters: Any
@@ -348,7 +310,7 @@ def list_runs(
     An unknown status or kind is an error naming the known ones (checked before `store`, if
     it is a function, opens the store)."""
     from seqbench.errors import UnknownNameError
-    from seqbench.store.schema import RUN_KINDS, RUN_STATUSES
+    from seqbench.store.common import RUN_KINDS, RUN_STATUSES
 
     for what, known in (("status", RUN_STATUSES), ("kind", RUN_KINDS)):
         if filters.get(what) is not None and filters[what] not in known:

@@ -55,18 +55,27 @@ def indrnn_bytes(B: int, T: int, N: int, x_itemsize: int = 4) -> int:
 
 
 def bench_kernels(
+    store: Store | Callable[[], Store] | None = None,
+    *,
     seq_len: int = 1000,
     batch: int = 32,
     hidden: int = 128,
     device: str = "cpu",
     backends: tuple[str, ...] | None = None,
     repeat: int = 3,
-) -> tuple[list[BenchRow], float]:
-    """Time every available backend; returns (rows, measured copy GB/s)."""
+) -> tuple[list[BenchRow], float, str]:
+    """Time every available backend; returns (rows, measured copy GB/s, the device used).
+    With a `store` (or a function that opens it, called once the arguments are checked, so
+    bad input creates no store), each row is stored as a run of kind "bench"."""
     from seqbench.environment import available_memory
     from seqbench.errors import UsageError
     from seqbench.ops.indrnn import indrnn, numba_available, triton_available
+    from seqbench.training.loop import resolve_device
 
+    for flag, v in (("seq-len", seq_len), ("batch", batch), ("hidden", hidden), ("repeat", repeat)):
+        if v <= 0:
+            raise UsageError(f"--{flag} must be positive, got {v}")
+    device = str(resolve_device(device))
     need = 8 * indrnn_bytes(batch, seq_len, hidden)  # inputs, outputs, grads, the loop's state
     if torch.device(device).type == "cpu" and need > 0.8 * available_memory():
         raise UsageError(
@@ -111,13 +120,16 @@ def bench_kernels(
             ms = time_fn(step, dev, repeat)
             speed = timings["torch"] / ms if "torch" in timings else None
             rows.append(BenchRow(f"cudnn-{kind}", ms, None, None, speed))
-    return rows, copy_gbps
+    if store is not None:
+        params = {"seq_len": seq_len, "batch": batch, "hidden": hidden, "device": device}
+        store_bench(store() if callable(store) else store, rows, params, copy_gbps)
+    return rows, copy_gbps, device
 
 
 def store_bench(store: Store, rows: list[BenchRow], params: dict, copy_gbps: float) -> list[int]:
     """One run of kind "bench" per row, with the timings as summaries."""
     from seqbench import environment
-    from seqbench.store.schema import utcnow
+    from seqbench.store.common import utcnow
 
     ids = []
     for row in rows:

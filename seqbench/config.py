@@ -1,7 +1,7 @@
 """RunConfig: everything that defines a training run, resolved and hashed.
 
 Resolution order (later wins): global defaults < model family defaults < paper defaults for the
-(model, task) pair (DOMAIN.md §4) < a TOML config file < command-line flags and --set. The fully
+(model, task) pair (PAIR_DEFAULTS) < a TOML config file < command-line flags and --set. The fully
 resolved config is stored with the run; its stable hash (tags and output options excluded) is
 the de-duplication key for sweeps.
 """
@@ -133,21 +133,43 @@ def _derived(name: str, group: str, doc: str, **defaults: Any) -> type:
 
 
 # Fields that must be positive when set (checked on RunConfig, ModelArgs and TaskArgs alike).
-POSITIVE = ("lr", "batch_size", "steps", "epochs", "clip", "hidden", "params", "layers",
-            "seq_len", "k", "eval_every", "eval_size", "lam", "teacher_lam", "magnitude",
-            "kernel_size", "levels", "lr_decay_every", "eval_batch_size", "heads", "lr_decay",
-            "subset")  # fmt: skip
+POSITIVE = (
+    "lr",
+    "batch_size",
+    "steps",
+    "epochs",
+    "clip",
+    "hidden",
+    "params",
+    "layers",
+    "seq_len",
+    "k",
+    "eval_every",
+    "eval_size",
+    "lam",
+    "teacher_lam",
+    "magnitude",
+    "kernel_size",
+    "levels",
+    "lr_decay_every",
+    "eval_batch_size",
+    "heads",
+    "lr_decay",
+    "subset",
+)
 # A model is built for a concrete length: the config's None (the task's T) is resolved first.
 ModelArgs = _derived(
-    "ModelArgs", MODEL,
+    "ModelArgs",
+    MODEL,
     "The model's hyperparameters: RunConfig's model fields (each family reads the ones it "
     "needs). seq_len is the task's T (IndRNN's bound M^(1/T) and a TCN's depth depend on it).",
     seq_len=100,
-)  # fmt: skip
+)
 TaskArgs = _derived(
-    "TaskArgs", TASK,
+    "TaskArgs",
+    TASK,
     "The task's options: RunConfig's task fields (seq_len None: the task's default T).",
-)  # fmt: skip
+)
 MODEL_FIELDS = tuple(f.name for f in _group(MODEL))
 TASK_FIELDS = tuple(f.name for f in _group(TASK))
 _NULLABLE = {"k", "levels"}  # None is a value for these (no context given, no depth given)
@@ -158,7 +180,8 @@ NOT_HASHED = {"tags", "save_checkpoint", "device", "backend"}
 FIELDS = {f.name: f for f in fields(RunConfig)}
 _HINTS = typing.get_type_hints(RunConfig)
 
-# Where a family or a paper gives a default (DOMAIN.md §4), sized so that `seqbench train` with
+# Where a family or a paper gives a default (the papers' setups, Li et al., Bai et al., Miller
+# & Hardt), sized so that `seqbench train` with
 # no other flag finishes in minutes on a 2-core CPU. `steps` and `lr` are tuned per pair.
 PAIR_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
     # IndRNN adding (Li et al.): 2×128, Adam 2e-4 for ReLU models, clip 10, batch 50.
@@ -250,8 +273,13 @@ def coerce(name: str, raw: Any) -> Any:
         raise UsageError(f"{name} must be {_KINDS[base]}, got {raw!r}") from None
 
 
-_KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
-          dict: "a table"}  # fmt: skip
+_KINDS = {
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    str: "a string",
+    dict: "a table",
+}
 
 
 def _typed(name: str, base: type, nullable: bool, raw: Any) -> Any:
@@ -347,8 +375,17 @@ def make_config(
 
 
 # Float fields: every one must be finite (json has no Infinity, and an inf lr is no experiment).
-FLOAT_FIELDS = ("lr", "clip", "lr_decay", "weight_decay", "lam", "dropout", "magnitude",
-                "forget_bias", "teacher_lam")  # fmt: skip
+FLOAT_FIELDS = (
+    "lr",
+    "clip",
+    "lr_decay",
+    "weight_decay",
+    "lam",
+    "dropout",
+    "magnitude",
+    "forget_bias",
+    "teacher_lam",
+)
 MAX_SEED = 2**63 - 1
 # Structural sizes past any experiment's (deep IndRNN: 21 layers; a TCN with 40 levels sees
 # 2^40 steps): a larger value is a typo, and building it would hang before any estimate.

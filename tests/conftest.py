@@ -60,3 +60,43 @@ def pg_url():
         c.execute(text("CREATE SCHEMA public"))
     engine.dispose()
     return url
+
+
+def seqbench_cmd(db, *args: str) -> list[str]:
+    """The command line of `python -m seqbench --db DB ARGS...` for a subprocess; each arg
+    holds one or more space-separated words ("sweep --models rnn")."""
+    import sys
+
+    return [
+        sys.executable,
+        "-m",
+        "seqbench",
+        "--db",
+        str(db),
+        *(w for a in args for w in a.split()),
+    ]
+
+
+def add_run(store, summaries: dict | None = None, **fields):
+    """A finished training run row (rnn on adding, completed, empty config unless given),
+    with its summaries: reports and checks read nothing else."""
+    defaults = {
+        "model": "rnn",
+        "task": "adding",
+        "config": {},
+        "config_hash": "h",
+        "status": "completed",
+    }
+    run = store.create_run(**{**defaults, **fields})
+    if summaries:
+        store.set_summaries(run.id, summaries)
+    return run
+
+
+def popen(cmd: list[str]):
+    """A command started in the background with one torch thread, its output captured as
+    text."""
+    import subprocess
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -36,9 +36,14 @@ def kernels(
     Example: seqbench bench kernels --seq-len 5000 --batch 256 --hidden 1024 --device cuda
     """
     rows, copy_gbps, dev = api.bench_kernels(
-        state(ctx).store, seq_len=seq_len, batch=batch, hidden=hidden, device=device,
-        backends=tuple(backend) if backend else None, repeat=repeat,
-    )  # fmt: skip
+        state(ctx).store,
+        seq_len=seq_len,
+        batch=batch,
+        hidden=hidden,
+        device=device,
+        backends=tuple(backend) if backend else None,
+        repeat=repeat,
+    )
     render(
         ["name", "ms", "GB/s", "of copy BW", "x torch"],
         [(r.name, r.ms, r.gbps, r.copy_fraction, r.speedup_vs_torch) for r in rows],

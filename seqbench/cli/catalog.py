@@ -29,6 +29,8 @@ def tasks(fmt: FormatOption = Format.table) -> None:
 
     Example: seqbench tasks --format csv
     """
-    rows = [(t.name, t.metric, t.better, t.seq_len, t.baseline, t.description)
-            for t in api.task_catalog()]  # fmt: skip
+    rows = [
+        (t.name, t.metric, t.better, t.seq_len, t.baseline, t.description)
+        for t in api.task_catalog()
+    ]
     render(["task", "metric", "better", "T", "baseline", "description"], rows, fmt)

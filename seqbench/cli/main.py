@@ -22,8 +22,10 @@ class _SeqbenchGroup(TyperGroup):
             with sigterm_as_interrupt():
                 return super().invoke(ctx)
         except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM where no command recorded it
-            typer.echo("interrupted: every write is one transaction, nothing half-written was kept",
-                       err=True)  # fmt: skip
+            typer.echo(
+                "interrupted: every write is one transaction, nothing half-written was kept",
+                err=True,
+            )
             raise typer.Exit(interrupt_exit_code(e)) from None
         except SeqbenchError as e:
             typer.echo(f"Error: {one_line(str(e))}", err=True)

@@ -84,9 +84,14 @@ def report(
         raise UsageError("--compare needs models: seqbench report --compare rnn tcn")
     state(ctx).check_readable()  # the store's version and file, before reading it
     rep = api.build_report(
-        state(ctx).db, compare=chosen or None, tasks=_split(task) or None, metric=metric,
-        by=by, sweep=sweep, where=where,
-    )  # fmt: skip
+        state(ctx).db,
+        compare=chosen or None,
+        tasks=_split(task) or None,
+        metric=metric,
+        by=by,
+        sweep=sweep,
+        where=where,
+    )
     if rep is None:
         typer.echo("no completed runs in the store match: nothing to report")
         return
@@ -99,8 +104,13 @@ def report(
             cols, rows, best = api.leaderboard_rows(rep)
         cell_cols = set(rep.models) if compare and rep.compare else set()
         if fmt in (Format.table, Format.markdown):  # for people: one "mean ± std (n)" cell
-            render(cols, [[api.format_cell(v) for v in r] for r in rows], fmt, bold=best,
-                   title=f"{metric}{' by ' + by if by else ''}")  # fmt: skip
+            render(
+                cols,
+                [[api.format_cell(v) for v in r] for r in rows],
+                fmt,
+                bold=best,
+                title=f"{metric}{' by ' + by if by else ''}",
+            )
         else:
             render(*api.flat_rows(cols, rows, cell_cols), fmt)
     if plot:
@@ -124,8 +134,15 @@ def baseline_save(
 
     Example: seqbench baseline save nightly --where "task = 'adding'" --rtol 0.1
     """
-    points = api.save_baseline(state(ctx).store(), name, metrics=tuple(metric or ["test_metric"]),
-                           sweep=sweep, where=where, rtol=rtol, atol=atol)  # fmt: skip
+    points = api.save_baseline(
+        state(ctx).store(),
+        name,
+        metrics=tuple(metric or ["test_metric"]),
+        sweep=sweep,
+        where=where,
+        rtol=rtol,
+        atol=atol,
+    )
     typer.echo(f"saved baseline {name!r}: {len(points)} points")
 
 
@@ -195,15 +212,43 @@ def check(
     store = state(ctx).reader()
     points = api.resolve_baseline(store, baseline)
     rows = api.check(store, points, sweep=sweep, where=where, rtol=rtol, atol=atol)
-    cols = ["status", "model", "task", "k", "variant", "metric", "baseline", "current",
-            "tolerance", "direction"]  # fmt: skip
-    render(cols, [(r.status, r.model, r.task, r.k, api.variant_label(r.variant), r.metric,
-                   r.baseline, r.current, r.tolerance, r.direction) for r in rows], fmt,
-           title=f"check against {baseline}")  # fmt: skip
+    cols = [
+        "status",
+        "model",
+        "task",
+        "k",
+        "variant",
+        "metric",
+        "baseline",
+        "current",
+        "tolerance",
+        "direction",
+    ]
+    render(
+        cols,
+        [
+            (
+                r.status,
+                r.model,
+                r.task,
+                r.k,
+                api.variant_label(r.variant),
+                r.metric,
+                r.baseline,
+                r.current,
+                r.tolerance,
+                r.direction,
+            )
+            for r in rows
+        ],
+        fmt,
+        title=f"check against {baseline}",
+    )
     if junit:
         api.junit_xml(rows, junit)
-    counts = {s: sum(r.status == s for r in rows) for s in ("pass", "regressed", "improved",
-                                                             "missing")}  # fmt: skip
+    counts = {
+        s: sum(r.status == s for r in rows) for s in ("pass", "regressed", "improved", "missing")
+    }
     typer.echo(", ".join(f"{n} {s}" for s, n in counts.items()), err=True)
     if counts["regressed"] or (fail_on_missing and counts["missing"]):
         raise typer.Exit(1)

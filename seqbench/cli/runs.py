@@ -32,13 +32,31 @@ def runs(
 
     Example: seqbench runs --model lstm --status completed --format csv
     """
-    listed = api.list_runs(state(ctx).reader, model=model, task=task, status=status,
-                           sweep=sweep, kind=kind, limit=limit)  # fmt: skip
+    listed = api.list_runs(
+        state(ctx).reader,
+        model=model,
+        task=task,
+        status=status,
+        sweep=sweep,
+        kind=kind,
+        limit=limit,
+    )
     rows = [
-        (r.id, r.kind, r.status, r.model, r.task, r.k, r.seq_len, r.seed, metric,
-         r.wall_seconds, r.created_at)
+        (
+            r.id,
+            r.kind,
+            r.status,
+            r.model,
+            r.task,
+            r.k,
+            r.seq_len,
+            r.seed,
+            metric,
+            r.wall_seconds,
+            r.created_at,
+        )
         for r, metric in listed
-    ]  # fmt: skip
+    ]
     cols = ["id", "kind", "status", "model", "task", "k", "seq_len", "seed", "test_metric"]
     render([*cols, "wall_s", "created"], rows, fmt)
 

@@ -58,21 +58,47 @@ def stress(
         raise UsageError(f"--seeds expects comma-separated integers, got {seeds!r}") from None
     model_list = _csv(models) if models else []
     results = api.stress(
-        state(ctx).store(), model_list, seq_len=seq_len, hidden=hidden, batch=batch,
-        seeds=seed_list, runs=run or [], dtype=dtype, rtol=rtol, eps=eps,
-    )  # fmt: skip
+        state(ctx).store(),
+        model_list,
+        seq_len=seq_len,
+        hidden=hidden,
+        batch=batch,
+        seeds=seed_list,
+        runs=run or [],
+        dtype=dtype,
+        rtol=rtol,
+        eps=eps,
+    )
     rows = [
-        (r.run_id, r.model, r.source, r.seed, r.gain, r.horizon, r.verdict,
-         r.spectra.get("spectral_norm"), r.decay)
+        (
+            r.run_id,
+            r.model,
+            r.source,
+            r.seed,
+            r.gain,
+            r.horizon,
+            r.verdict,
+            r.spectra.get("spectral_norm"),
+            r.decay,
+        )
         for r in results
-    ]  # fmt: skip
+    ]
     render(
-        ["run", "model", "source", "seed", "gain γ", "horizon", "verdict", "spectral norm",
-         "trunc decay"],
+        [
+            "run",
+            "model",
+            "source",
+            "seed",
+            "gain γ",
+            "horizon",
+            "verdict",
+            "spectral norm",
+            "trunc decay",
+        ],
         rows,
         fmt,
         title=f"stress at T={seq_len}",
-    )  # fmt: skip
+    )
     if plot:
         api.plot_stress(results, plot)
         typer.echo(f"plot written to {plot}", err=True)

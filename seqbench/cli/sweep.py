@@ -70,8 +70,17 @@ def sweep(
     """
     if ctx.invoked_subcommand is not None:
         return
-    plan = api.sweep_plan(models=models, tasks=tasks, k=k, seeds=seeds, set_=set_, spec=spec,
-                          preset=preset, scale=scale, name=name)  # fmt: skip
+    plan = api.sweep_plan(
+        models=models,
+        tasks=tasks,
+        k=k,
+        seeds=seeds,
+        set_=set_,
+        spec=spec,
+        preset=preset,
+        scale=scale,
+        name=name,
+    )
     if dry_run:
         render(*api.sweep_grid(plan.points), fmt, title=f"{len(plan.points)} points")
         typer.echo(f"sweep {plan.name!r}: {len(plan.points)} points", err=True)
@@ -82,10 +91,18 @@ def sweep(
     code = EXIT_INTERRUPTED
     try:
         with sigterm_as_interrupt():
-            out = api.run_sweep(state(ctx).store, plan, executor=executor, address=address,
-                                workers=workers, force=force, retry_failed=retry_failed,
-                                stale_after=stale_after, on_start=on_start,
-                                on_result=on_result)  # fmt: skip
+            out = api.run_sweep(
+                state(ctx).store,
+                plan,
+                executor=executor,
+                address=address,
+                workers=workers,
+                force=force,
+                retry_failed=retry_failed,
+                stale_after=stale_after,
+                on_start=on_start,
+                on_result=on_result,
+            )
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: the points in flight are interrupted
         code = interrupt_exit_code(e)
     finally:
@@ -99,9 +116,12 @@ def sweep(
         f"sweep {name!r}: {out.total} points, {out.skipped} already done or skipped, ran "
         f"{out.ran}: {c.get('completed', 0)} completed, {c.get('diverged', 0)} diverged, "
         f"{c.get('failed', 0)} failed"
-        + (f", {c['crashed']} crashed (their workers died; run the command again)"
-           if c.get("crashed") else "")
-    )  # fmt: skip
+        + (
+            f", {c['crashed']} crashed (their workers died; run the command again)"
+            if c.get("crashed")
+            else ""
+        )
+    )
 
 
 def _progress(quiet: bool, name: str):
@@ -134,8 +154,7 @@ def _progress(quiet: bool, name: str):
 
     def on_result(status):
         task = bar.tasks[0]
-        bar.update(tid["id"], advance=1,
-                   failed=task.fields["failed"] + (status == "failed"))  # fmt: skip
+        bar.update(tid["id"], advance=1, failed=task.fields["failed"] + (status == "failed"))
 
     return bar, on_start, on_result
 
@@ -151,6 +170,15 @@ def status(
     Example: seqbench sweep status my-sweep --format json
     """
     rows = api.sweep_status(state(ctx).reader(), name)
-    cols = ["name", "status", "total", "completed", "diverged", "running", "failed", "remaining",
-            "created"]  # fmt: skip
+    cols = [
+        "name",
+        "status",
+        "total",
+        "completed",
+        "diverged",
+        "running",
+        "failed",
+        "remaining",
+        "created",
+    ]
     render(cols, [[r[c] for c in cols] for r in rows], fmt)

@@ -114,11 +114,24 @@ def train(
     Example: seqbench train --model indrnn --task adding --seq-len 100
     """
     flags = {
-        "seq_len": seq_len, "k": k, "hidden": hidden, "params": params, "layers": layers,
-        "steps": steps, "epochs": epochs, "batch_size": batch_size, "lr": lr,
-        "optimizer": optimizer, "clip": clip, "seed": seed, "device": device, "lam": lam,
-        "backend": backend, "path": path, "subset": subset,
-    }  # fmt: skip
+        "seq_len": seq_len,
+        "k": k,
+        "hidden": hidden,
+        "params": params,
+        "layers": layers,
+        "steps": steps,
+        "epochs": epochs,
+        "batch_size": batch_size,
+        "lr": lr,
+        "optimizer": optimizer,
+        "clip": clip,
+        "seed": seed,
+        "device": device,
+        "lam": lam,
+        "backend": backend,
+        "path": path,
+        "subset": subset,
+    }
     overrides = api.parse_assignments(set_)
     if "tags" in overrides:
         raise UsageError("use --tag key=value for tags")

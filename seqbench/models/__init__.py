@@ -96,8 +96,9 @@ def _check_conv(name: str, min_kernel: int):
 def _check_window(c) -> None:
     base = MODELS.get(c.base)
     if not base.recurrent:
-        raise UsageError(f"window: base must be a recurrent model (rnn, lstm, gru, indrnn), "
-                         f"got {c.base!r}")  # fmt: skip
+        raise UsageError(
+            f"window: base must be a recurrent model (rnn, lstm, gru, indrnn), got {c.base!r}"
+        )
     if base.check is not None:
         base.check(c)
 
@@ -108,28 +109,67 @@ def _check_transformer(c) -> None:
 
 
 for _spec in (
-    ModelSpec("rnn", "Elman RNN (tanh or relu), torch.nn fused", True, _torch_rnn("rnn"),
-              stable=True, activation_units=3, check=_check_rnn),
-    ModelSpec("lstm", "LSTM, torch.nn fused (cuDNN / oneDNN)", True, _torch_rnn("lstm"),
-              stable=True),
-    ModelSpec("gru", "GRU, torch.nn fused (cuDNN / oneDNN)", True, _torch_rnn("gru"),
-              activation_units=10),
-    ModelSpec("indrnn", "IndRNN (Li et al. 2018): h = relu(Wx + u ⊙ h), |u| ≤ M^(1/T)", True,
-              _indrnn, {"layers": 2}, stable=True, indrnn_kernel=True, activation_units=4),
-    ModelSpec("tcn",
-              "Temporal convolutional network (Bai et al. 2018), context k = receptive field",
-              False, _tcn, {"hidden": 30, "kernel_size": 7}, activation_units=8,
-              check=_check_conv("tcn", 1)),
-    ModelSpec("gcnn", "Gated convolutional network (Dauphin et al. 2017), context k", False,
-              _gcnn, {"hidden": 64, "kernel_size": 5}, activation_units=6,
-              check=_check_conv("gcnn", 2)),
-    ModelSpec("window",
-              "Truncated recurrent model (Miller & Hardt): base model on the last k inputs",
-              False, _window, wraps_base=True, check=_check_window),
-    ModelSpec("transformer", "Causal transformer with attention restricted to the last k "
-              "positions", False, _transformer, {"hidden": 64, "layers": 2},
-              width_multiple_of="heads", check=_check_transformer),
-):  # fmt: skip
+    ModelSpec(
+        "rnn",
+        "Elman RNN (tanh or relu), torch.nn fused",
+        True,
+        _torch_rnn("rnn"),
+        stable=True,
+        activation_units=3,
+        check=_check_rnn,
+    ),
+    ModelSpec(
+        "lstm", "LSTM, torch.nn fused (cuDNN / oneDNN)", True, _torch_rnn("lstm"), stable=True
+    ),
+    ModelSpec(
+        "gru", "GRU, torch.nn fused (cuDNN / oneDNN)", True, _torch_rnn("gru"), activation_units=10
+    ),
+    ModelSpec(
+        "indrnn",
+        "IndRNN (Li et al. 2018): h = relu(Wx + u ⊙ h), |u| ≤ M^(1/T)",
+        True,
+        _indrnn,
+        {"layers": 2},
+        stable=True,
+        indrnn_kernel=True,
+        activation_units=4,
+    ),
+    ModelSpec(
+        "tcn",
+        "Temporal convolutional network (Bai et al. 2018), context k = receptive field",
+        False,
+        _tcn,
+        {"hidden": 30, "kernel_size": 7},
+        activation_units=8,
+        check=_check_conv("tcn", 1),
+    ),
+    ModelSpec(
+        "gcnn",
+        "Gated convolutional network (Dauphin et al. 2017), context k",
+        False,
+        _gcnn,
+        {"hidden": 64, "kernel_size": 5},
+        activation_units=6,
+        check=_check_conv("gcnn", 2),
+    ),
+    ModelSpec(
+        "window",
+        "Truncated recurrent model (Miller & Hardt): base model on the last k inputs",
+        False,
+        _window,
+        wraps_base=True,
+        check=_check_window,
+    ),
+    ModelSpec(
+        "transformer",
+        "Causal transformer with attention restricted to the last k positions",
+        False,
+        _transformer,
+        {"hidden": 64, "layers": 2},
+        width_multiple_of="heads",
+        check=_check_transformer,
+    ),
+):
     MODELS.register(_spec.name, _spec)
 
 

@@ -88,22 +88,21 @@ def varying_fields(df) -> list[str]:
     return sorted(found)
 
 
-def current_medians(db, metrics, *, sweep=None, where=None,
-                    variant_fields=None) -> dict[tuple, tuple[float, int]]:  # fmt: skip
+def current_medians(
+    db, metrics, *, sweep=None, where=None, variant_fields=None
+) -> dict[tuple, tuple[float, int]]:
     """{(model, task, k, variant, metric): (median over seeds, n)} of completed and diverged
     runs (a diverged run's nan makes the median nan, so it cannot pass silently). Runs are
     told apart by `variant_fields`, or by the fields that vary (`varying_fields`) when None."""
     out = {}
     for metric in metrics:
-        df = results_frame(db, metric, sweep=sweep, where=where,
-                           statuses=("completed", "diverged"))  # fmt: skip
+        df = results_frame(db, metric, sweep=sweep, where=where, statuses=("completed", "diverged"))
         if df.empty:
             continue
         fields = varying_fields(df) if variant_fields is None else variant_fields
         df["k"] = df["k"].astype("object").where(df["k"].notna(), None)
         df["variant"] = [variant_text({f: c.get(f) for f in fields}) for c in df["config"]]
-        for (model, task, k, var), g in df.groupby(["model", "task", "k", "variant"],
-                                                   dropna=False):  # fmt: skip
+        for (model, task, k, var), g in df.groupby(["model", "task", "k", "variant"], dropna=False):
             vals = g["value"].astype(float)
             med = math.nan if vals.isna().any() else float(vals.median())
             key = (model, task, None if k is None or k != k else int(k), var, metric)
@@ -111,8 +110,16 @@ def current_medians(db, metrics, *, sweep=None, where=None,
     return out
 
 
-def save_baseline(store: Store, name: str, *, metrics=("test_metric",), sweep=None, where=None,
-                  rtol=0.05, atol=0.0) -> list[Point]:  # fmt: skip
+def save_baseline(
+    store: Store,
+    name: str,
+    *,
+    metrics=("test_metric",),
+    sweep=None,
+    where=None,
+    rtol=0.05,
+    atol=0.0,
+) -> list[Point]:
     """Store the current medians as baseline `name` (replacing an older one of that name)."""
     cur = current_medians(store.url, metrics, sweep=sweep, where=where)
     if not cur:
@@ -165,9 +172,19 @@ def load_file(path: str | Path) -> tuple[str, list[Point]]:
     p = Path(path)
     try:
         data = json.loads(p.read_text())
-        points = [Point(d["model"], d["task"], d["k"], d["metric"], float(d["value"]),
-                        float(d["tolerance"]), d["direction"], _variant(d.get("variant")))
-                  for d in data["points"]]  # fmt: skip
+        points = [
+            Point(
+                d["model"],
+                d["task"],
+                d["k"],
+                d["metric"],
+                float(d["value"]),
+                float(d["tolerance"]),
+                d["direction"],
+                _variant(d.get("variant")),
+            )
+            for d in data["points"]
+        ]
     except FileNotFoundError:
         raise UsageError(f"baseline file {str(p)!r} not found") from None
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
@@ -227,13 +244,19 @@ def judge(p: Point, current: float | None, tol: float) -> str:
     return "pass"
 
 
-def check(store: Store, points: list[Point], *, sweep=None, where=None, rtol=None,
-          atol=None) -> list[CheckRow]:  # fmt: skip
+def check(
+    store: Store, points: list[Point], *, sweep=None, where=None, rtol=None, atol=None
+) -> list[CheckRow]:
     """Judge the current medians against each baseline point; --rtol/--atol override the stored
     tolerance."""
     fields = sorted({f for p in points if p.variant for f in json.loads(p.variant)})
-    cur = current_medians(store.url, sorted({p.metric for p in points}), sweep=sweep,
-                          where=where, variant_fields=fields)  # fmt: skip
+    cur = current_medians(
+        store.url,
+        sorted({p.metric for p in points}),
+        sweep=sweep,
+        where=where,
+        variant_fields=fields,
+    )
     rows = []
     for p in points:
         tol = p.tolerance
@@ -246,8 +269,20 @@ def check(store: Store, points: list[Point], *, sweep=None, where=None, rtol=Non
             )
         value = cur.get((p.model, p.task, p.k, p.variant, p.metric))
         current = None if value is None else value[0]
-        rows.append(CheckRow(p.model, p.task, p.k, p.variant, p.metric, p.value, current, tol,
-                             p.direction, judge(p, current, tol)))  # fmt: skip
+        rows.append(
+            CheckRow(
+                p.model,
+                p.task,
+                p.k,
+                p.variant,
+                p.metric,
+                p.value,
+                current,
+                tol,
+                p.direction,
+                judge(p, current, tol),
+            )
+        )
     return rows
 
 
@@ -263,8 +298,10 @@ def junit_xml(rows: list[CheckRow], path: str | Path) -> None:
     for r in rows:
         label = " ".join(x for x in (f"k={r.k}", variant_label(r.variant), r.metric) if x)
         case = ET.SubElement(suite, "testcase", classname=f"{r.task}.{r.model}", name=label)
-        msg = (f"{r.metric} {r.current} vs baseline {r.baseline} ± {r.tolerance} "
-               f"({r.direction} is better)")  # fmt: skip
+        msg = (
+            f"{r.metric} {r.current} vs baseline {r.baseline} ± {r.tolerance} "
+            f"({r.direction} is better)"
+        )
         if r.status == "regressed":
             ET.SubElement(case, "failure", message=msg, type="regression").text = msg
         elif r.status == "missing":

@@ -65,7 +65,16 @@ def fit_decay(rep: Report, x: str = "k") -> tuple[list[str], list[list]]:
                 slope = float(np.polyfit(ks, np.log(gaps["mean"][use].to_numpy(float)), 1)[0])
                 rate = math.exp(slope)
                 half = math.log(0.5) / slope if slope < 0 else math.inf
-            rows.append([*(None if v != v else v for v in key), model, ref, len(ks),
-                         ",".join(str(int(k)) for k in ks), rate,
-                         math.sqrt(rate) if rate == rate else math.nan, half])  # fmt: skip
+            rows.append(
+                [
+                    *(None if v != v else v for v in key),
+                    model,
+                    ref,
+                    len(ks),
+                    ",".join(str(int(k)) for k in ks),
+                    rate,
+                    math.sqrt(rate) if rate == rate else math.nan,
+                    half,
+                ]
+            )
     return cols, rows

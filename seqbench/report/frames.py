@@ -73,8 +73,9 @@ def results_frame(
 ) -> pd.DataFrame:
     """Columns: run_id, model, task, k, seq_len, seed, sweep, config (a dict), value
     (non-finite restored)."""
-    cols, rows = result_rows(db, metric, tasks=tasks, models=models, sweep=sweep, where=where,
-                             statuses=statuses)  # fmt: skip
+    cols, rows = result_rows(
+        db, metric, tasks=tasks, models=models, sweep=sweep, where=where, statuses=statuses
+    )
     df = pd.DataFrame(rows, columns=cols)
     if df.empty:
         return df.drop(columns=["value_kind"])
@@ -90,8 +91,9 @@ def unset_to_none(key: tuple) -> tuple:
     return tuple(None if isinstance(v, float) and math.isnan(v) else v for v in key)
 
 
-def row_baselines(db: str | None, tasks: list[str], group: list[str], *, sweep=None,
-                  where=None) -> dict[tuple, float]:  # fmt: skip
+def row_baselines(
+    db: str | None, tasks: list[str], group: list[str], *, sweep=None, where=None
+) -> dict[tuple, float]:
     """Mean stored trivial baseline (the runs' `baseline` summary) per report row: keyed by
     the row's `group` values (task first), and by (task,) alone as a fallback. A baseline that
     depends on the config (the teacher's λ, the copy task's T) is thus shown per row."""

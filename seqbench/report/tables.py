@@ -150,8 +150,11 @@ def _full_model_cells(rep: Report, wide: pd.DataFrame) -> dict[tuple, tuple]:
             continue  # truncated runs of its own: its rows speak for themselves
         for idx in wide.index[present]:
             key = _row_key(group, idx)
-            cell = (float(wide.loc[idx, ("mean", m)]), float(wide.loc[idx, ("std", m)]),
-                    int(wide.loc[idx, ("n", m)]))  # fmt: skip
+            cell = (
+                float(wide.loc[idx, ("mean", m)]),
+                float(wide.loc[idx, ("std", m)]),
+                int(wide.loc[idx, ("n", m)]),
+            )
             out[(m, _without_k(group, key))] = cell
     return out
 
@@ -159,8 +162,9 @@ def _full_model_cells(rep: Report, wide: pd.DataFrame) -> dict[tuple, tuple]:
 def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None]]:
     """(columns, rows, index of the best model column per row) for a --compare report."""
     group = rep.group
-    wide = rep.stats.pivot_table(index=group, columns="model", values=["mean", "std", "n"],
-                                 dropna=False, aggfunc="first")  # fmt: skip
+    wide = rep.stats.pivot_table(
+        index=group, columns="model", values=["mean", "std", "n"], dropna=False, aggfunc="first"
+    )
     cols = [*group, *rep.models]
     two = len(rep.models) >= 2
     if two:
@@ -173,8 +177,10 @@ def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None
         key = _row_key(group, idx)  # unset (k of a full model): blank
         task = key[0]
         direction = metric_direction(rep.metric, task)
-        means = {m: wide.loc[idx, ("mean", m)] if ("mean", m) in wide.columns else np.nan
-                 for m in rep.models}  # fmt: skip
+        means = {
+            m: wide.loc[idx, ("mean", m)] if ("mean", m) in wide.columns else np.nan
+            for m in rep.models
+        }
         cells = []
         for m in rep.models:
             mu = means[m]
@@ -218,8 +224,17 @@ def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | Non
             ["_bad", "mean"], ascending=[True, not higher]
         )
         for rank, (_, r) in enumerate(order.iterrows(), start=1):
-            rows.append([*key, rank, r["model"], float(r["mean"]), float(r["std"]), int(r["n"]),
-                         _baseline_for(rep, key)])  # fmt: skip
+            rows.append(
+                [
+                    *key,
+                    rank,
+                    r["model"],
+                    float(r["mean"]),
+                    float(r["std"]),
+                    int(r["n"]),
+                    _baseline_for(rep, key),
+                ]
+            )
             best.append(len(group) + 2 if rank == 1 and not r["_bad"] else None)
     return cols, rows, best
 
@@ -274,9 +289,14 @@ def plot_report(rep: Report, path: str) -> None:
             for model in rep.models:  # the curves first, so full-model lines can match them
                 on_axis = g[(g["model"] == model) & g[x].notna()].sort_values(x)
                 if not on_axis.empty:
-                    line = ax.errorbar(on_axis[x].astype(float), on_axis["mean"],
-                                       yerr=on_axis["std"], marker="o", capsize=3,
-                                       label=model + (f" ({extra})" if extra else ""))  # fmt: skip
+                    line = ax.errorbar(
+                        on_axis[x].astype(float),
+                        on_axis["mean"],
+                        yerr=on_axis["std"],
+                        marker="o",
+                        capsize=3,
+                        label=model + (f" ({extra})" if extra else ""),
+                    )
                     colors[model] = line[0].get_color()
             for model in rep.models:
                 # a full model without a curve of its own takes its group's colour (the
@@ -284,8 +304,9 @@ def plot_report(rep: Report, path: str) -> None:
                 color = colors.get(model) or next(iter(colors.values()), None)
                 for _, r in g[(g["model"] == model) & g[x].isna()].iterrows():
                     label = model + (f" ({extra})" if extra else "")
-                    ax.axhline(r["mean"], ls=":", lw=1.5, color=color,
-                               label=f"{label}, {x} unset (full)")  # fmt: skip
+                    ax.axhline(
+                        r["mean"], ls=":", lw=1.5, color=color, label=f"{label}, {x} unset (full)"
+                    )
         xs = sub[x].dropna().astype(float)
         ys = sub["mean"][np.isfinite(sub["mean"]) & (sub["mean"] > 0)]
         if len(xs) and xs.min() > 0 and xs.max() / xs.min() > 20:
@@ -306,8 +327,9 @@ def _bar_plot(rep: Report, path: str, plt) -> None:
     """Without a numeric --by field: grouped bars (one per model) with ±std, one panel per
     task, one group per value of the other --by fields."""
     tasks = sorted(set(rep.stats["task"]))
-    fig, axes = plt.subplots(1, len(tasks), figsize=(max(6.0, 3.2 * len(tasks)), 4.5),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        1, len(tasks), figsize=(max(6.0, 3.2 * len(tasks)), 4.5), squeeze=False
+    )
     series = rep.group[1:]
     width = 0.8 / max(1, len(rep.models))
     for ax, task in zip(axes[0], tasks, strict=True):
@@ -326,8 +348,10 @@ def _bar_plot(rep: Report, path: str, plt) -> None:
                     es.append(float(m["std"].iloc[0]))
             ax.bar(xs, ys, width, yerr=es, capsize=3, label=model)
         ax.set_xticks(range(len(groups)))
-        ax.set_xticklabels([", ".join(f"{b}={v}" for b, v in zip(series, g, strict=True))
-                            for g in groups], fontsize=7)  # fmt: skip
+        ax.set_xticklabels(
+            [", ".join(f"{b}={v}" for b, v in zip(series, g, strict=True)) for g in groups],
+            fontsize=7,
+        )
         ys = sub["mean"][np.isfinite(sub["mean"]) & (sub["mean"] > 0)]
         if len(ys) and ys.max() / ys.min() > 20:
             ax.set_yscale("log")

@@ -23,6 +23,11 @@ VERSION_TABLE = "seqbench_alembic_version"
 # equals alembic's head): compared against a store's revision without importing alembic.
 HEAD_REVISION = "0004"
 
+# crashed: the process running it died (a signal, the OOM killer), not the config's fault; a
+# plain re-run of the sweep runs it again
+RUN_STATUSES = ("running", "completed", "failed", "diverged", "interrupted", "crashed")
+RUN_KINDS = ("train", "stress", "bench")
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)

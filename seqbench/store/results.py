@@ -12,8 +12,18 @@ from __future__ import annotations
 from seqbench.errors import UsageError
 from seqbench.store.query import run_query
 
-RESULT_COLUMNS = ("run_id", "model", "task", "k", "seq_len", "seed", "sweep", "config", "value",
-                  "value_kind")  # fmt: skip
+RESULT_COLUMNS = (
+    "run_id",
+    "model",
+    "task",
+    "k",
+    "seq_len",
+    "seed",
+    "sweep",
+    "config",
+    "value",
+    "value_kind",
+)
 
 
 def result_rows(

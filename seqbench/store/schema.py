@@ -29,10 +29,6 @@ from seqbench.store.common import join_float, split_float, utcnow
 
 __all__ = ["join_float", "split_float", "utcnow"]  # the value codec lives in store/common.py
 
-# crashed: the process running it died (a signal, the OOM killer), not the config's fault; a
-# plain re-run of the sweep runs it again
-RUN_STATUSES = ("running", "completed", "failed", "diverged", "interrupted", "crashed")
-RUN_KINDS = ("train", "stress", "bench")
 VALUE_KINDS = ("finite", "nan", "inf", "-inf")
 
 

@@ -67,8 +67,13 @@ def _make_engine(url: str, readonly: bool = False) -> Engine:
         engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
         # Take the write lock up front: a deferred transaction that later upgrades to a
         # writer can fail with "database is locked" without waiting for busy_timeout.
-        _sqlite_session(engine, "BEGIN IMMEDIATE", "PRAGMA journal_mode = WAL",
-                        "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL")  # fmt: skip
+        _sqlite_session(
+            engine,
+            "BEGIN IMMEDIATE",
+            "PRAGMA journal_mode = WAL",
+            "PRAGMA foreign_keys = ON",
+            "PRAGMA synchronous = NORMAL",
+        )
         return engine
     try:
         if readonly and u.get_backend_name() == "postgresql":

@@ -128,9 +128,12 @@ def recover_stale(store: Store, sweep_id: int, stale_after: float) -> list[int]:
 
 
 def claim(
-    store: Store, sweep_id: int, config_hash: str, fields: Mapping[str, Any],
+    store: Store,
+    sweep_id: int,
+    config_hash: str,
+    fields: Mapping[str, Any],
     stale_after: float | None,
-) -> int | None:  # fmt: skip
+) -> int | None:
     """Create the point's running row and return its id, unless (with `stale_after`) another
     driver of this store finished the point or holds it with a live heartbeat since this
     driver planned its list: two drivers of one sweep then share the points instead of both
@@ -172,8 +175,16 @@ def mark(store: Store, run_ids: Iterable[int], status: str, error: str | None = 
 
 
 # the run fields a worker's record may set (the rest were fixed when the point was claimed)
-RESULT_FIELDS = ("finished_at", "wall_seconds", "error", "n_params", "checkpoint",
-                 "started_at", "tags", "config")  # fmt: skip
+RESULT_FIELDS = (
+    "finished_at",
+    "wall_seconds",
+    "error",
+    "n_params",
+    "checkpoint",
+    "started_at",
+    "tags",
+    "config",
+)
 
 
 def write_result(store: Store, run_id: int, record: Mapping[str, Any]) -> str:

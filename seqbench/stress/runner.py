@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from seqbench.errors import SeqbenchError, UsageError
-from seqbench.store.schema import utcnow
+from seqbench.store.common import utcnow
 from seqbench.store.store import Store, config_digest
 from seqbench.stress.analysis import (
     VERDICT_CODES,
@@ -62,13 +62,24 @@ def analyse(
     ks = k_grid(seq_len)
     trunc, floor = truncation_error(backbone, x, ks)
     return StressResult(
-        model, seed, source, r.gain, r.horizon, r.verdict, decay_rate(ks, trunc, floor),
-        backbone.spectra(), np.arange(seq_len), grad, ks, trunc,
-    )  # fmt: skip
+        model,
+        seed,
+        source,
+        r.gain,
+        r.horizon,
+        r.verdict,
+        decay_rate(ks, trunc, floor),
+        backbone.spectra(),
+        np.arange(seq_len),
+        grad,
+        ks,
+        trunc,
+    )
 
 
-def check_memory(cfg, batch: int, seq_len: int, hidden: int, in_dim: int, layers: int,
-                 dtype: torch.dtype) -> None:  # fmt: skip
+def check_memory(
+    cfg, batch: int, seq_len: int, hidden: int, in_dim: int, layers: int, dtype: torch.dtype
+) -> None:
     from seqbench.models import activation_bytes
 
     need = activation_bytes(cfg, batch, seq_len, hidden, in_dim, layers, dtype.itemsize)
@@ -84,8 +95,9 @@ def check_memory(cfg, batch: int, seq_len: int, hidden: int, in_dim: int, layers
         )
 
 
-def fresh_backbone(model: str, seq_len: int, hidden: int | None, seed: int, in_dim: int,
-                   check=None):  # fmt: skip
+def fresh_backbone(
+    model: str, seq_len: int, hidden: int | None, seed: int, in_dim: int, check=None
+):
     """A freshly initialised backbone and its config; `check(cfg)` runs before anything is
     allocated (the memory estimate)."""
     from seqbench.config import resolve
@@ -183,21 +195,40 @@ def stress(
     for m in models:
         for s in seeds:
             bb, _cfg = fresh_backbone(
-                m, seq_len, hidden, s, in_dim,
-                check=lambda c: check_memory(c, batch, seq_len, c.hidden, in_dim,
-                                                  c.layers, tdtype),
-            )  # fmt: skip
+                m,
+                seq_len,
+                hidden,
+                s,
+                in_dim,
+                check=lambda c: check_memory(c, batch, seq_len, c.hidden, in_dim, c.layers, tdtype),
+            )
             jobs.append((m, s, "init", bb, in_dim))
     for ref in runs:
         bb, d, run, cfg = trained_backbone(store, ref)
         check_memory(cfg, batch, seq_len, bb.out_dim, d, cfg.layers, tdtype)
         jobs.append((run.model, run.seed or 0, f"run {run.id}", bb, d))
-    params = {"seq_len": seq_len, "batch": batch, "hidden": hidden, "dtype": dtype,
-              "rtol": rtol, "eps": eps}  # fmt: skip
+    params = {
+        "seq_len": seq_len,
+        "batch": batch,
+        "hidden": hidden,
+        "dtype": dtype,
+        "rtol": rtol,
+        "eps": eps,
+    }
     results = []
     for m, s, source, bb, d in jobs:
-        res = analyse(bb, model=m, seed=s, seq_len=seq_len, batch=batch, in_dim=d,
-                      dtype=tdtype, source=source, rtol=rtol, eps=eps)  # fmt: skip
+        res = analyse(
+            bb,
+            model=m,
+            seed=s,
+            seq_len=seq_len,
+            batch=batch,
+            in_dim=d,
+            dtype=tdtype,
+            source=source,
+            rtol=rtol,
+            eps=eps,
+        )
         res.run_id = save(store, res, params)
         results.append(res)
         if on_result:

@@ -161,8 +161,11 @@ class RayExecutor:
         if address not in ("auto", "local"):
             check_address(address)
         self.ray = ray
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                  "ignore_reinit_error": True}  # fmt: skip
+        kwargs: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "ignore_reinit_error": True,
+        }
         if address == "local":
             # a single-machine cluster, kept on loopback
             kwargs["num_cpus"] = workers or os.cpu_count()

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from seqbench.config import RunConfig
+from seqbench.errors import UsageError
 from seqbench.store import sweeps as rows
 from seqbench.store.common import utcnow
 from seqbench.store.store import Store
@@ -42,6 +43,38 @@ def plan_sweep(store: Store, name: str, spec: dict, points: list[RunConfig], for
     unless force. One transaction."""
     planned = [(c.config_hash(), c.to_dict()) for c in points]
     return rows.plan(store, name, canonical(spec), planned, force)
+
+
+def check_options(stale_after: float = 60.0, **_: object) -> None:
+    if not stale_after > 0 or stale_after == float("inf"):
+        raise UsageError(f"--stale-after must be a positive number of seconds, got {stale_after}")
+
+
+def default_workers() -> int:
+    """One worker per GPU when there are GPUs, else one per usable CPU."""
+    import torch
+
+    from seqbench.sweep.executors import usable_cpus
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else usable_cpus()
+
+
+def executor_factory(executor: str, address: str, workers: int | None) -> Callable[[], object]:
+    """A function that starts the executor (`local` or `ray`); bad options and an unreachable
+    Ray cluster fail here, before anything is written."""
+    if executor not in ("local", "ray"):
+        raise UsageError(f"--executor must be local or ray, got {executor!r}")
+    if workers is not None and workers <= 0:
+        raise UsageError(f"--workers must be positive, got {workers}")
+    if executor == "ray":
+        from seqbench.sweep.executors import RayExecutor
+
+        ray_exec = RayExecutor(address, workers)
+        return lambda: ray_exec
+    from seqbench.sweep.executors import LocalExecutor
+
+    n_workers = workers or default_workers()
+    return lambda: LocalExecutor(n_workers)
 
 
 def run_sweep(
@@ -86,8 +119,9 @@ def run_sweep(
     return SweepOutcome(sweep_id, len(states), len(states) - ran, ran, counts)
 
 
-def _dispatch(store, sweep_id, executor, todo, counts, on_result, live: set[int],
-              claim: float | None = None) -> None:  # fmt: skip
+def _dispatch(
+    store, sweep_id, executor, todo, counts, on_result, live: set[int], claim: float | None = None
+) -> None:
     queue = list(todo)
     inflight: dict[object, int] = {}
     point_of: dict[object, PointState] = {}
@@ -155,7 +189,12 @@ def sweep_status(store: Store, name: str | None = None) -> list[dict]:
         for p in states:
             c[p.status if p.status in c else "remaining"] += 1
         out.append(
-            {"name": sw.name, "status": sw.status, "total": len(states), **c,
-             "created": sw.created_at}
-        )  # fmt: skip
+            {
+                "name": sw.name,
+                "status": sw.status,
+                "total": len(states),
+                **c,
+                "created": sw.created_at,
+            }
+        )
     return out

@@ -138,7 +138,7 @@ def load_spec_file(path: str) -> dict:
 
 # -- presets ---------------------------------------------------------------------------------
 # Each preset maps a scale to its grids. tiny: minutes on a CPU; small: ~1 hour on 2 cores;
-# paper: the papers' sizes (DOMAIN.md §4), for a GPU.
+# paper: the papers' sizes, for a GPU.
 def _miller_hardt(scale: str) -> list[dict]:
     """Two parts. (1) The teacher task for several true λ (< 1 stable, > 1 not): the full RNN
     next to its k-truncated window model for k = 1, 2, 4, …; the gap should shrink like λ^k
@@ -147,28 +147,54 @@ def _miller_hardt(scale: str) -> list[dict]:
     window model over an LSTM and a TCN with context k."""
     T = {"tiny": 32, "small": 64, "paper": 200}[scale]
     steps = {"tiny": 60, "small": 1000, "paper": 20000}[scale]
-    lams = {"tiny": [0.5, 1.5], "small": [0.5, 0.8, 0.95, 1.5],
-            "paper": [0.5, 0.8, 0.9, 0.95, 0.99, 1.2, 1.5]}[scale]  # fmt: skip
-    ks = {"tiny": [1, 4], "small": [1, 2, 4, 8, 16, 32],
-          "paper": [1, 2, 4, 8, 16, 32, 64, 128]}[scale]  # fmt: skip
+    lams = {
+        "tiny": [0.5, 1.5],
+        "small": [0.5, 0.8, 0.95, 1.5],
+        "paper": [0.5, 0.8, 0.9, 0.95, 0.99, 1.2, 1.5],
+    }[scale]
+    ks = {"tiny": [1, 4], "small": [1, 2, 4, 8, 16, 32], "paper": [1, 2, 4, 8, 16, 32, 64, 128]}[
+        scale
+    ]
     seeds = [0] if scale == "tiny" else [0, 1]
     hidden = {"tiny": 16, "small": 32, "paper": 128}[scale]
     teacher = {"seq_len": [T], "steps": [steps], "hidden": [hidden], "teacher_lam": lams}
     # chorales: training crops of 64 frames (quarter notes); evaluation on whole chorales
     music_ks = {"tiny": [4], "small": [4, 16, 64], "paper": [4, 16, 64]}[scale]
-    music = {"steps": [{"tiny": 30, "small": 1000, "paper": 10000}[scale]],
-             "hidden": [{"tiny": 16, "small": 64, "paper": 256}[scale]]}  # fmt: skip
+    music = {
+        "steps": [{"tiny": 30, "small": 1000, "paper": 10000}[scale]],
+        "hidden": [{"tiny": 16, "small": 64, "paper": 256}[scale]],
+    }
     return [
-        {"models": ["window"], "tasks": ["teacher"], "k": ks, "seeds": seeds,
-         "set": {**teacher, "base": ["rnn"]}},
+        {
+            "models": ["window"],
+            "tasks": ["teacher"],
+            "k": ks,
+            "seeds": seeds,
+            "set": {**teacher, "base": ["rnn"]},
+        },
         {"models": ["rnn"], "tasks": ["teacher"], "seeds": seeds, "set": teacher},
-        {"models": ["rnn", "lstm"], "tasks": ["chorales"], "k": [16, None], "seeds": seeds,
-         "set": {**music, "stable": [False, True]}},
-        {"models": ["window"], "tasks": ["chorales"], "k": music_ks, "seeds": seeds,
-         "set": {**music, "base": ["lstm"]}},
-        {"models": ["tcn"], "tasks": ["chorales"], "k": music_ks, "seeds": seeds,
-         "set": {"steps": music["steps"]}},
-    ]  # fmt: skip
+        {
+            "models": ["rnn", "lstm"],
+            "tasks": ["chorales"],
+            "k": [16, None],
+            "seeds": seeds,
+            "set": {**music, "stable": [False, True]},
+        },
+        {
+            "models": ["window"],
+            "tasks": ["chorales"],
+            "k": music_ks,
+            "seeds": seeds,
+            "set": {**music, "base": ["lstm"]},
+        },
+        {
+            "models": ["tcn"],
+            "tasks": ["chorales"],
+            "k": music_ks,
+            "seeds": seeds,
+            "set": {"steps": music["steps"]},
+        },
+    ]
 
 
 def _indrnn_adding(scale: str) -> list[dict]:
@@ -201,10 +227,22 @@ def _bai_tcn(scale: str) -> list[dict]:
             paper_T = 600 if task == "adding" else 1000
             s["seq_len"] = [{"tiny": 30, "small": 200, "paper": paper_T}[scale]]
         task_seeds = long_seeds if task in ("adding", "copy") else seeds
-        grids.append({"models": ["tcn"], "tasks": [task], "seeds": task_seeds,
-                      "set": {**s, **({"hidden": [16]} if scale == "tiny" else {})}})  # fmt: skip
-        grids.append({"models": ["lstm", "gru", "rnn"], "tasks": [task], "seeds": task_seeds,
-                      "set": {**s, "hidden": [hidden[scale]]}})  # fmt: skip
+        grids.append(
+            {
+                "models": ["tcn"],
+                "tasks": [task],
+                "seeds": task_seeds,
+                "set": {**s, **({"hidden": [16]} if scale == "tiny" else {})},
+            }
+        )
+        grids.append(
+            {
+                "models": ["lstm", "gru", "rnn"],
+                "tasks": [task],
+                "seeds": task_seeds,
+                "set": {**s, "hidden": [hidden[scale]]},
+            }
+        )
     return grids
 
 

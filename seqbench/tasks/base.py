@@ -90,7 +90,8 @@ class Task:
         return metric_mean
 
     def baseline(self) -> float | None:
-        """The metric of the trivial predictor (DOMAIN.md §3), or None where there is none."""
+        """The metric of the trivial predictor (no memory, or no input at all), or None where
+        there is none."""
         return None
 
     # -- helpers --------------------------------------------------------------------------

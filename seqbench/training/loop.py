@@ -138,8 +138,9 @@ def check_memory(cfg: RunConfig, task) -> None:
     except (NotImplementedError, RuntimeError):  # an init the meta device lacks: no estimate
         return
     hidden, layers = cfg.hidden or 128, cfg.layers or 1
-    need = 16 * n + activation_bytes(cfg, cfg.batch_size, cfg.seq_len, hidden,
-                                     task.in_dim, layers, 4)  # fmt: skip
+    need = 16 * n + activation_bytes(
+        cfg, cfg.batch_size, cfg.seq_len, hidden, task.in_dim, layers, 4
+    )
     if getattr(task, "synthetic", False):
         need += 2 * cfg.eval_size * cfg.seq_len * (task.in_dim + task.out_dim) * 4
     have = available_memory()
@@ -185,13 +186,15 @@ class _Run:
         self.buffer.clear()
         self.recorder.heartbeat()
 
-    def finish(self, status: str, summaries: dict[str, float], error: str | None = None,
-               **fields: Any) -> TrainOutcome:  # fmt: skip
+    def finish(
+        self, status: str, summaries: dict[str, float], error: str | None = None, **fields: Any
+    ) -> TrainOutcome:
         wall = time.perf_counter() - self.t0
         summaries = {**summaries, "wall_seconds": wall}
         metrics, self.buffer = self.buffer, []
-        run_id = self.recorder.finish(status, metrics=metrics, summaries=summaries,
-                                      wall_seconds=wall, error=error, **fields)  # fmt: skip
+        run_id = self.recorder.finish(
+            status, metrics=metrics, summaries=summaries, wall_seconds=wall, error=error, **fields
+        )
         return TrainOutcome(run_id, status, summaries, self.cfg, error)
 
 

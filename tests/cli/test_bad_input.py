@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from seqbench.store.store import open_store
-from tests.conftest import sha256
+from tests.conftest import add_run, sha256
 
 BASELINE = str(Path(__file__).resolve().parents[2] / "baselines" / "bai-tcn-tiny.json")
 
@@ -15,8 +15,7 @@ BASELINE = str(Path(__file__).resolve().parents[2] / "baselines" / "bai-tcn-tiny
 @pytest.fixture
 def one_run(db):
     s = open_store(db)
-    r = s.create_run(model="rnn", task="adding", k=None, seed=0, seq_len=10, config={},
-                     config_hash="h", status="completed")  # fmt: skip
+    r = add_run(s, k=None, seed=0, seq_len=10)
     s.set_summaries(r.id, {"test_metric": 0.2})
     s.dispose()
     return db
@@ -26,19 +25,25 @@ def one_run(db):
     ("args", "code", "msg"),
     [
         (["show", "²"], 1, "no run '²'"),
-        (["sweep", "--models", "rnn", "--tasks", "adding", "--stale-after", "nan"], 2,
-         "--stale-after must be a positive number"),
+        (
+            ["sweep", "--models", "rnn", "--tasks", "adding", "--stale-after", "nan"],
+            2,
+            "--stale-after must be a positive number",
+        ),
         (["runs", "--status", "complete"], 2, "Did you mean 'completed'?"),
         (["runs", "--kind", "trian"], 2, "Did you mean 'train'?"),
         (["runs", "--limit", "-1"], 2, "--limit must be ≥ 0"),
-        (["stress", "--models", "rnn", "--seq-len", "50", "--hidden", "100000000"], 2,
-         "GiB is available"),
+        (
+            ["stress", "--models", "rnn", "--seq-len", "50", "--hidden", "100000000"],
+            2,
+            "GiB is available",
+        ),
         (["report", "--plot", "."], 2, "is a directory"),
         (["check", "--baseline", BASELINE, "--rtol", "nan"], 2, "must be finite"),
         (["query", "SELECT 1; SELECT 2"], 1, "one statement per call"),
         (["train", "-m", "rnn", "-t", "adding", "--lr", "inf"], 2, "finite number"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_line_and_changes_nothing(cli, one_run, args, code, msg):
     before = sha256(one_run)
     r = cli(*args)

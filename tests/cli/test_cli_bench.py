@@ -4,8 +4,20 @@ from seqbench.store.store import open_store
 
 
 def test_bench_kernels_prints_and_stores_each_backend(cli, tmp_path):
-    r = cli("bench", "kernels", "--seq-len", "50", "--batch", "2", "--hidden", "8",
-            "--repeat", "1", "--format", "json")  # fmt: skip
+    r = cli(
+        "bench",
+        "kernels",
+        "--seq-len",
+        "50",
+        "--batch",
+        "2",
+        "--hidden",
+        "8",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+    )
     assert r.exit_code == 0, r.output
     rows = {row["name"]: row for row in json.loads(r.stdout)}
     assert {"indrnn[torch]", "indrnn[cpu]", "indrnn[numba]"} <= set(rows)
@@ -20,6 +32,7 @@ def test_bench_kernels_prints_and_stores_each_backend(cli, tmp_path):
 
 def test_bench_bad_input(cli):
     assert cli("bench", "kernels", "--seq-len", "0").exit_code == 2
-    r = cli("bench", "kernels", "--backend", "triton", "--seq-len", "4", "--batch", "1",
-            "--hidden", "2")  # fmt: skip
+    r = cli(
+        "bench", "kernels", "--backend", "triton", "--seq-len", "4", "--batch", "1", "--hidden", "2"
+    )
     assert r.exit_code == 2 and "backend 'triton' is unavailable" in r.stderr

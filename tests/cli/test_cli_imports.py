@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from seqbench.store.store import open_store
+from tests.conftest import add_run
 
 PROBE = """
 import sys
@@ -60,9 +61,16 @@ def test_store_commands_do_not_import_torch(store_at_head, args):
 
 @pytest.mark.parametrize(
     "args",
-    [["query", "SELECT 1 AS x"], ["report"], ["runs"], ["show", "1"], ["sweep", "status"],
-     ["check", "--baseline", "nightly"], ["baseline", "list"]],
-)  # fmt: skip
+    [
+        ["query", "SELECT 1 AS x"],
+        ["report"],
+        ["runs"],
+        ["show", "1"],
+        ["sweep", "status"],
+        ["check", "--baseline", "nightly"],
+        ["baseline", "list"],
+    ],
+)
 def test_read_commands_never_create_a_store(cli, tmp_path, args):
     db = tmp_path / "new.db"
     r = cli("--db", db, *args)
@@ -72,11 +80,11 @@ def test_read_commands_never_create_a_store(cli, tmp_path, args):
 
 
 def test_report_and_query_leave_the_store_byte_identical(cli, tmp_path):
-    from tests.conftest import sha256
+    from tests.conftest import add_run, sha256
 
     db = tmp_path / "runs.db"
     s = open_store(db)
-    run = s.create_run(model="rnn", task="adding", config={}, config_hash="h", status="completed")
+    run = add_run(s)
     s.set_summaries(run.id, {"test_metric": 0.1})
     s.dispose()
     before = sha256(db)
@@ -90,7 +98,7 @@ def _delete_journal_store(path):
     import sqlite3
 
     s = open_store(path)
-    run = s.create_run(model="rnn", task="adding", config={}, config_hash="h", status="completed")
+    run = add_run(s)
     s.set_summaries(run.id, {"test_metric": 0.1})
     s.create_run(model="rnn", task="adding", config={}, config_hash="h2", status="running")
     s.dispose()
@@ -101,9 +109,17 @@ def _delete_journal_store(path):
 
 @pytest.mark.parametrize(
     "args",
-    [["runs"], ["runs", "--status", "running"], ["show", "1"], ["show", "1", "-f", "json"],
-     ["sweep", "status"], ["query", "SELECT * FROM runs"], ["report"], ["baseline", "list"]],
-)  # fmt: skip
+    [
+        ["runs"],
+        ["runs", "--status", "running"],
+        ["show", "1"],
+        ["show", "1", "-f", "json"],
+        ["sweep", "status"],
+        ["query", "SELECT * FROM runs"],
+        ["report"],
+        ["baseline", "list"],
+    ],
+)
 def test_read_commands_leave_a_rollback_journal_store_unchanged(cli, tmp_path, args):
     """They used to switch the file to WAL (a writer's connection pragma)."""
     import sqlite3

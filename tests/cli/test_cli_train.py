@@ -60,8 +60,22 @@ def test_device_cuda_without_gpu(cli):
 
 
 def test_diverged_run_exits_non_zero(cli):
-    result = cli("train", "-m", "rnn", "-t", "adding", *FAST, "--lr", "1e12",
-                 "--optimizer", "sgd", "--set", "nonlinearity=relu", "--steps", "200")  # fmt: skip
+    result = cli(
+        "train",
+        "-m",
+        "rnn",
+        "-t",
+        "adding",
+        *FAST,
+        "--lr",
+        "1e12",
+        "--optimizer",
+        "sgd",
+        "--set",
+        "nonlinearity=relu",
+        "--steps",
+        "200",
+    )
     assert result.exit_code == 1 and "diverged at step" in result.stderr
     data = json.loads(cli("runs", "--format", "json").stdout)
     assert data[0]["status"] == "diverged"
@@ -84,8 +98,22 @@ def test_models_and_tasks_listings(cli, fmt):
 def test_text_task_path_option(cli, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("the quick brown fox " * 100)
-    ok = cli("train", "-m", "gru", "-t", "text", "--path", corpus, "--seq-len", "16",
-             "--steps", "5", "--hidden", "8", "--quiet")  # fmt: skip
+    ok = cli(
+        "train",
+        "-m",
+        "gru",
+        "-t",
+        "text",
+        "--path",
+        corpus,
+        "--seq-len",
+        "16",
+        "--steps",
+        "5",
+        "--hidden",
+        "8",
+        "--quiet",
+    )
     assert ok.exit_code == 0, ok.output and "test bpc" in ok.stdout
     for bad, msg in ((tmp_path / "none.txt", "no such file"), (tmp_path, "is not a file")):
         r = cli("train", "-m", "gru", "-t", "text", "--path", bad, "--steps", "5", "--quiet")

@@ -19,17 +19,65 @@ from seqbench.store.store import open_store
 from tests.conftest import sha256
 
 ADVERSARIAL = [
-    "0", "-1", "1", "2", "nan", "inf", "-inf", "1e308", "-0", "1000000000000", "",
-    "abc", "²", "😀", "[1, 2]", "true", "none", "1.5", " ", "0x10", "1_000", "'", ";",
-]  # fmt: skip
+    "0",
+    "-1",
+    "1",
+    "2",
+    "nan",
+    "inf",
+    "-inf",
+    "1e308",
+    "-0",
+    "1000000000000",
+    "",
+    "abc",
+    "²",
+    "😀",
+    "[1, 2]",
+    "true",
+    "none",
+    "1.5",
+    " ",
+    "0x10",
+    "1_000",
+    "'",
+    ";",
+]
 # RunConfig fields fuzzed through --set: every one except those whose huge-but-valid values
 # would simply run for a long time (steps, epochs, eval_every, lr_decay_every, subset)
 FIELDS = [
-    "seq_len", "k", "hidden", "params", "layers", "batch_size", "lr", "optimizer", "clip",
-    "lr_decay", "weight_decay", "seed", "device", "stable", "lam", "eval_size",
-    "eval_batch_size", "dropout", "kernel_size", "levels", "nonlinearity", "base", "magnitude",
-    "deep", "heads", "backend", "forget_bias", "marker", "path", "teacher_lam", "nosuch",
-]  # fmt: skip
+    "seq_len",
+    "k",
+    "hidden",
+    "params",
+    "layers",
+    "batch_size",
+    "lr",
+    "optimizer",
+    "clip",
+    "lr_decay",
+    "weight_decay",
+    "seed",
+    "device",
+    "stable",
+    "lam",
+    "eval_size",
+    "eval_batch_size",
+    "dropout",
+    "kernel_size",
+    "levels",
+    "nonlinearity",
+    "base",
+    "magnitude",
+    "deep",
+    "heads",
+    "backend",
+    "forget_bias",
+    "marker",
+    "path",
+    "teacher_lam",
+    "nosuch",
+]
 FAST = ["--steps", "2", "--hidden", "4", "--seq-len", "8", "--set", "eval_size=8", "-q"]
 
 values = st.sampled_from(ADVERSARIAL) | st.text(max_size=8)
@@ -45,8 +93,15 @@ fuzz = settings(
 @pytest.fixture
 def filled(db):
     s = open_store(db)
-    r = s.create_run(model="rnn", task="adding", seed=0, seq_len=10, config={"hidden": 4},
-                     config_hash="h", status="completed")  # fmt: skip
+    r = s.create_run(
+        model="rnn",
+        task="adding",
+        seed=0,
+        seq_len=10,
+        config={"hidden": 4},
+        config_hash="h",
+        status="completed",
+    )
     s.set_summaries(r.id, {"test_metric": 0.2, "baseline": 1 / 6})
     s.dispose()
     return db

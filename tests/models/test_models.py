@@ -161,8 +161,10 @@ def test_recurrent_matrices_are_reachable(teacher):
     assert set(_model("indrnn", teacher, layers=2).backbone.recurrent_weights()) == {"u_l0", "u_l1"}
 
 
-@pytest.mark.parametrize(("base", "k"), [("rnn", 6), ("lstm", 6), ("gru", 6), ("indrnn", 6),
-                                         ("rnn", 1), ("lstm", 2), ("gru", 20)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("base", "k"),
+    [("rnn", 6), ("lstm", 6), ("gru", 6), ("indrnn", 6), ("rnn", 1), ("lstm", 2), ("gru", 20)],
+)
 def test_window_is_the_truncated_model(base, k, teacher):
     m = _model("window", teacher, base=base, k=k)
     x = _x((2, 20, 4))

@@ -8,26 +8,30 @@ import pytest
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.report.check import Point, check, judge, resolve_baseline, save_baseline
 from seqbench.report.tables import build_report, comparison_rows, leaderboard_rows
+from tests.conftest import add_run
 
 # (model, task, k, seed, test_metric) — adding is lower-better, digits higher-better
 RESULTS = [
-    ("rnn", "adding", 4, 0, 0.20), ("rnn", "adding", 4, 1, 0.16), ("rnn", "adding", 4, 2, 0.18),
-    ("tcn", "adding", 4, 0, 0.05), ("tcn", "adding", 4, 1, 0.07),
-    ("rnn", "adding", 8, 0, 0.10), ("tcn", "adding", 8, 0, 0.01),
-    ("rnn", "digits", None, 0, 0.80), ("tcn", "digits", None, 0, 0.95),
+    ("rnn", "adding", 4, 0, 0.20),
+    ("rnn", "adding", 4, 1, 0.16),
+    ("rnn", "adding", 4, 2, 0.18),
+    ("tcn", "adding", 4, 0, 0.05),
+    ("tcn", "adding", 4, 1, 0.07),
+    ("rnn", "adding", 8, 0, 0.10),
+    ("tcn", "adding", 8, 0, 0.01),
+    ("rnn", "digits", None, 0, 0.80),
+    ("tcn", "digits", None, 0, 0.95),
     ("tcn", "digits", None, 1, 0.93),
-]  # fmt: skip
+]
 
 
 @pytest.fixture
 def filled(store, db):
     for model, task, k, seed, v in RESULTS:
-        r = store.create_run(model=model, task=task, k=k, seed=seed, seq_len=100,
-                             config={}, config_hash="h", status="completed")  # fmt: skip
+        r = add_run(store, model=model, task=task, k=k, seed=seed, seq_len=100)
         base = 1 / 6 if task == "adding" else 0.1
         store.set_summaries(r.id, {"test_metric": v, "baseline": base})
-    bad = store.create_run(model="rnn", task="adding", k=4, seed=9, seq_len=100, config={},
-                           config_hash="h", status="failed")  # fmt: skip
+    bad = add_run(store, k=4, seed=9, seq_len=100, status="failed")
     store.set_summaries(bad.id, {"test_metric": 99.0})  # failed runs are not reported
     return db
 
@@ -65,7 +69,7 @@ def test_leaderboard_ranks_models(filled):
 
 def test_empty_store_and_missing_model(store, db):
     assert build_report(str(db)) is None
-    store.create_run(model="rnn", task="adding", config={}, config_hash="h", status="completed")
+    add_run(store)
     with pytest.raises(SeqbenchError, match="no completed runs"):
         build_report(str(db), compare=["rnn", "gru"])
 
@@ -130,13 +134,10 @@ def test_cli_check_exit_codes_junit_and_json(cli, filled, store, tmp_path):
     suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
     assert suite.get("tests") == "6" and suite.get("failures") == "0"
     # make tcn on digits worse than its baseline: a regression, exit 1
-    r = store.create_run(model="tcn", task="digits", seed=5, seq_len=100, config={},
-                         config_hash="h", status="completed")  # fmt: skip
+    r = add_run(store, model="tcn", task="digits", seed=5, seq_len=100)
     store.set_summaries(r.id, {"test_metric": 0.1})
-    store.create_run(model="tcn", task="digits", seed=6, config={}, config_hash="h",
-                     status="completed")  # no test_metric: ignored  # fmt: skip
-    r2 = store.create_run(model="tcn", task="digits", seed=7, seq_len=100, config={},
-                          config_hash="h", status="completed")  # fmt: skip
+    add_run(store, model="tcn", task="digits", seed=6)  # no test_metric: ignored
+    r2 = add_run(store, model="tcn", task="digits", seed=7, seq_len=100)
     store.set_summaries(r2.id, {"test_metric": 0.1})
     bad = cli("check", "--baseline", "ref", "--junit", tmp_path / "j2.xml")
     assert bad.exit_code == 1
@@ -154,13 +155,27 @@ def test_cli_check_exit_codes_junit_and_json(cli, filled, store, tmp_path):
 
 
 def test_nan_result_regresses(cli, store, db):
-    r = store.create_run(model="rnn", task="adding", k=2, seed=0, config={}, config_hash="h",
-                         status="diverged")  # fmt: skip
+    r = add_run(store, k=2, seed=0, status="diverged")
     store.set_summaries(r.id, {"test_metric": math.nan})
     path = db.parent / "b.json"
-    path.write_text(json.dumps({"name": "b", "points": [
-        {"model": "rnn", "task": "adding", "k": 2, "metric": "test_metric", "value": 0.1,
-         "tolerance": 1.0, "direction": "lower"}]}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "name": "b",
+                "points": [
+                    {
+                        "model": "rnn",
+                        "task": "adding",
+                        "k": 2,
+                        "metric": "test_metric",
+                        "value": 0.1,
+                        "tolerance": 1.0,
+                        "direction": "lower",
+                    }
+                ],
+            }
+        )
+    )
     result = cli("check", "--baseline", path, "--format", "csv")
     assert result.exit_code == 1 and "regressed" in result.stdout
 
@@ -169,8 +184,11 @@ def test_cli_report_formats_and_plot(cli, filled, tmp_path):
     t = cli("report", "--compare", "rnn", "tcn", "--task", "adding", "--by", "k")
     assert t.exit_code == 0, t.output
     assert "0.18 ± 0.02 (n=3)" in t.stdout
-    j = json.loads(cli("report", "rnn,tcn", "--compare", "--task", "adding", "--by", "k",
-                       "--format", "json").stdout)  # fmt: skip
+    j = json.loads(
+        cli(
+            "report", "rnn,tcn", "--compare", "--task", "adding", "--by", "k", "--format", "json"
+        ).stdout
+    )
     assert j[0]["rnn_n"] == 3 and j[0]["tcn_mean"] == pytest.approx(0.06)
     md = cli("report", "--format", "markdown").stdout
     assert md.startswith("| task | rank | model |")
@@ -188,8 +206,9 @@ def test_cli_report_empty_and_missing(cli, store):
     assert cli("report", "--compare").exit_code == 2
 
 
-@pytest.mark.parametrize(("flag", "value"), [("--rtol", "nan"), ("--atol", "nan"),
-                                             ("--rtol", "-0.1"), ("--atol", "inf")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--rtol", "nan"), ("--atol", "nan"), ("--rtol", "-0.1"), ("--atol", "inf")]
+)
 def test_check_refuses_a_tolerance_that_is_not_finite_and_non_negative(cli, filled, flag, value):
     """A nan tolerance passed anything (0.0001 against 0.534 -> pass); now one line, exit 2."""
     assert cli("baseline", "save", "ref").exit_code == 0
@@ -227,8 +246,7 @@ def test_baselines_are_stamped_in_utc(filled, store):
 
 def test_a_non_finite_mean_is_never_the_leaderboards_best(store, db):
     for model, v in [("rnn", math.inf), ("tcn", 0.3), ("gru", math.nan)]:
-        r = store.create_run(model=model, task="adding", seed=0, seq_len=100, config={},
-                             config_hash="h", status="completed")  # fmt: skip
+        r = add_run(store, model=model, seed=0, seq_len=100)
         store.set_summaries(r.id, {"test_metric": v})
     _cols, rows, best = leaderboard_rows(build_report(db))
     assert [r[2] for r in rows] == ["tcn", "rnn", "gru"]
@@ -252,8 +270,9 @@ def test_csv_and_json_reports_hold_plain_numbers(cli, filled):
 
 
 def test_query_json_embeds_json_columns(cli, store, db):
-    store.create_run(model="rnn", task="adding", config={"hidden": 8}, config_hash="h",
-                     tags={"owner": "me"})  # fmt: skip
+    store.create_run(
+        model="rnn", task="adding", config={"hidden": 8}, config_hash="h", tags={"owner": "me"}
+    )
     r = cli("query", "SELECT config, tags, 'x' AS t, '[oops' AS u FROM runs", "--format", "json")
     assert json.loads(r.stdout) == [
         {"config": {"hidden": 8}, "tags": {"owner": "me"}, "t": "x", "u": "[oops"}
@@ -263,10 +282,13 @@ def test_query_json_embeds_json_columns(cli, store, db):
 def test_the_full_model_is_the_reference_in_every_k_row(store, db):
     """Miller & Hardt's comparison: window(k) against the full RNN (k blank) in one row per k,
     with the difference and ratio filled; a model with its own k rows is not broadcast."""
-    for model, k, v in [("window", 1, 0.5), ("window", 4, 0.2), ("rnn", None, 0.1),
-                        ("tcn", 4, 0.3)]:  # fmt: skip
-        r = store.create_run(model=model, task="teacher", k=k, seed=0, seq_len=100, config={},
-                             config_hash="h", status="completed")  # fmt: skip
+    for model, k, v in [
+        ("window", 1, 0.5),
+        ("window", 4, 0.2),
+        ("rnn", None, 0.1),
+        ("tcn", 4, 0.3),
+    ]:
+        r = add_run(store, model=model, task="teacher", k=k, seed=0, seq_len=100)
         store.set_summaries(r.id, {"test_metric": v})
     cols, rows, _best = comparison_rows(build_report(db, compare=["window", "rnn"], by="k"))
     by_k = {r[1]: dict(zip(cols, r, strict=True)) for r in rows}

@@ -13,10 +13,16 @@ from seqbench.report.tables import build_report, comparison_rows
 
 
 def _run(store, model, task, value, *, k=None, seed=0, seq_len=100, **config):
-    r = store.create_run(model=model, task=task, k=k, seed=seed, seq_len=seq_len,
-                         config={"seq_len": seq_len, "seed": seed, "k": k, **config},
-                         config_hash=f"h{model}{k}{seed}{seq_len}{config}",
-                         status="completed")  # fmt: skip
+    r = store.create_run(
+        model=model,
+        task=task,
+        k=k,
+        seed=seed,
+        seq_len=seq_len,
+        config={"seq_len": seq_len, "seed": seed, "k": k, **config},
+        config_hash=f"h{model}{k}{seed}{seq_len}{config}",
+        status="completed",
+    )
     store.set_summaries(r.id, {"test_metric": value})
     return r
 
@@ -34,8 +40,11 @@ def test_baseline_points_are_told_apart_by_the_fields_that_vary(adding_by_length
     points = save_baseline(store, "repro", rtol=0.1)
     assert len(points) == 3  # one per seq_len, not one median over all three lengths
     by_var = {json.loads(p.variant)["seq_len"]: p.value for p in points}
-    assert by_var == {100: pytest.approx(0.002), 500: pytest.approx(0.015),
-                      1000: pytest.approx(0.165)}  # fmt: skip
+    assert by_var == {
+        100: pytest.approx(0.002),
+        500: pytest.approx(0.015),
+        1000: pytest.approx(0.165),
+    }
     assert {r.status for r in check(store, points)} == {"pass"}
     # a worse T=500 run moves that point's median alone
     _run(store, "indrnn", "adding", 0.16, seed=2, seq_len=500, hidden=64)
@@ -78,8 +87,13 @@ def test_report_groups_by_config_fields(cli, store, db, tmp_path):
     # (k, stable) pairs that some run has: no empty rows from the pivot's full product, and a
     # full model's unset k is blank
     pairs = [(r[1], r[2]) for r in rows]
-    assert len(pairs) == 5 and set(pairs) == {(16.0, False), (16.0, True), (16.0, None),
-                                              (None, False), (None, True)}  # fmt: skip
+    assert len(pairs) == 5 and set(pairs) == {
+        (16.0, False),
+        (16.0, True),
+        (16.0, None),
+        (None, False),
+        (None, True),
+    }
     cells = {(r[1], r[2]): r[3] for r in rows}
     assert cells[(None, True)][:2] == (pytest.approx(4.5), pytest.approx(math.sqrt(0.02)))
     assert cells[(16.0, False)][0] == pytest.approx(5.1)
@@ -114,8 +128,17 @@ def test_fit_decay_recovers_a_geometric_gap(cli, store, db):
         assert f["points"] >= 2
     # points lost in the noise floor (gap under a quarter of the reference) are left out
     assert fits[0.5]["k_used"] == "1,2" and fits[0.8]["k_used"] == "1,2,4,8"
-    out = cli("report", "--compare", "window", "rnn", "--by", "teacher_lam,k", "--fit-decay",
-              "--format", "json")  # fmt: skip
+    out = cli(
+        "report",
+        "--compare",
+        "window",
+        "rnn",
+        "--by",
+        "teacher_lam,k",
+        "--fit-decay",
+        "--format",
+        "json",
+    )
     assert out.exit_code == 0, out.output
     assert [round(r["sqrt_rate"], 6) for r in json.loads(out.stdout)] == [0.5, 0.8]
     assert cli("report", "--compare", "window", "--by", "teacher_lam", "--fit-decay").exit_code == 2
@@ -143,8 +166,12 @@ def test_each_row_shows_its_own_trivial_baseline(store, db):
     rep = build_report(str(db), compare=["window", "rnn"], by="teacher_lam,k")
     cols, rows, _ = comparison_rows(rep)
     got = {(r[1], r[2]): r[cols.index("baseline")] for r in rows}
-    assert got == {(0.5, 1.0): pytest.approx(0.1), (0.5, None): pytest.approx(0.1),
-                   (1.5, 1.0): pytest.approx(0.4), (1.5, None): pytest.approx(0.4)}  # fmt: skip
+    assert got == {
+        (0.5, 1.0): pytest.approx(0.1),
+        (0.5, None): pytest.approx(0.1),
+        (1.5, 1.0): pytest.approx(0.4),
+        (1.5, None): pytest.approx(0.4),
+    }
 
 
 def test_fit_decay_pairs_gaps_by_seed(store, db):

@@ -22,8 +22,15 @@ def _tables(engine):
 def test_upgrade_downgrade_upgrade_round_trip(tmp_path):
     engine = create_engine(f"sqlite:///{tmp_path / 'm.db'}")
     migrate.upgrade(engine)
-    assert {"runs", "metrics", "summaries", "curves", "sweeps", "sweep_points",
-            "baselines"} <= _tables(engine)  # fmt: skip
+    assert {
+        "runs",
+        "metrics",
+        "summaries",
+        "curves",
+        "sweeps",
+        "sweep_points",
+        "baselines",
+    } <= _tables(engine)
     assert set(inspect(engine).get_view_names()) == {"v_results", "v_summaries"}
     migrate.downgrade(engine, "base")
     assert _tables(engine) == {migrate.VERSION_TABLE}

@@ -4,13 +4,13 @@ import pytest
 
 from seqbench.errors import ReadOnlyError, StoreError
 from seqbench.store.query import coerce_param, run_query
-from tests.conftest import sha256
+from tests.conftest import add_run, sha256
 
 
 @pytest.fixture
 def filled(store, db):
     for model, v in [("rnn", 0.2), ("tcn", 0.01), ("tcn", math.nan)]:
-        run = store.create_run(model=model, task="adding", config={}, config_hash="h")
+        run = add_run(store, model=model, status="running")
         store.set_summaries(run.id, {"test_metric": v})
     return db
 
@@ -156,7 +156,7 @@ def test_postgres_query_is_read_only(pg_url):
     from seqbench.store.store import open_store
 
     s = open_store(pg_url)
-    s.create_run(model="rnn", task="adding", config={}, config_hash="h")
+    add_run(s, status="running")
     s.dispose()
     with pytest.raises(ReadOnlyError):
         run_query(pg_url, "WITH x AS (DELETE FROM runs RETURNING id) SELECT * FROM x")
@@ -191,7 +191,7 @@ def test_postgres_escapes_are_refused(pg_url, sql):
     from seqbench.store.store import open_store
 
     s = open_store(pg_url)
-    s.create_run(model="rnn", task="adding", config={}, config_hash="h")
+    add_run(s, status="running")
     s.dispose()
     with pytest.raises(StoreError):
         run_query(pg_url, sql)

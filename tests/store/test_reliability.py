@@ -6,29 +6,32 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import popen, seqbench_cmd
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _seqbench(db, *args, timeout=600):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "seqbench", "--db", str(db), *args],
-                          capture_output=True, text=True, timeout=timeout, env=env)  # fmt: skip
+    return subprocess.run(
+        seqbench_cmd(db, *args), capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def test_a_store_deleted_under_a_running_sweep_is_one_line_and_exit_1(tmp_path):
     db = tmp_path / "gone.db"
-    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "sweep", "--models", "rnn",
-           "--tasks", "adding", "--seeds", "0,1,2,3,4,5", "--set", "steps=400", "--set",
-           "hidden=8", "--set", "seq_len=20", "--set", "eval_size=32", "--workers", "1",
-           "--quiet", "--name", "gone"]  # fmt: skip
-    proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = popen(
+        seqbench_cmd(
+            db,
+            "sweep --models rnn --tasks adding --seeds 0,1,2,3,4,5 --set steps=400 --set hidden=8",
+            "--set seq_len=20 --set eval_size=32 --workers 1 --quiet --name gone",
+        )
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         time.sleep(0.3)
@@ -55,8 +58,9 @@ def tiny_disk(tmp_path):
         pytest.skip("mounting a tmpfs needs root")
     mnt = tmp_path / "disk"
     mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)],
-                       capture_output=True)  # fmt: skip
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], capture_output=True
+    )
     if r.returncode:
         pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
     try:
@@ -78,8 +82,10 @@ def _fill(path: Path) -> None:
 
 def test_disk_full_is_one_line_the_store_stays_consistent_and_recovers(tiny_disk):
     db = tiny_disk / "full.db"
-    train = ["train", "-m", "rnn", "-t", "adding", "--seq-len", "10", "--steps", "20",
-             "--hidden", "4", "--set", "eval_size=8", "--set", "eval_every=1", "-q"]  # fmt: skip
+    train = (
+        "train -m rnn -t adding --seq-len 10 --steps 20 --hidden 4 --set eval_size=8 --set "
+        "eval_every=1 -q"
+    ).split()
     assert _seqbench(db, *train).returncode == 0
     _fill(tiny_disk / "filler")
     r = _seqbench(db, *train)
@@ -108,10 +114,9 @@ def test_stress_stopped_midway_keeps_only_whole_runs(tmp_path, sig):
     from seqbench.store.store import open_store
 
     open_store(db).dispose()
-    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "stress", "--models",
-           "rnn,lstm,gru,indrnn,tcn", "--seq-len", "3000", "--seeds", "0,1,2"]  # fmt: skip
-    proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = popen(
+        seqbench_cmd(db, "stress --models rnn,lstm,gru,indrnn,tcn --seq-len 3000 --seeds 0,1,2")
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # stop it after the first result, mid-way through
         time.sleep(0.2)
@@ -127,10 +132,13 @@ def test_stress_stopped_midway_keeps_only_whole_runs(tmp_path, sig):
     runs = con.execute("SELECT id, status FROM runs").fetchall()
     assert runs and {s for _, s in runs} == {"completed"}
     for run_id, _ in runs:
-        kinds = {k for (k,) in con.execute("SELECT DISTINCT kind FROM curves WHERE run_id = ?",
-                                           (run_id,))}  # fmt: skip
+        kinds = {
+            k
+            for (k,) in con.execute("SELECT DISTINCT kind FROM curves WHERE run_id = ?", (run_id,))
+        }
         assert kinds == {"grad_norm", "truncation_error"}
-        assert con.execute("SELECT COUNT(*) FROM summaries WHERE run_id = ? AND key = 'gain'",
-                           (run_id,)).fetchone() == (1,)  # fmt: skip
+        assert con.execute(
+            "SELECT COUNT(*) FROM summaries WHERE run_id = ? AND key = 'gain'", (run_id,)
+        ).fetchone() == (1,)
     assert len(runs) < 15  # it was stopped before the end
     con.close()

@@ -8,7 +8,7 @@ import pytest
 from seqbench.errors import StoreError
 from seqbench.store import migrate
 from seqbench.store.store import inspect_revision, open_store, resolve_url, upgrade_store
-from tests.conftest import sha256
+from tests.conftest import add_run, sha256
 
 FROZEN_0001 = Path(__file__).parent / "data" / "seqbench_0001.db"
 
@@ -31,7 +31,7 @@ def test_resolve_url_accepts_paths_and_urls(tmp_path):
 
 @pytest.mark.parametrize("value", [0.5, math.nan, math.inf, -math.inf, 0.0, -1e300])
 def test_non_finite_values_round_trip(store, value):
-    run = store.create_run(model="rnn", task="adding", config={}, config_hash="h")
+    run = add_run(store, status="running")
     store.log_metrics(run.id, [("grad_norm", 0, value), ("grad_norm", 1, 1.0)])
     store.set_summaries(run.id, {"test_metric": value})
     store.write_run(run.id, {}, curves={"grad_norm": ([0, 1], [value, 2.0])})
@@ -46,7 +46,7 @@ def test_non_finite_values_round_trip(store, value):
 
 
 def test_summaries_keep_one_row_per_key(store):
-    run = store.create_run(model="rnn", task="adding", config={}, config_hash="h")
+    run = add_run(store, status="running")
     store.set_summaries(run.id, {"a": 1.0, "b": 2.0})
     store.set_summaries(run.id, {"a": 3.0})
     assert store.summaries(run.id) == {"a": 3.0, "b": 2.0}

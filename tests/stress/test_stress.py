@@ -137,8 +137,9 @@ def test_stress_stores_curves_and_summaries(store):
 
 
 def test_stress_a_trained_run_from_its_checkpoint(store):
-    out = api.train("rnn", "adding", db=store, seq_len=20, steps=5, hidden=8,
-                    save_checkpoint=True, eval_size=32)  # fmt: skip
+    out = api.train(
+        "rnn", "adding", db=store, seq_len=20, steps=5, hidden=8, save_checkpoint=True, eval_size=32
+    )
     (res,) = stress(store, [], seq_len=50, runs=[str(out.run_id)], batch=1)
     assert res.source == f"run {out.run_id}" and res.model == "rnn"
 
@@ -170,8 +171,21 @@ def test_run_without_checkpoint_is_refused(store):
 
 def test_cli_stress_table_json_and_plot(cli, tmp_path):
     png = tmp_path / "s.png"
-    result = cli("stress", "--models", "rnn,indrnn", "--seq-len", "200", "--hidden", "8",
-                 "--batch", "1", "--plot", png, "--format", "json")  # fmt: skip
+    result = cli(
+        "stress",
+        "--models",
+        "rnn,indrnn",
+        "--seq-len",
+        "200",
+        "--hidden",
+        "8",
+        "--batch",
+        "1",
+        "--plot",
+        png,
+        "--format",
+        "json",
+    )
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert [r["model"] for r in rows] == ["rnn", "indrnn"]

@@ -23,8 +23,10 @@ pytestmark = [
 ]
 
 BIN = os.path.dirname(sys.executable)
-SWEEP = ("sweep --models rnn,tcn --tasks adding --k 2,4 --set steps=15 --set hidden=8 "
-         "--set seq_len=20 --set eval_size=32 --quiet --executor ray")  # fmt: skip
+SWEEP = (
+    "sweep --models rnn,tcn --tasks adding --k 2,4 --set steps=15 --set hidden=8 "
+    "--set seq_len=20 --set eval_size=32 --quiet --executor ray"
+)
 
 
 def _in_namespace(script: str, tmp_path) -> subprocess.CompletedProcess:
@@ -36,8 +38,12 @@ def _in_namespace(script: str, tmp_path) -> subprocess.CompletedProcess:
         trap '{BIN}/ray stop --force >/dev/null 2>&1 || true' EXIT
     """) + textwrap.dedent(script)
     try:
-        return subprocess.run(["unshare", "--net", "--", "sh", "-c", body],
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
+        return subprocess.run(
+            ["unshare", "--net", "--", "sh", "-c", body],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
@@ -51,21 +57,23 @@ def _completed(db):
 
 def test_ray_local_instance(tmp_path):
     db = tmp_path / "r.db"
-    out = _in_namespace(f"{BIN}/seqbench --db {db} {SWEEP} --address local --workers 2\n",
-                        tmp_path)  # fmt: skip
+    out = _in_namespace(f"{BIN}/seqbench --db {db} {SWEEP} --address local --workers 2\n", tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "ran 4: 4 completed" in out.stdout and _completed(db) == 4
 
 
 def test_ray_cluster_head_and_worker_on_loopback(tmp_path):
     db = tmp_path / "c.db"
-    out = _in_namespace(f"""
+    out = _in_namespace(
+        f"""
         {BIN}/ray start --head --port=6380 --num-cpus=1 --include-dashboard=false \\
             --disable-usage-stats --temp-dir=$RAY_TMPDIR >/dev/null
         {BIN}/ray start --address=127.0.0.1:6380 --num-cpus=1 --disable-usage-stats >/dev/null
         {BIN}/seqbench --db {db} {SWEEP} --address 127.0.0.1:6380
         {BIN}/ray status | grep -c node_ | tee {tmp_path}/nodes
-    """, tmp_path)  # fmt: skip
+    """,
+        tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "ran 4: 4 completed" in out.stdout and _completed(db) == 4
     assert (tmp_path / "nodes").read_text().strip() == "2"  # a head and a worker node

@@ -38,13 +38,19 @@ def test_expand_is_the_product_and_dedupes():
     ("kw", "err", "msg"),
     [
         ({"models": "", "tasks": "adding"}, UsageError, "empty grid"),
-        ({"models": "rnn", "tasks": "adding", "sets": ["lrr=0.1"]}, UnknownNameError,
-         "Did you mean 'lr'"),
-        ({"models": "rnn", "tasks": "adding", "sets": ["lr=0,0.1"]}, UsageError,
-         "lr must be positive"),
+        (
+            {"models": "rnn", "tasks": "adding", "sets": ["lrr=0.1"]},
+            UnknownNameError,
+            "Did you mean 'lr'",
+        ),
+        (
+            {"models": "rnn", "tasks": "adding", "sets": ["lr=0,0.1"]},
+            UsageError,
+            "lr must be positive",
+        ),
         ({"models": "lstn", "tasks": "adding"}, UnknownNameError, "Did you mean 'lstm'"),
     ],
-)  # fmt: skip
+)
 def test_bad_grids(kw, err, msg):
     with pytest.raises(err, match=msg):
         expand([grid_from_flags(kw["models"], kw["tasks"], None, "0", kw.get("sets"))])

@@ -3,7 +3,6 @@ import random
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -11,10 +10,12 @@ import pytest
 
 from seqbench.store.store import open_store
 from seqbench.sweep.runner import sweep_status
+from tests.conftest import popen, seqbench_cmd
 
-GRID = ["--models", "rnn,tcn", "--tasks", "adding", "--k", "2,4", "--seeds", "0",
-        "--set", "steps=15", "--set", "hidden=8", "--set", "seq_len=20",
-        "--set", "eval_size=32", "--quiet"]  # fmt: skip
+GRID = (
+    "--models rnn,tcn --tasks adding --k 2,4 --seeds 0 --set steps=15 --set hidden=8 --set "
+    "seq_len=20 --set eval_size=32 --quiet"
+).split()
 
 
 def _completed_per_hash(store):
@@ -51,11 +52,11 @@ def test_failed_and_diverged_points_are_recorded_and_the_sweep_goes_on(cli, tmp_
     # saved. lr 1e12 diverges first and saves nothing.
     blocker = tmp_path / "checkpoints"
     blocker.write_text("not a directory")
-    grid = ["--models", "rnn", "--tasks", "adding", "--seeds", "0,1", "--set", "steps=10",
-            "--set", "hidden=8", "--set", "seq_len=16", "--set", "lr=1e-3,1e12",
-            "--set", "optimizer=sgd", "--set", "nonlinearity=relu", "--set", "eval_size=16",
-            "--set", "save_checkpoint=true", "--quiet", "--name", "mixed",
-            "--workers", "2"]  # fmt: skip
+    grid = (
+        "--models rnn --tasks adding --seeds 0,1 --set steps=10 --set hidden=8 --set "
+        "seq_len=16 --set lr=1e-3,1e12 --set optimizer=sgd --set nonlinearity=relu --set "
+        "eval_size=16 --set save_checkpoint=true --quiet --name mixed --workers 2"
+    ).split()
     out = cli("sweep", *grid)
     assert out.exit_code == 0, out.output
     store = open_store(tmp_path / "seqbench.db")
@@ -80,17 +81,22 @@ def test_failed_and_diverged_points_are_recorded_and_the_sweep_goes_on(cli, tmp_
         (["--models", "rnn", "--tasks", "adding", "--set", "lrr=1,2"], "unknown sweep axis"),
         (["--spec", "missing.toml"], "spec file 'missing.toml' not found"),
         (["--preset", "bai-tcn", "--models", "rnn"], "not several"),
-        (["--models", "rnn", "--tasks", "adding", "--executor", "ray", "--address",
-          "127.0.0.1:1"], "cannot reach the Ray cluster"),
+        (
+            "--models rnn --tasks adding --executor ray --address 127.0.0.1:1".split(),
+            "cannot reach the Ray cluster",
+        ),
         (["--models", "rnn", "--tasks", "adding", "--workers", "0"], "--workers must be"),
-        (["--models", "rnn", "--tasks", "adding", "--set", "lr=1e-3,inf"],
-         "lr must be a finite number"),
-        (["--models", "lstm", "--tasks", "adding", "--set", "hidden=8,1000000"],
-         "GiB is available"),
-        (["--models", "rnn", "--tasks", "text", "--set", "path=/nonexistent.txt"],
-         "no such file"),
+        (
+            ["--models", "rnn", "--tasks", "adding", "--set", "lr=1e-3,inf"],
+            "lr must be a finite number",
+        ),
+        (
+            ["--models", "lstm", "--tasks", "adding", "--set", "hidden=8,1000000"],
+            "GiB is available",
+        ),
+        (["--models", "rnn", "--tasks", "text", "--set", "path=/nonexistent.txt"], "no such file"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_leaves_the_store_untouched(cli, tmp_path, args, msg):
     db = tmp_path / "seqbench.db"
     result = cli("sweep", *args)
@@ -168,15 +174,16 @@ def test_sweep_status_unknown_name(cli, store):
     assert r.exit_code == 1 and "no sweep named 'nope'" in r.stderr
 
 
-CRASH_GRID = ["sweep", "--models", "rnn,gru,tcn", "--tasks", "adding", "--k", "2,4",
-              "--set", "steps=40", "--set", "hidden=8", "--set", "seq_len=30",
-              "--set", "eval_size=64", "--name", "crash", "--workers", "2", "--quiet"]  # fmt: skip
+CRASH_GRID = (
+    "sweep --models rnn,gru,tcn --tasks adding --k 2,4 --set steps=40 --set hidden=8 --set "
+    "seq_len=30 --set eval_size=64 --name crash --workers 2 --quiet"
+).split()
 
 
 @pytest.mark.slow
 def test_sigkill_at_random_points_then_resume(tmp_path):
     db = tmp_path / "crash.db"
-    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), *CRASH_GRID]
+    cmd = seqbench_cmd(db, *CRASH_GRID)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     rng = random.Random(1234)
     kills = 0
@@ -197,9 +204,11 @@ def test_sigkill_at_random_points_then_resume(tmp_path):
         "WHERE s.name = 'crash'"
     ).fetchall()
     assert len(points) == 6
-    per = dict(con.execute(
-        "SELECT config_hash, COUNT(*) FROM runs WHERE status = 'completed' GROUP BY 1"
-    ).fetchall())  # fmt: skip
+    per = dict(
+        con.execute(
+            "SELECT config_hash, COUNT(*) FROM runs WHERE status = 'completed' GROUP BY 1"
+        ).fetchall()
+    )
     assert {h for (h,) in points} == set(per) and set(per.values()) == {1}
     assert con.execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone() == (0,)
     stale = con.execute("SELECT COUNT(*) FROM runs WHERE error LIKE 'stale:%'").fetchone()[0]
@@ -240,12 +249,12 @@ def test_ctrl_c_stops_promptly_and_the_point_runs_again(tmp_path, sig, code):
     # one long point (about a minute): Ctrl-C (or SIGTERM) must not wait for it to finish,
     # and no worker or fork server may outlive the driver
     db = tmp_path / "int.db"
-    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "sweep", "--models", "lstm",
-           "--tasks", "adding", "--set", "steps=100000", "--set", "hidden=8",
-           "--set", "seq_len=20", "--workers", "1", "--quiet", "--name", "int"]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    cmd = seqbench_cmd(
+        db,
+        "sweep --models lstm --tasks adding --set steps=100000 --set hidden=8 --set",
+        "seq_len=20 --workers 1 --quiet --name int",
+    )
+    proc = popen(cmd)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         time.sleep(0.5)
@@ -288,8 +297,9 @@ def test_sweep_on_postgres(cli, pg_url):
     (st,) = sweep_status(store, "pg")
     assert st["completed"] == 4
     assert set(_completed_per_hash(store).values()) == {1}
-    rep = cli("--db", pg_url, "report", "--compare", "rnn", "tcn", "--sweep", "pg", "--format",
-              "json")  # fmt: skip
+    rep = cli(
+        "--db", pg_url, "report", "--compare", "rnn", "tcn", "--sweep", "pg", "--format", "json"
+    )
     assert rep.exit_code == 0, rep.output
     store.dispose()
 
@@ -297,15 +307,18 @@ def test_sweep_on_postgres(cli, pg_url):
 def test_two_drivers_of_one_sweep_share_its_points(tmp_path):
     # e.g. two machines on one PostgreSQL store; here two processes on one SQLite file
     db = tmp_path / "two.db"
-    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "sweep", "--models", "rnn,gru",
-           "--tasks", "adding", "--k", "2,4,8", "--seeds", "0", "--set", "steps=60",
-           "--set", "hidden=8", "--set", "seq_len=20", "--set", "eval_size=32",
-           "--workers", "1", "--quiet", "--name", "two"]  # fmt: skip
+    cmd = seqbench_cmd(
+        db,
+        "sweep --models rnn,gru --tasks adding --k 2,4,8 --seeds 0 --set steps=60 --set",
+        "hidden=8 --set seq_len=20 --set eval_size=32 --workers 1 --quiet --name two",
+    )
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     first = subprocess.run([*cmd, "--dry-run"], env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
-    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for _ in range(2)]  # fmt: skip
+    procs = [
+        subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
     con = sqlite3.connect(db)
@@ -343,13 +356,12 @@ def test_a_killed_worker_is_a_crash_not_a_failure(tmp_path):
     recorded `crashed`, not failed, the pool is rebuilt, they run again, the sweep ends with
     every point completed and exit 0."""
     db = tmp_path / "kill.db"
-    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "sweep", "--models", "rnn",
-           "--tasks", "adding", "--seeds", "0,1,2,3", "--set", "steps=1500", "--set",
-           "hidden=16", "--set", "seq_len=50", "--set", "eval_size=64", "--workers", "2",
-           "--quiet", "--name", "kill"]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    cmd = seqbench_cmd(
+        db,
+        "sweep --models rnn --tasks adding --seeds 0,1,2,3 --set steps=1500 --set hidden=16",
+        "--set seq_len=50 --set eval_size=64 --workers 2 --quiet --name kill",
+    )
+    proc = popen(cmd)
     deadline, workers = time.monotonic() + 120, []
     while time.monotonic() < deadline and not workers:
         time.sleep(0.3)
@@ -383,9 +395,10 @@ def test_a_killed_worker_is_a_crash_not_a_failure(tmp_path):
 
 
 def test_a_plain_rerun_runs_crashed_points_again(cli, tmp_path):
-    grid = ["--models", "rnn", "--tasks", "adding", "--seeds", "0,1", "--set", "steps=3",
-            "--set", "hidden=4", "--set", "seq_len=8", "--set", "eval_size=8", "--quiet",
-            "--workers", "1", "--name", "again"]  # fmt: skip
+    grid = (
+        "--models rnn --tasks adding --seeds 0,1 --set steps=3 --set hidden=4 --set "
+        "seq_len=8 --set eval_size=8 --quiet --workers 1 --name again"
+    ).split()
     assert cli("sweep", *grid).exit_code == 0
     con = sqlite3.connect(tmp_path / "seqbench.db")
     with con:  # as a sweep leaves a point whose worker died more often than it retries

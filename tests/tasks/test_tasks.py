@@ -179,8 +179,16 @@ def test_chorales_parsed_by_two_processes_at_once(tmp_path):
         "r = load_chorales(4); print(len(r), int(sum(x.sum() for x in r)))"
     )
     env = {**os.environ, "SEQBENCH_CACHE": str(tmp_path)}
-    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [o[1][-500:] for o in outs]
     assert outs[0][0] == outs[1][0] and outs[0][0].startswith("4 ")

@@ -2,7 +2,6 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -13,6 +12,7 @@ from seqbench.errors import RunFailedError, SeqbenchError, UsageError
 from seqbench.store.store import open_store
 from seqbench.tasks.synthetic import Adding
 from seqbench.training.loop import load_checkpoint
+from tests.conftest import seqbench_cmd
 
 FAST = {"seq_len": 20, "steps": 30, "hidden": 16, "eval_size": 64}
 
@@ -92,9 +92,11 @@ def test_failed_run_stores_the_traceback(store, monkeypatch):
 def test_ctrl_c_marks_the_run_interrupted_and_keeps_its_metrics(tmp_path, sig, code):
     """Ctrl-C, and SIGTERM (kill, docker stop, a job scheduler) alike."""
     db = tmp_path / "int.db"
-    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "train", "--model", "rnn",
-           "--task", "adding", "--seq-len", "20", "--steps", "100000", "--hidden", "8",
-           "--set", "eval_every=20", "--quiet"]  # fmt: skip
+    cmd = seqbench_cmd(
+        db,
+        "train --model rnn --task adding --seq-len 20 --steps 100000 --hidden 8 --set",
+        "eval_every=20 --quiet",
+    )
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     store = open_store(db)
     deadline = time.time() + 60
@@ -286,8 +288,10 @@ def test_seqbench_train_can_be_called_again(tmp_path):
     import seqbench
 
     db = str(tmp_path / "api.db")
-    outs = [seqbench.train("rnn", "adding", seq_len=10, steps=2, eval_size=8, db=db, seed=s)
-            for s in (0, 1)]  # fmt: skip
+    outs = [
+        seqbench.train("rnn", "adding", seq_len=10, steps=2, eval_size=8, db=db, seed=s)
+        for s in (0, 1)
+    ]
     assert [o.status for o in outs] == ["completed", "completed"]
     assert callable(seqbench.train)
 

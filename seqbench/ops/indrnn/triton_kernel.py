@@ -18,9 +18,16 @@ import triton.language as tl
 
 @triton.jit
 def _indrnn_fwd_kernel(
-    x_ptr, u_ptr, h0_ptr, h_ptr, B, T, N,
-    HAS_H0: tl.constexpr, BLOCK: tl.constexpr,
-):  # fmt: skip
+    x_ptr,
+    u_ptr,
+    h0_ptr,
+    h_ptr,
+    B,
+    T,
+    N,
+    HAS_H0: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     pid = tl.program_id(0)
     lane = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)  # flat (b, n) lane
     mask = lane < B * N
@@ -41,9 +48,19 @@ def _indrnn_fwd_kernel(
 
 @triton.jit
 def _indrnn_bwd_kernel(
-    gout_ptr, h_ptr, u_ptr, h0_ptr, dx_ptr, du_part_ptr, dh0_ptr, B, T, N,
-    HAS_H0: tl.constexpr, BLOCK: tl.constexpr,
-):  # fmt: skip
+    gout_ptr,
+    h_ptr,
+    u_ptr,
+    h0_ptr,
+    dx_ptr,
+    du_part_ptr,
+    dh0_ptr,
+    B,
+    T,
+    N,
+    HAS_H0: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     pid = tl.program_id(0)
     lane = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     mask = lane < B * N
@@ -105,9 +122,19 @@ def indrnn_bwd(gout, h, u, h0, x_dtype, out: tuple | None = None):
         dh0 = torch.empty(B, N, dtype=torch.float32, device=h.device) if h0 is not None else None
     h0_arg = h0 if h0 is not None else u
     _indrnn_bwd_kernel[_grid(B, N)](
-        gout, h, u, h0_arg, dx, du_part, dh0 if dh0 is not None else du_part, B, T, N,
-        HAS_H0=h0 is not None, BLOCK=BLOCK,
-    )  # fmt: skip
+        gout,
+        h,
+        u,
+        h0_arg,
+        dx,
+        du_part,
+        dh0 if dh0 is not None else du_part,
+        B,
+        T,
+        N,
+        HAS_H0=h0 is not None,
+        BLOCK=BLOCK,
+    )
     return dx, du_part.sum(dim=0), dh0
 
 
