@@ -9,181 +9,34 @@ A brand-new database is migrated to head.
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, delete, event, insert, inspect, select, update
-from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
 
 from seqbench.errors import StoreError
 from seqbench.store import migrate
 from seqbench.store.common import (
-    DEFAULT_DB,
     HEAD_REVISION,
-    VERSION_TABLE,
-    check_sqlite_file,
     join_float,
     split_float,
-    sqlite_revision_readonly,
     utcnow,
 )
+from seqbench.store.engine import (
+    BUSY_TIMEOUT_S,
+    _check_revision,
+    _foreign_tables,
+    _make_engine,
+    backup_sqlite,
+    inspect_revision,
+    resolve_url,
+    sqlite_path,
+)
 from seqbench.store.schema import Curve, Metric, Run, Summary
-
-BUSY_TIMEOUT_S = 30.0
-SEQBENCH_TABLES = {"runs", "metrics", "summaries", "curves", "sweeps", "baselines"}
-
-
-def resolve_url(db: str | os.PathLike | None) -> str:
-    """A file path or a SQLAlchemy URL -> a SQLAlchemy URL. None means ./seqbench.db."""
-    db = str(db) if db is not None else DEFAULT_DB
-    if "://" in db:
-        try:
-            make_url(db)
-        except ArgumentError as e:
-            raise StoreError(f"not a valid database URL: {db!r}") from e
-        return db
-    return f"sqlite:///{Path(db).expanduser().resolve()}"
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file behind a sqlite URL, or None for other backends and in-memory databases."""
-    u = make_url(url)
-    if u.get_backend_name() != "sqlite" or u.database in (None, "", ":memory:"):
-        return None
-    return Path(u.database)
-
-
-def _make_engine(url: str, readonly: bool = False) -> Engine:
-    u = make_url(url)
-    path = sqlite_path(url)
-    if readonly and path is not None:
-        return _reader_engine(path)
-    if u.get_backend_name() == "sqlite":
-        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
-        # Take the write lock up front: a deferred transaction that later upgrades to a
-        # writer can fail with "database is locked" without waiting for busy_timeout.
-        _sqlite_session(
-            engine,
-            "BEGIN IMMEDIATE",
-            "PRAGMA journal_mode = WAL",
-            "PRAGMA foreign_keys = ON",
-            "PRAGMA synchronous = NORMAL",
-        )
-        return engine
-    try:
-        if readonly and u.get_backend_name() == "postgresql":
-            return create_engine(
-                url,
-                pool_pre_ping=True,
-                connect_args={"options": "-c default_transaction_read_only=on"},
-            )
-        return create_engine(url, pool_pre_ping=True)
-    except NoSuchModuleError as e:
-        raise StoreError(f"unsupported database URL {url!r}: {e}") from e
-    except ModuleNotFoundError as e:
-        raise StoreError(
-            f"the driver for {u.get_backend_name()} is not installed ({e.name}); "
-            "for PostgreSQL: pip install 'seqbench[postgres]'"
-        ) from e
-
-
-def _reader_engine(path: Path) -> Engine:
-    """An engine that cannot change the file: opened with mode=ro, query_only on, and no
-    journal-mode switch (a writer's connection turns a rollback-journal file into WAL)."""
-    engine = create_engine(
-        "sqlite://",
-        creator=lambda: sqlite3.connect(
-            f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False
-        ),
-    )
-    _sqlite_session(engine, "BEGIN", "PRAGMA query_only = ON")  # a read snapshot, no lock
-    return engine
-
-
-def _sqlite_session(engine: Engine, begin: str, *pragmas: str) -> None:
-    """Every SQLite connection of `engine`: SQLAlchemy, not pysqlite, decides when
-    transactions begin (with `begin`), and each connection gets the busy timeout and
-    `pragmas`."""
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_con, _record):
-        dbapi_con.isolation_level = None
-        cur = dbapi_con.cursor()
-        cur.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        for pragma in pragmas:
-            cur.execute(pragma)
-        cur.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn):
-        conn.exec_driver_sql(begin)
-
-
-def _foreign_tables(url: str) -> list[str]:
-    """Tables in the database that are not seqbench's (another application's data)."""
-    ours = SEQBENCH_TABLES | {"sweep_points", "sqlite_sequence", VERSION_TABLE}
-    path = sqlite_path(url)
-    if path is not None:
-        if not path.exists() or path.stat().st_size == 0:
-            return []
-        tables = sqlite_revision_readonly(path)[1]
-        views = {"v_results", "v_summaries"}
-        return sorted(t for t in tables - ours - views if not t.startswith("sqlite_"))
-    engine = _make_engine(url)
-    try:
-        with engine.connect() as conn:
-            return sorted(set(inspect(conn).get_table_names()) - ours)
-    finally:
-        engine.dispose()
-
-
-def inspect_revision(url: str, *, writable: bool = True) -> tuple[str | None, bool]:
-    """(current revision, whether the database holds seqbench tables), read-only.
-    `writable=False` accepts a SQLite file the user may not write."""
-    path = sqlite_path(url)
-    if path is not None:
-        if not check_sqlite_file(path, writable=writable):
-            return None, False
-        rev, tables = sqlite_revision_readonly(path)
-        return rev, bool(tables & SEQBENCH_TABLES)
-    engine = _make_engine(url)
-    try:
-        with engine.connect() as conn:
-            rev = migrate.current_revision(conn)
-            tables = set(inspect(conn).get_table_names())
-    except OperationalError as e:
-        raise StoreError(f"cannot connect to {make_url(url).render_as_string()}: {e.orig}") from e
-    finally:
-        engine.dispose()
-    return rev, bool(tables & SEQBENCH_TABLES)
-
-
-def _check_revision(rev: str | None, has_tables: bool, where: str) -> bool:
-    """True if the database must be created (migrated from empty); raise if it is unusable."""
-    if rev == HEAD_REVISION:  # the common case decided without reading the migration scripts
-        return False
-    head = migrate.head_revision()
-    if rev is None:
-        if has_tables:
-            raise StoreError(
-                f"{where} has seqbench tables but no {migrate.VERSION_TABLE} table; "
-                "it was not created by seqbench"
-            )
-        return True
-    if rev not in migrate.known_revisions():
-        raise StoreError(
-            f"{where} is at revision {rev}, unknown to this seqbench (head {head}); "
-            "it was written by a newer seqbench: upgrade seqbench"
-        )
-    raise StoreError(
-        f"{where} is at revision {rev}, behind this seqbench's {head}: "
-        "run `seqbench db upgrade` (SQLite files are backed up first)"
-    )
 
 
 def config_digest(config: Mapping[str, Any]) -> str:
@@ -463,25 +316,6 @@ def _created_by_another(url: str, error: OperationalError) -> bool:
             pass
         time.sleep(0.1)
     return False
-
-
-def backup_sqlite(path: Path) -> Path:
-    """Copy a SQLite database (WAL-safe, via the backup API) to a timestamped file beside it."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    dest = path.with_name(f"{path.name}.bak-{stamp}")
-    n = 1
-    while dest.exists():
-        dest = path.with_name(f"{path.name}.bak-{stamp}-{n}")
-        n += 1
-    src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        dst = sqlite3.connect(dest)
-        with dst:
-            src.backup(dst)
-        dst.close()
-    finally:
-        src.close()
-    return dest
 
 
 def upgrade_store(db: str | os.PathLike | None = None) -> tuple[str | None, str, Path | None]:
