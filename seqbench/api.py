@@ -57,6 +57,7 @@ _REEXPORTS = {
     "list_baselines": "seqbench.report.check",
     "resolve_baseline": "seqbench.report.check",
     "check": "seqbench.report.check",
+    "CHECK_STATUSES": "seqbench.report.check",
     "junit_xml": "seqbench.report.check",
     "variant_label": "seqbench.report.check",
 }

@@ -246,9 +246,7 @@ def check(
     )
     if junit:
         api.junit_xml(rows, junit)
-    counts = {
-        s: sum(r.status == s for r in rows) for s in ("pass", "regressed", "improved", "missing")
-    }
+    counts = {s: sum(r.status == s for r in rows) for s in api.CHECK_STATUSES}
     typer.echo(", ".join(f"{n} {s}" for s, n in counts.items()), err=True)
     if counts["regressed"] or (fail_on_missing and counts["missing"]):
         raise typer.Exit(1)

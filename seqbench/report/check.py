@@ -19,7 +19,7 @@ from seqbench.report.frames import metric_direction, results_frame
 from seqbench.store import baselines as stored
 from seqbench.store.store import Store
 
-STATUSES = ("pass", "regressed", "improved", "missing")
+CHECK_STATUSES = ("pass", "regressed", "improved", "missing")
 
 
 @dataclass(frozen=True)

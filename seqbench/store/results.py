@@ -12,19 +12,6 @@ from __future__ import annotations
 from seqbench.errors import UsageError
 from seqbench.store.query import run_query
 
-RESULT_COLUMNS = (
-    "run_id",
-    "model",
-    "task",
-    "k",
-    "seq_len",
-    "seed",
-    "sweep",
-    "config",
-    "value",
-    "value_kind",
-)
-
 
 def result_rows(
     db: str | None,
@@ -36,7 +23,8 @@ def result_rows(
     where: str | None = None,
     statuses: tuple[str, ...] = ("completed",),
 ) -> tuple[list[str], list[tuple]]:
-    """(RESULT_COLUMNS, rows) of the training runs with summary `metric`; `sweep` selects the
+    """(columns, rows) of the training runs with summary `metric` (run_id, model, task, k,
+    seq_len, seed, sweep, config, value, value_kind); `sweep` selects the
     sweep's points, whichever sweep (or plain train) produced their runs."""
     sql = [
         "SELECT r.id AS run_id, r.model, r.task, r.k, r.seq_len, r.seed, sw.name AS sweep,",

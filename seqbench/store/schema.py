@@ -29,8 +29,6 @@ from seqbench.store.common import join_float, split_float, utcnow
 
 __all__ = ["join_float", "split_float", "utcnow"]  # the value codec lives in store/common.py
 
-VALUE_KINDS = ("finite", "nan", "inf", "-inf")
-
 
 class Base(DeclarativeBase):
     type_annotation_map: ClassVar = {dict[str, Any]: JSON}
