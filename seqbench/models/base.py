@@ -46,6 +46,10 @@ class Backbone(nn.Module):
     def constrain_(self) -> None:
         """Project parameters back into the family's admissible set (called after each step)."""
 
+    def init_head_(self, head: nn.Linear) -> None:
+        """Initialise the task head the way the family's reference code does (default: keep
+        PyTorch's nn.Linear init)."""
+
     # -- stability (Miller & Hardt): families with a stability condition override these ------
     def project_(self, lam: float) -> float:
         """Project the recurrent weights onto the λ-stable set (after every step under
@@ -93,6 +97,7 @@ class SequenceModel(nn.Module):
         self.embed = embed
         self.backbone = backbone
         self.head = nn.Linear(backbone.out_dim, out_dim)
+        backbone.init_head_(self.head)
         self.readout = readout
 
     @property

@@ -43,23 +43,41 @@ class CausalConv1d(nn.Module):
 
 
 class TemporalBlock(nn.Module):
-    """Two rounds of [weight-normalised dilated causal conv -> ReLU -> dropout] + residual."""
+    """Two rounds of [weight-normalised dilated causal conv -> ReLU -> dropout] + residual.
 
-    def __init__(self, c_in: int, c_out: int, kernel_size: int, dilation: int, dropout: float):
+    init "reference" (the default) is what locuslab/TCN's code does: its `init_weights` draws
+    conv.weight from N(0, 0.01) *after* weight_norm, which recomputes the weight from g and v
+    on every forward, so the draw never takes effect and the dilated convs keep PyTorch's
+    Conv1d init (kaiming-uniform v, g = ‖v‖); the 1×1 downsample does get N(0, 0.01). init
+    "paper" is the paper's text: every conv's effective weight N(0, 0.01) (g re-derived from v).
+    The paper's numbers came from the code, whose convs start ≈ 4× larger here.
+    """
+
+    def __init__(
+        self,
+        c_in: int,
+        c_out: int,
+        kernel_size: int,
+        dilation: int,
+        dropout: float,
+        init: str = "reference",
+    ):
         super().__init__()
         self.conv1 = CausalConv1d(c_in, c_out, kernel_size, dilation, wn=True)
         self.conv2 = CausalConv1d(c_out, c_out, kernel_size, dilation, wn=True)
         self.drop = nn.Dropout(dropout)
         self.downsample = nn.Conv1d(c_in, c_out, 1) if c_in != c_out else None
+        self.init = init
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        # With weight norm, the weight is g·v/‖v‖: initialise v *and* g (re-deriving g from v),
-        # otherwise the init has no effect on the effective weight.
         for conv in (self.conv1.conv, self.conv2.conv):
             v = conv.parametrizations.weight.original1
-            nn.init.normal_(v, 0.0, 0.01)
-            with torch.no_grad():
+            if self.init == "paper":
+                nn.init.normal_(v, 0.0, 0.01)
+            else:  # Conv1d.reset_parameters on v: kaiming-uniform (a = √5), its bias too
+                nn.init.kaiming_uniform_(v, a=math.sqrt(5))
+            with torch.no_grad():  # g = ‖v‖ per output channel: the effective weight is v
                 conv.parametrizations.weight.original0.copy_(
                     torch.linalg.vector_norm(v, dim=(1, 2), keepdim=True)
                 )
@@ -92,9 +110,16 @@ class TCN(Backbone):
         self.levels, self.kernel_size = levels, K
         chans = [in_dim] + [args.hidden] * levels
         self.blocks = nn.Sequential(
-            *(TemporalBlock(chans[i], chans[i + 1], K, 2**i, args.dropout) for i in range(levels))
+            *(
+                TemporalBlock(chans[i], chans[i + 1], K, 2**i, args.dropout, args.init)
+                for i in range(levels)
+            )
         )
         self.out_dim = args.hidden
+
+    def init_head_(self, head: nn.Linear) -> None:
+        """The reference models' output layer: weight N(0, 0.01), PyTorch's default bias."""
+        nn.init.normal_(head.weight, 0.0, 0.01)
 
     @property
     def receptive_field(self) -> float:

@@ -77,10 +77,13 @@ class Adding(RegressionTask):
 
 
 class CopyMemory(SyntheticTask):
-    """Copy memory (Bai et al.): 10 symbols from {1..8}, T-1 blanks (0), the delimiter 9, then 10
-    blanks: input length T+20. The output must be blank everywhere except the last 10 steps,
-    which reproduce the symbols. Cross-entropy averaged over all T+20 steps, so a memoryless
-    model that outputs blanks and then guesses scores 10·ln 8 / (T+20)."""
+    """Copy memory (Bai et al.): 10 symbols from {1..8}, T-1 blanks (0), then the digit 9 eleven
+    times (the first is the delimiter, the other ten mark the steps that recall): input length
+    T+20, as in the paper and its code (locuslab/TCN copy_memory/utils.py). The output must be
+    blank everywhere except the last 10 steps, which reproduce the symbols. Cross-entropy
+    averaged over all T+20 steps, so a memoryless model that outputs blanks and then guesses
+    scores 10·ln 8 / (T+20). Symbols are tokens (embedded by the model); the reference code
+    feeds them as one float channel."""
 
     name = "copy"
     readout = "all"
@@ -91,7 +94,7 @@ class CopyMemory(SyntheticTask):
         symbols = torch.randint(1, 9, (n, 10), generator=gen)
         x = torch.zeros(n, T + 20, dtype=torch.long)
         x[:, :10] = symbols
-        x[:, T + 9] = 9
+        x[:, T + 9 :] = 9
         y = torch.zeros(n, T + 20, dtype=torch.long)
         y[:, -10:] = symbols
         return x, y  # (n, T+20) ids each

@@ -98,7 +98,8 @@ def test_copy_memoryless_predictor_scores_the_baseline():
     T = 30
     t = make_task("copy", TaskArgs(seq_len=T, eval_size=32))
     x, y = next(t.eval_batches("test", 32))
-    assert x.shape == (32, T + 20) and (x[:, T + 9] == 9).all()
+    assert x.shape == (32, T + 20) and (x[:, T + 9 :] == 9).all()  # the paper's 11 nines
+    assert (x[:, 10 : T + 9] == 0).all() and ((x[:, :10] >= 1) & (x[:, :10] <= 8)).all()
     assert torch.equal(y[:, -10:], x[:, :10]) and (y[:, :-10] == 0).all()
     logits = torch.full((32, T + 20, 10), -1e9)
     logits[:, :-10, 0] = 0.0  # certain blank until the recall window
