@@ -278,17 +278,23 @@ def run_sweep(
     executor: str = "local",
     address: str = "auto",
     workers: int | None = None,
+    gpus: list[int] | None = None,
+    runs_per_gpu: int = 1,
     **options: Any,
 ) -> SweepOutcome:
     """Run (or resume) a planned sweep on a local process pool or a Ray cluster (`address`):
-    points done before are skipped; each result is written as it arrives. `options` are
+    points done before are skipped; each result is written as it arrives. Points on CUDA use
+    `gpus` (default: every visible GPU), `runs_per_gpu` at once on each. `options` are
     seqbench.sweep.runner.run_sweep's (force, retry_failed, stale_after, on_start, on_result).
     `store` may be a function that opens it, called once the options are checked and the
     executor is up."""
     from seqbench.sweep import runner
 
     runner.check_options(**options)
-    make_executor = runner.executor_factory(executor, address, workers)
+    uses_cuda = any(runner.runs_on_cuda(p.device) for p in plan.points)
+    make_executor = runner.executor_factory(
+        executor, address, workers, gpus=gpus, runs_per_gpu=runs_per_gpu, uses_cuda=uses_cuda
+    )
     store = store() if callable(store) else store
     force = options.get("force", False)
     sweep_id = runner.plan_sweep(store, plan.name, plan.spec, plan.points, force)

@@ -23,6 +23,7 @@ OPTIMIZERS = ("adam", "sgd", "rmsprop")
 DEVICES = ("auto", "cpu", "cuda")
 BACKENDS = ("auto", "torch", "cpu", "numba", "triton")  # the IndRNN recurrence's (ops/indrnn)
 INITS = ("reference", "paper")
+PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 MODEL, TASK = "model", "task"
@@ -56,6 +57,7 @@ class RunConfig:
     weight_decay: float = 0.0
     seed: int = _in(TASK, default=0)
     device: str = "auto"
+    precision: str = "fp32"  # fp32, bf16 (autocast) or fp16 (autocast + grad scaler, CUDA)
     stable: bool = False
     lam: float = 0.99  # stability bound for --stable
     eval_every: int | None = None  # None: 10 evaluations per run
@@ -432,6 +434,8 @@ def validate(cfg: RunConfig) -> None:
         raise UsageError(f"device must be one of {', '.join(DEVICES)}, got {cfg.device!r}")
     if cfg.backend not in BACKENDS:
         raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, got {cfg.backend!r}")
+    if cfg.precision not in PRECISIONS:
+        raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, got {cfg.precision!r}")
     if cfg.init not in INITS:
         raise UsageError(f"init must be one of {', '.join(INITS)}, got {cfg.init!r}")
     if not 0 <= cfg.dropout < 1:

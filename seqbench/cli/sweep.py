@@ -14,6 +14,7 @@ from seqbench.cli._options import (
     state,
 )
 from seqbench.cli._output import Format, FormatOption, render
+from seqbench.errors import UsageError
 
 app = typer.Typer(
     help=(
@@ -43,8 +44,15 @@ def sweep(
     scale: Annotated[str, typer.Option(help="Preset size: tiny, small or paper.")] = "small",
     name: Annotated[str | None, typer.Option(help="Sweep name (default: from the spec).")] = None,
     workers: Annotated[
-        int | None, typer.Option(help="Parallel runs (default: one per device / core).")
+        int | None, typer.Option(help="Parallel runs on CPU (default: one per usable core).")
     ] = None,
+    gpus: Annotated[
+        str | None,
+        typer.Option(help="GPUs for points on CUDA, e.g. 0,2 (default: every visible GPU)."),
+    ] = None,
+    runs_per_gpu: Annotated[
+        int, typer.Option(help="Points run at once on each GPU (Ray: a 1/N GPU share).")
+    ] = 1,
     executor: Annotated[str, typer.Option(help="local or ray.")] = "local",
     address: Annotated[
         str, typer.Option(help="Ray: auto, local (start one here) or HOST:PORT.")
@@ -97,6 +105,8 @@ def sweep(
                 executor=executor,
                 address=address,
                 workers=workers,
+                gpus=_gpu_list(gpus),
+                runs_per_gpu=runs_per_gpu,
                 force=force,
                 retry_failed=retry_failed,
                 stale_after=stale_after,
@@ -122,6 +132,15 @@ def sweep(
             else ""
         )
     )
+
+
+def _gpu_list(gpus: str | None) -> list[int] | None:
+    if gpus is None:
+        return None
+    try:
+        return [int(g) for g in gpus.split(",") if g.strip()]
+    except ValueError:
+        raise UsageError(f"--gpus expects GPU indices like 0,2, got {gpus!r}") from None
 
 
 def _progress(quiet: bool, name: str):

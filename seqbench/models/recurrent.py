@@ -134,9 +134,11 @@ class IndRNNLayer(nn.Module):
             self.u.uniform_(low, self.u_max)
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None) -> torch.Tensor:
-        pre = self.proj(x)  # (B, T, H)
+        pre = self.proj(x)  # (B, T, H); bf16 under bf16 autocast
         u = self.u.clamp(-self.u_max, self.u_max)
-        return indrnn(pre, u, h0, backend=self.backend)  # (B, T, H)
+        # under bf16 the states are stored in bf16 too (the recurrence itself stays fp32)
+        history = torch.bfloat16 if pre.dtype == torch.bfloat16 else torch.float32
+        return indrnn(pre, u, h0, backend=self.backend, history=history)  # (B, T, H)
 
 
 class IndRNN(Backbone):

@@ -44,11 +44,21 @@ def execute_point(run_id: int, config: dict, checkpoint_dir: str = "checkpoints"
         pass  # the recorder holds status "failed" and the traceback
     except Exception:
         rec.fields.update(status="failed", error=traceback.format_exc())
+    if _GPU is not None:  # the worker's pinned GPU, stored with the run
+        env = rec.fields.get("environment") or {}
+        rec.fields["environment"] = {**env, "gpu": str(_GPU), "cuda_visible_devices": str(_GPU)}
     # the whole point's time in the worker (building included): benchmarks/sweep_overhead.py
     return {**rec.record(), "worker_seconds": time.perf_counter() - t0}
 
 
-def _worker_init(threads: int, driver: int) -> None:
+_GPU: int | None = None  # the GPU this worker process is pinned to (set by _worker_init)
+
+
+def _worker_init(threads: int, driver: int, gpu_slots=None) -> None:
+    global _GPU
+    if gpu_slots is not None:  # before anything initialises CUDA in this process
+        _GPU = gpu_slots.get(timeout=60)
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(_GPU)
     import torch
 
     torch.set_num_threads(threads)
@@ -87,24 +97,46 @@ def threads_per_worker(workers: int) -> int:
     return max(1, usable_cpus() // workers)
 
 
+def gpu_slots(gpus: list[int], runs_per_gpu: int) -> list[int]:
+    """One slot per worker: each GPU `runs_per_gpu` times, spread round-robin."""
+    return [g for _ in range(runs_per_gpu) for g in gpus]
+
+
 class LocalExecutor:
     """A process pool; `threads` torch threads per worker (cores / workers).
+
+    With `gpus`, there are len(gpus) × runs_per_gpu workers and each is pinned to one GPU
+    (CUDA_VISIBLE_DEVICES, set before torch initialises CUDA in it), so `runs_per_gpu` small
+    runs share each GPU; the assignment is stored with each run (environment.gpu).
 
     Workers come from a fork server that has imported torch but never computed with it: a
     plain fork of a driver whose OpenMP pool is live can deadlock in the child (GNU libgomp
     is not fork-safe), and spawn would pay torch's import in every worker."""
 
-    def __init__(self, workers: int):
-        self.workers = workers
-        threads = threads_per_worker(workers)
+    def __init__(self, workers: int, gpus: list[int] | None = None, runs_per_gpu: int = 1):
+        slots = gpu_slots(gpus, runs_per_gpu) if gpus else None
+        self.workers = len(slots) if slots else workers
+        threads = threads_per_worker(self.workers)
         if sys.platform.startswith("linux"):
             ctx = mp.get_context("forkserver")
             ctx.set_forkserver_preload(["torch", "seqbench.training.loop"])
         else:
             ctx = mp.get_context("spawn")
-        self._make = lambda: cf.ProcessPoolExecutor(
-            workers, mp_context=ctx, initializer=_worker_init, initargs=(threads, os.getpid())
-        )
+
+        def make():  # a fresh pool (after a worker died) gets every slot again
+            queue = None
+            if slots:
+                queue = ctx.Queue()
+                for g in slots:
+                    queue.put(g)
+            return cf.ProcessPoolExecutor(
+                self.workers,
+                mp_context=ctx,
+                initializer=_worker_init,
+                initargs=(threads, os.getpid(), queue),
+            )
+
+        self._make = make
         self.pool = self._make()
 
     def submit(self, run_id: int, config: dict):
@@ -151,9 +183,11 @@ def check_address(address: str) -> None:
 
 
 class RayExecutor:
-    """Each point is a Ray task (one CPU, or one GPU when the config asks for cuda)."""
+    """Each point is a Ray task: one CPU, and 1/runs_per_gpu of a GPU when the config asks for
+    cuda (Ray packs that many points on each GPU)."""
 
-    def __init__(self, address: str, workers: int | None):
+    def __init__(self, address: str, workers: int | None, runs_per_gpu: int = 1):
+        self.gpu_share = 1.0 / runs_per_gpu
         try:
             import ray
         except ImportError:
@@ -180,7 +214,7 @@ class RayExecutor:
         self.remote = ray.remote(execute_point)
 
     def submit(self, run_id: int, config: dict):
-        gpus = 1 if config.get("device") == "cuda" else 0
+        gpus = self.gpu_share if config.get("device") == "cuda" else 0
         return self.remote.options(num_cpus=1, num_gpus=gpus).remote(run_id, config)
 
     def wait(self, handles: list, timeout: float) -> list[Finished]:

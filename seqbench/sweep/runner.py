@@ -50,30 +50,73 @@ def check_options(stale_after: float = 60.0, **_: object) -> None:
         raise UsageError(f"--stale-after must be a positive number of seconds, got {stale_after}")
 
 
-def default_workers() -> int:
-    """One worker per GPU when there are GPUs, else one per usable CPU."""
+def runs_on_cuda(device: str) -> bool:
+    return device == "cuda" or (device == "auto" and visible_gpus() > 0)
+
+
+def visible_gpus() -> int:
     import torch
 
-    from seqbench.sweep.executors import usable_cpus
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else usable_cpus()
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def executor_factory(executor: str, address: str, workers: int | None) -> Callable[[], object]:
+def check_gpus(gpus: list[int] | None, runs_per_gpu: int, available: int) -> None:
+    """One-line errors for a GPU request this machine cannot meet (`available` GPUs)."""
+    if runs_per_gpu <= 0:
+        raise UsageError(f"--runs-per-gpu must be positive, got {runs_per_gpu}")
+    if gpus is None:
+        return
+    if not gpus:
+        raise UsageError("--gpus names no GPU")
+    if len(set(gpus)) != len(gpus):
+        raise UsageError(f"--gpus names a GPU twice: {','.join(map(str, gpus))}")
+    if available == 0:
+        raise UsageError("--gpus: no CUDA GPU is visible here")
+    bad = [g for g in gpus if not 0 <= g < available]
+    if bad:
+        raise UsageError(
+            f"--gpus {','.join(map(str, gpus))}: this machine has {available} GPU"
+            f"{'s' if available != 1 else ''} (0..{available - 1}), not {bad[0]}"
+        )
+
+
+def executor_factory(
+    executor: str,
+    address: str,
+    workers: int | None,
+    *,
+    gpus: list[int] | None = None,
+    runs_per_gpu: int = 1,
+    uses_cuda: bool = False,
+    available_gpus: int | None = None,
+) -> Callable[[], object]:
     """A function that starts the executor (`local` or `ray`); bad options and an unreachable
-    Ray cluster fail here, before anything is written."""
+    Ray cluster fail here, before anything is written. Points that run on CUDA spread over
+    `gpus` (default: every visible GPU), `runs_per_gpu` at once on each."""
     if executor not in ("local", "ray"):
         raise UsageError(f"--executor must be local or ray, got {executor!r}")
     if workers is not None and workers <= 0:
         raise UsageError(f"--workers must be positive, got {workers}")
+    available = visible_gpus() if available_gpus is None else available_gpus
+    check_gpus(gpus, runs_per_gpu, available)
     if executor == "ray":
+        if gpus is not None:
+            raise UsageError("--gpus is for the local executor; Ray places GPU points itself")
         from seqbench.sweep.executors import RayExecutor
 
-        ray_exec = RayExecutor(address, workers)
+        ray_exec = RayExecutor(address, workers, runs_per_gpu)
         return lambda: ray_exec
-    from seqbench.sweep.executors import LocalExecutor
+    from seqbench.sweep.executors import LocalExecutor, usable_cpus
 
-    n_workers = workers or default_workers()
+    if gpus is None and uses_cuda:
+        gpus = list(range(available))
+    if gpus:
+        if workers is not None:
+            raise UsageError("on GPUs, give --runs-per-gpu (workers per GPU), not --workers")
+        return lambda: LocalExecutor(0, gpus, runs_per_gpu)
+    if runs_per_gpu != 1:
+        raise UsageError("--runs-per-gpu needs points that run on CUDA (--set device=cuda)")
+    n_workers = workers or usable_cpus()
     return lambda: LocalExecutor(n_workers)
 
 

@@ -116,11 +116,36 @@ def prepare(cfg: RunConfig):
 def check_device(cfg: RunConfig) -> torch.device:
     """The run's device; an IndRNN backend that cannot run there fails before the run."""
     device = resolve_device(cfg.device)
+    if cfg.precision == "fp16" and device.type != "cuda":
+        raise UsageError(
+            f"precision fp16 needs a CUDA GPU (it trains with a gradient scaler there); on "
+            f"{device.type} use bf16 or fp32"
+        )
     if uses_indrnn_kernel(cfg):
         from seqbench.ops.indrnn import resolve_backend
 
         resolve_backend(cfg.backend, device)
     return device
+
+
+PRECISION_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def mixed_precision(precision: str, device: torch.device):
+    """(a context factory for the forward and loss, a GradScaler or None). fp32: no autocast;
+    bf16: autocast on CUDA or CPU; fp16: autocast with a gradient scaler, CUDA only (checked
+    by check_device). Parameters, optimiser state and the IndRNN state stay fp32."""
+    import contextlib
+
+    if precision == "fp32":
+        return contextlib.nullcontext, None
+    dtype = PRECISION_DTYPES[precision]
+
+    def amp():
+        return torch.autocast(device.type, dtype=dtype)
+
+    scaler = torch.amp.GradScaler(device.type) if precision == "fp16" else None
+    return amp, scaler
 
 
 def check_memory(cfg: RunConfig, task) -> None:
@@ -265,9 +290,12 @@ def _loop(run: _Run) -> TrainOutcome:
     last_valid = math.nan
     train_time = 0.0
 
+    amp, scaler = mixed_precision(cfg.precision, device)
+
     def evaluate(split):
         model.eval()
-        ev = task.evaluate(lambda x: model(x.to(device)), split, cfg.eval_batch_size)
+        with amp():
+            ev = task.evaluate(lambda x: model(x.to(device)), split, cfg.eval_batch_size)
         model.train()
         return ev
 
@@ -278,8 +306,9 @@ def _loop(run: _Run) -> TrainOutcome:
         t_step = time.perf_counter()
         x, y = task.train_batch(cfg.batch_size, gen)
         x, y = x.to(device), to_device(y, device)
-        out = model(x, tbptt=tbptt)
-        loss = task.loss(out, y)
+        with amp():
+            out = model(x, tbptt=tbptt)
+            loss = task.loss(out, y)
         loss_v = float(loss.detach())
         if not math.isfinite(loss_v):
             buffer.append(("train_loss", step, loss_v))
@@ -287,11 +316,18 @@ def _loop(run: _Run) -> TrainOutcome:
                 "diverged", {"diverged_step": step, "final_train_loss": loss_v, "steps": step}
             )
         opt.zero_grad(set_to_none=True)
-        loss.backward()
         log_now = step % LOG_EVERY == 0 or step == 1
-        if cfg.clip or log_now:  # the norm costs a pass over every gradient: only when used
+        if scaler is None:
+            loss.backward()
+            if cfg.clip or log_now:  # the norm costs a pass over every gradient: only when used
+                gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip or math.inf)
+            opt.step()
+        else:  # fp16: scale the loss, unscale before clipping; a step with inf grads is skipped
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
             gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip or math.inf)
-        opt.step()
+            scaler.step(opt)
+            scaler.update()
         if sched:
             sched.step()
         model.constrain_()

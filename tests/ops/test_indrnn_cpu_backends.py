@@ -111,3 +111,15 @@ def test_backends_dispatch_and_refuse_unavailable():
             indrnn(torch.zeros(1, 2, 3), torch.zeros(3), backend="triton")
     with pytest.raises(UsageError, match=r"backend 'numba' is unavailable: .* CPU tensors"):
         resolve_backend("numba", torch.device("cuda"))
+
+
+@pytest.mark.parametrize("backend", ["torch", "cpu", "numba"])
+def test_bf16_history_is_the_rounded_fp32_result(backend):
+    from seqbench.ops.indrnn import indrnn
+
+    x, u, h0, _ = make_inputs(2, 30, 7)
+    h = indrnn(x, u, h0, backend=backend, history=torch.bfloat16)
+    assert h.dtype == torch.bfloat16
+    assert torch.equal(h, indrnn(x, u, h0, backend=backend).to(torch.bfloat16))
+    with pytest.raises(ValueError, match="history must be"):
+        indrnn(x, u, h0, backend=backend, history=torch.float16)

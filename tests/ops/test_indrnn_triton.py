@@ -68,3 +68,36 @@ def test_du_reduction_is_deterministic():
     first = grads(_triton, x, u, h0, gout)[2]
     for _ in range(2):
         assert torch.equal(grads(_triton, x, u, h0, gout)[2], first)
+
+
+@pytest.mark.parametrize(("B", "T", "N"), [(1, 1, 3), (3, 63, 300), (2, 200, 33)])
+@pytest.mark.parametrize("with_h0", [True, False])
+def test_bf16_history_matches_the_reference(B, T, N, with_h0):
+    """States stored in bf16 (half the bytes the backward reads); the recurrence and the
+    accumulations stay fp32, so only the stored values are rounded."""
+    x, u, h0, gout = make_inputs(B, T, N, with_h0=with_h0, device=DEVICE)
+
+    def bf16_history(x, u, h0):
+        return indrnn(x, u, h0, backend="triton", history=torch.bfloat16)
+
+    h, dx, du, dh0 = grads(bf16_history, x, u, h0, gout)
+    ref = grads(indrnn_naive, x, u, h0, gout)
+    assert h.dtype == torch.bfloat16 and dx.dtype == torch.float32
+    assert_close_rel(h.float(), ref[0], rtol=1e-2)
+    assert_close_rel(dx, ref[1], rtol=2e-2)
+    assert_close_rel(du, ref[2], rtol=2e-2)
+    if with_h0:
+        assert_close_rel(dh0, ref[3], rtol=2e-2)
+
+
+def test_one_launch_shape_per_size_under_the_interpreter():
+    """Autotuning picks among launch shapes on a GPU; the interpreter gets one (tuning there
+    would time Python). Every shape is a power-of-two block with at least one lane per
+    thread."""
+    from seqbench.ops.indrnn.triton_kernel import CONFIGS, _configs
+
+    tuned = _configs(interpret=False)
+    assert len(tuned) > 8
+    assert all(c.kwargs["BLOCK"] >= 32 * c.num_warps for c in tuned)
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        assert len(CONFIGS) == 1

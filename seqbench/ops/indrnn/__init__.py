@@ -70,7 +70,7 @@ def indrnn_numba(x, u, h0=None):
     return compiled(x, u, h0)
 
 
-def indrnn(x, u, h0=None, backend: str = "auto"):
+def indrnn(x, u, h0=None, backend: str = "auto", history: torch.dtype = torch.float32):
     """IndRNN recurrence (Li et al. 2018, arXiv 1803.04831).
 
     Args:
@@ -78,19 +78,26 @@ def indrnn(x, u, h0=None, backend: str = "auto"):
         u: (N,) recurrent weights (fp32).
         h0: (B, N) initial state or None (zeros).
         backend: "auto", "torch", "cpu", "numba" or "triton".
+        history: the dtype of the returned states, fp32 or bf16. The recurrence and every
+            accumulation run in fp32 either way; the triton backend stores bf16 states
+            directly (halving what its backward reads), the others round their fp32 result.
     Returns:
-        h: (B, T, N) fp32 states (the state stays fp32 whatever the input dtype).
+        h: (B, T, N) states in `history` dtype.
     """
     which = resolve_backend(backend, x.device)
-    if which == "torch":
-        return indrnn_naive(x, u, h0)
-    if which == "cpu":
-        return indrnn_cpu(x, u, h0)
-    if which == "numba":
-        return indrnn_numba(x, u, h0)
-    from seqbench.ops.indrnn.triton_kernel import indrnn_triton
+    if which == "triton":
+        from seqbench.ops.indrnn.triton_kernel import indrnn_triton
 
-    return indrnn_triton(x, u, h0)
+        return indrnn_triton(x, u, h0, history=history)
+    if history not in (torch.float32, torch.bfloat16):
+        raise ValueError(f"history must be float32 or bfloat16, got {history}")
+    if which == "torch":
+        h = indrnn_naive(x, u, h0)
+    elif which == "cpu":
+        h = indrnn_cpu(x, u, h0)
+    else:
+        h = indrnn_numba(x, u, h0)
+    return h if history == torch.float32 else h.to(history)
 
 
 __all__ = [
