@@ -21,7 +21,8 @@ def runs(
     model: Annotated[str | None, typer.Option(help="Only this model.")] = None,
     task: Annotated[str | None, typer.Option(help="Only this task.")] = None,
     status: Annotated[
-        str | None, typer.Option(help="queued, running, completed, failed, diverged, interrupted.")
+        str | None,
+        typer.Option(help="running, completed, failed, diverged, interrupted or crashed."),
     ] = None,
     sweep: Annotated[str | None, typer.Option(help="Only runs of this sweep (by name).")] = None,
     kind: Annotated[str | None, typer.Option(help="train, stress or bench.")] = None,
