@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from seqbench.config import RunConfig, make_config, parse_assignments
+from seqbench.config import RunConfig, load_toml, make_config, parse_assignments
 from seqbench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -67,9 +67,12 @@ __all__ = [
     "RunConfig",
     "SweepPlan",
     "TaskInfo",
+    "config_toml",
+    "load_toml",
     "make_config",
     "model_catalog",
     "parse_assignments",
+    "run_config",
     "run_details",
     "run_sweep",
     "store_is_current",
@@ -309,13 +312,36 @@ def sweep_status(store: Store, name: str | None = None) -> list[dict]:
 
 
 # -- bench ---------------------------------------------------------------------------------------
+def config_toml(cfg: RunConfig) -> str:
+    """A resolved config as TOML that `seqbench train --config` accepts."""
+    from seqbench.config import to_toml
+
+    return to_toml(cfg)
+
+
+def run_config(store: Store, ref: str) -> RunConfig:
+    """The config a stored training run was trained with, resolved again by this seqbench (a
+    field the run predates takes today's default). Steps derived from epochs are re-derived."""
+    from seqbench.errors import SeqbenchError
+
+    run = store.get_run(ref)
+    if run is None:
+        raise SeqbenchError(f"no run {ref!r} in {store.display_url}")
+    if run.kind != "train":
+        raise UsageError(f"run {run.id} is a {run.kind} run; --from-run takes a training run")
+    conf = {k: v for k, v in (run.config or {}).items() if k not in ("model", "task")}
+    if conf.get("epochs") is not None:
+        conf["steps"] = None
+    return make_config(run.model, run.task, conf)
+
+
 # -- runs ----------------------------------------------------------------------------------------
 def list_runs(
     store: Store | Callable[[], Store], *, limit: int | None = 50, **filters: Any
 ) -> list[tuple[Any, float | None]]:
-    """(run, its test_metric or None) newest first; filters: model, task, status, sweep, kind.
-    An unknown status or kind is an error naming the known ones (checked before `store`, if
-    it is a function, opens the store)."""
+    """(run, its test_metric or None) newest first; filters: model, task, status, sweep (the
+    runs of its points, as `report --sweep` reads them), kind. An unknown status or kind is an
+    error naming the known ones (checked before `store`, if it is a function, opens it)."""
     from seqbench.errors import UnknownNameError
     from seqbench.store.common import RUN_KINDS, RUN_STATUSES
 
@@ -328,6 +354,11 @@ def list_runs(
     runs = store.list_runs(limit=limit or None, **filters)
     metric = store.summary_values([r.id for r in runs], "test_metric")
     return [(r, metric.get(r.id)) for r in runs]
+
+
+def count_runs(store: Store, **filters: Any) -> int:
+    """How many runs match the filters of list_runs."""
+    return store.count_runs(**filters)
 
 
 def run_details(store: Store, ref: str) -> tuple[Any, dict[str, float], dict]:

@@ -94,6 +94,11 @@ class RunConfig:
         blob = json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
+    def overrides(self) -> dict[str, Any]:
+        """Every field but model and task, as make_config takes them (resolving these gives
+        this config back)."""
+        return {k: v for k, v in self.to_dict().items() if k not in ("model", "task")}
+
     def model_args(self, seq_len: int | None = None) -> ModelArgs:
         """The model's hyperparameters, built for length `seq_len` (default: the config's)."""
         values = {n: getattr(self, n) for n in MODEL_FIELDS}
@@ -309,6 +314,33 @@ def _typed(name: str, base: type, nullable: bool, raw: Any) -> Any:
         kind = _KINDS[base] + (" or none" if nullable else "")
         raise UsageError(f"{name} must be {kind}, got {type(raw).__name__} {shown}")
     return float(raw) if base is float else raw
+
+
+def to_toml(cfg: RunConfig) -> str:
+    """The config as a TOML file that `train --config` reads back to the same config: every
+    field at top level (an unset one, None, is left out: it is the default), tags in [tags]."""
+    lines = []
+    for name, value in cfg.to_dict().items():
+        if name == "tags" or value is None:
+            continue
+        lines.append(f"{name} = {_toml_value(value)}")
+    if cfg.tags:
+        lines += [
+            "",
+            "[tags]",
+            *(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in cfg.tags.items()),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)  # finite (validated): a TOML float
+    if isinstance(v, int):
+        return str(v)
+    return json.dumps(str(v))  # a TOML basic string
 
 
 def parse_assignments(items: list[str] | None, what: str = "--set") -> dict[str, Any]:

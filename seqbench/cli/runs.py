@@ -60,6 +60,11 @@ def runs(
     ]
     cols = ["id", "kind", "status", "model", "task", "k", "seq_len", "seed", "test_metric"]
     render([*cols, "wall_s", "created"], rows, fmt)
+    if limit and len(rows) == limit:  # there may be more: say how many
+        filters = dict(model=model, task=task, status=status, sweep=sweep, kind=kind)
+        total = api.count_runs(state(ctx).reader(), **filters)
+        if total > limit:
+            typer.echo(f"showing {limit} of {total} runs (--limit 0 for all)", err=True)
 
 
 def show(

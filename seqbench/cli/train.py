@@ -56,10 +56,20 @@ def _progress(quiet: bool):
     return Progress(on_start=on_start, on_step=on_step, on_eval=on_eval, on_end=bar.stop)
 
 
+def _same(given: str | None, stored: str, what: str) -> str:
+    if given is not None and given != stored:
+        raise UsageError(f"--from-run trained {what} {stored!r}, not {given!r}")
+    return stored
+
+
 def train(
     ctx: typer.Context,
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name (seqbench models).")],
-    task: Annotated[str, typer.Option("--task", "-t", help="Task name (seqbench tasks).")],
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Model name (seqbench models).")
+    ] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", "-t", help="Task name (seqbench tasks).")
+    ] = None,
     seq_len: Annotated[int | None, typer.Option(help="Sequence length T (task default).")] = None,
     k: Annotated[
         int | None,
@@ -104,14 +114,27 @@ def train(
     save_checkpoint: Annotated[
         bool, typer.Option("--save-checkpoint", help="Save the best weights; path in the run.")
     ] = False,
+    from_run: Annotated[
+        str | None,
+        typer.Option(
+            "--from-run", help="Start from a stored run's config (flags and --set change it)."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the resolved config as TOML; train nothing."),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Train one model on one task and save the run (config, metrics, summaries) in the store.
 
-    Flags override --config; the fully resolved config is stored with the run. Defaults follow
-    the papers for each (model, task) pair and finish in minutes on a CPU.
+    Flags override --config, which overrides --from-run; the fully resolved config is stored
+    with the run. Defaults follow the papers for each (model, task) pair and finish in minutes
+    on a CPU. --dry-run prints the resolved config as TOML, a file that --config accepts.
 
     Example: seqbench train --model indrnn --task adding --seq-len 100
+
+    Example: seqbench train --from-run 12 --set lr=0.0005 --dry-run > rerun.toml
     """
     flags = {
         "seq_len": seq_len,
@@ -141,11 +164,21 @@ def train(
     if save_checkpoint:
         overrides["save_checkpoint"] = True
     tags = api.parse_assignments(tag, "--tag")
+    if from_run is not None:
+        base = api.run_config(state(ctx).reader(), from_run)
+        model, task = _same(model, base.model, "model"), _same(task, base.task, "task")
+        overrides = {**base.overrides(), **(api.load_toml(config) if config else {}), **overrides}
+        config = None
+    if model is None or task is None:
+        raise UsageError("give --model and --task (or --from-run RUN)")
     cfg = api.make_config(model, task, overrides, config)
     if tags:
         from dataclasses import replace
 
         cfg = replace(cfg, tags={**cfg.tags, **tags})
+    if dry_run:
+        typer.echo(api.config_toml(cfg), nl=False)
+        return
     store = state(ctx).store()
     try:
         with sigterm_as_interrupt():

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
@@ -117,23 +117,19 @@ class Store:
         kind: str | None = None,
         limit: int | None = 50,
     ) -> list[Run]:
-        from seqbench.store.schema import Sweep
-
-        q = select(Run).order_by(Run.id.desc())
-        if model:
-            q = q.where(Run.model == model)
-        if task:
-            q = q.where(Run.task == task)
-        if status:
-            q = q.where(Run.status == status)
-        if kind:
-            q = q.where(Run.kind == kind)
-        if sweep:
-            q = q.join(Run.sweep).where(Sweep.name == sweep)
+        """Runs newest first. `sweep` selects the runs of the sweep's points (by config hash),
+        whichever sweep or plain train produced them: the same runs `report --sweep` reads."""
+        q = _run_filter(select(Run), model, task, status, sweep, kind).order_by(Run.id.desc())
         if limit:
             q = q.limit(limit)
         with self.Session() as s:
             return list(s.scalars(q))
+
+    def count_runs(self, *, model=None, task=None, status=None, sweep=None, kind=None) -> int:
+        """How many runs list_runs would give without a limit."""
+        q = _run_filter(select(func.count()).select_from(Run), model, task, status, sweep, kind)
+        with self.Session() as s:
+            return int(s.scalar(q))
 
     # -- values ------------------------------------------------------------------------------
     def log_metrics(self, run_id: int, rows: Iterable[tuple[str, int, float]]) -> int:
@@ -233,6 +229,27 @@ class Store:
         for key, step, value in self.metrics(run_id):
             out[key] = (step, value)
         return out
+
+
+def _run_filter(q, model, task, status, sweep, kind):
+    from seqbench.store.schema import Sweep, SweepPoint
+
+    for column, value in (
+        (Run.model, model),
+        (Run.task, task),
+        (Run.status, status),
+        (Run.kind, kind),
+    ):
+        if value:
+            q = q.where(column == value)
+    if sweep:
+        points = (
+            select(SweepPoint.config_hash)
+            .join(Sweep, Sweep.id == SweepPoint.sweep_id)
+            .where(Sweep.name == sweep)
+        )
+        q = q.where(Run.config_hash.in_(points))
+    return q
 
 
 def metric_rows(run_id: int, rows: Iterable[tuple[str, int, float]]) -> list[dict]:

@@ -151,6 +151,7 @@ def run_sweep(
             _dispatch(store, sweep_id, executor, todo, counts, on_result, live, claim)
         except KeyboardInterrupt:  # Ctrl-C: the points in flight re-run first next time
             rows.mark(store, live, "interrupted")
+            rows.set_status(store, sweep_id, "interrupted")  # not "running" in sweep status
             raise
         finally:
             executor.shutdown()

@@ -134,3 +134,32 @@ def test_python_dash_m_and_fast_help():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "Usage" in out.stdout and "HEAVY []" in out.stdout
+
+
+def test_runs_says_how_many_it_does_not_show(cli, store):
+    from tests.conftest import add_run
+
+    for _ in range(5):
+        add_run(store)
+    r = cli("runs", "--limit", "3")
+    assert r.exit_code == 0 and "showing 3 of 5 runs (--limit 0 for all)" in r.stderr
+    assert "showing" not in cli("runs", "--limit", "0").stderr
+    assert "showing" not in cli("runs", "--limit", "5").stderr
+
+
+def test_runs_sweep_selects_what_report_sweep_reads(cli, store):
+    """A sweep's point trained earlier by a plain `train` belongs to the sweep for both."""
+    import json
+
+    from seqbench.config import make_config
+    from seqbench.store import sweeps
+    from tests.conftest import add_run
+
+    cfg = make_config("rnn", "adding", {"steps": 3})
+    sweeps.plan(store, "s", {"grids": []}, [(cfg.config_hash(), cfg.to_dict())], False)
+    run = add_run(store, {"test_metric": 0.5}, config_hash=cfg.config_hash(), config=cfg.to_dict())
+    add_run(store, {"test_metric": 0.9}, config_hash="other")
+    listed = json.loads(cli("runs", "--sweep", "s", "-f", "json").stdout)
+    assert [r["id"] for r in listed] == [run.id]
+    rep = json.loads(cli("report", "--sweep", "s", "-f", "json").stdout)
+    assert len(rep) == 1

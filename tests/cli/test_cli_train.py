@@ -121,3 +121,45 @@ def test_text_task_path_option(cli, tmp_path):
     (tmp_path / "empty.txt").write_text("")
     r = cli("train", "-m", "gru", "-t", "text", "--path", tmp_path / "empty.txt", "--quiet")
     assert r.exit_code == 1 and "is empty" in r.stderr
+
+
+def test_dry_run_prints_a_config_that_train_config_reads_back(cli, tmp_path, db):
+    args = ["-m", "tcn", "-t", "copy", "--tag", "owner=me", "--set", "init=paper", *FAST]
+    first = cli("train", *args, "--dry-run")
+    assert first.exit_code == 0, first.output
+    assert 'init = "paper"' in first.stdout and "levels = 8" in first.stdout
+    assert '[tags]\n"owner" = "me"' in first.stdout and "clip = 1.0" in first.stdout
+    assert not db.exists()  # nothing trained, no store
+    path = tmp_path / "cfg.toml"
+    path.write_text(first.stdout)
+    again = cli("train", "-m", "tcn", "-t", "copy", "--config", path, "--dry-run")
+    assert again.exit_code == 0 and again.stdout == first.stdout
+
+
+def test_from_run_reruns_a_stored_config_with_changes(cli):
+    assert cli("train", "-m", "rnn", "-t", "adding", "--set", "lr=0.003", *FAST).exit_code == 0
+    shown = cli("train", "--from-run", "1", "--set", "seed=7", "--dry-run")
+    assert shown.exit_code == 0, shown.output
+    assert "lr = 0.003" in shown.stdout and "seed = 7" in shown.stdout
+    assert "hidden = 8" in shown.stdout and "steps = 20" in shown.stdout
+    same = cli("train", "--from-run", "1", "--quiet")
+    assert same.exit_code == 0 and same.stdout.startswith("run 2 completed")
+    runs = {r["id"]: r for r in json.loads(cli("runs", "--format", "json").stdout)}
+    first, second = (json.loads(cli("show", str(i), "-f", "json").stdout) for i in (1, 2))
+    assert runs[1]["test_metric"] == runs[2]["test_metric"]  # the same config, seed, data
+    assert first["config_hash"] == second["config_hash"]
+
+
+@pytest.mark.parametrize(
+    ("args", "msg"),
+    [
+        (["--from-run", "99"], "no run '99'"),
+        (["--from-run", "1", "-m", "lstm"], "--from-run trained model 'rnn', not 'lstm'"),
+        (["--steps", "3"], "give --model and --task (or --from-run RUN)"),
+    ],
+)
+def test_from_run_bad_input(cli, args, msg):
+    assert cli("train", "-m", "rnn", "-t", "adding", *FAST).exit_code == 0
+    r = cli("train", *args)
+    assert r.exit_code != 0 and msg in r.stderr, r.output
+    assert len(r.stderr.strip().splitlines()) == 1

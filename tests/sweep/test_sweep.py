@@ -283,6 +283,7 @@ def test_ctrl_c_stops_promptly_and_the_point_runs_again(tmp_path, sig, code):
     try:
         (row,) = sweep_status(store, "int")
         assert (row["completed"], row["running"], row["remaining"]) == (0, 0, 1)
+        assert row["status"] == "interrupted"  # not "running" after Ctrl-C or SIGTERM
     finally:
         store.dispose()
 
