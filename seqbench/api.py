@@ -42,6 +42,11 @@ _REEXPORTS = {
     # query
     "run_query": "seqbench.store.query",
     "coerce_param": "seqbench.store.query",
+    # reading results into pandas
+    "runs_frame": "seqbench.report.frames",
+    "curves_frame": "seqbench.report.frames",
+    "diff_runs": "seqbench.report.curves",
+    "plot_curves": "seqbench.report.curves",
     # reports
     "build_report": "seqbench.report.tables",
     "comparison_rows": "seqbench.report.tables",
@@ -354,6 +359,24 @@ def list_runs(
     runs = store.list_runs(limit=limit or None, **filters)
     metric = store.summary_values([r.id for r in runs], "test_metric")
     return [(r, metric.get(r.id)) for r in runs]
+
+
+def curve_runs(store: Store, refs: list[str], **filters: Any) -> list:
+    """The runs to draw: those named (ids or uuid prefixes, each must exist), else those the
+    filters select (model, task, sweep, status), oldest first."""
+    from seqbench.errors import SeqbenchError
+
+    if refs:
+        runs = []
+        for ref in refs:
+            run = store.get_run(ref)
+            if run is None:
+                raise SeqbenchError(f"no run {ref!r} in {store.display_url}")
+            runs.append(run)
+        return runs
+    if not any(filters.values()):
+        raise UsageError("name runs (seqbench curves 3 4) or select them (--sweep, --model)")
+    return list(reversed(store.list_runs(limit=None, kind="train", **filters)))
 
 
 def count_runs(store: Store, **filters: Any) -> int:

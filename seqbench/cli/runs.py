@@ -8,12 +8,15 @@ import typer
 
 from seqbench import api
 from seqbench.cli._options import state
-from seqbench.cli._output import Format, FormatOption, render, render_mapping
+from seqbench.cli._output import Format, FormatOption, output_path, render, render_mapping
+from seqbench.errors import SeqbenchError
 
 
 def register(app: typer.Typer) -> None:
     app.command("runs")(runs)
     app.command("show")(show)
+    app.command("diff")(diff)
+    app.command("curves")(curves)
 
 
 def runs(
@@ -103,3 +106,70 @@ def show(
     if r.error:
         pairs.append(("error", r.error.strip().splitlines()[-1]))
     render_mapping(pairs, fmt, title=f"run {r.id}")
+
+
+def diff(
+    ctx: typer.Context,
+    a: Annotated[str, typer.Argument(help="A run id (or uuid prefix).")],
+    b: Annotated[str, typer.Argument(help="The run to compare it with.")],
+    metric: Annotated[str, typer.Option(help="The curve --plot overlays.")] = "valid_metric",
+    plot: Annotated[str | None, typer.Option(help="Also draw both runs' curves (PNG).")] = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Compare two runs: the config fields that differ, then every summary side by side with
+    B − A.
+
+    Example: seqbench diff 3 7 --plot diff.png
+    """
+    if plot:
+        output_path(plot, "--plot")
+    store = state(ctx).reader()
+    d = api.diff_runs(store, a, b)
+    ra, rb = f"run {d.a.id}", f"run {d.b.id}"
+    if d.config:
+        render(["config field", ra, rb], d.config, fmt, title="config: what differs")
+    else:
+        typer.echo("the two configs are the same (tags aside)", err=True)
+
+    def delta(x, y):
+        return y - x if isinstance(x, float) and isinstance(y, float) else None
+
+    rows = [(k, x, y, delta(x, y)) for k, x, y in d.summaries]
+    render(["summary", ra, rb, f"{rb} − {ra}"], rows, fmt, title="summaries")
+    if plot:
+        n = api.plot_curves(store.url, [d.a, d.b], metric, plot, title=f"{metric}: {ra} vs {rb}")
+        typer.echo(f"plot written to {plot} ({n} curves)", err=True)
+
+
+def curves(
+    ctx: typer.Context,
+    run: Annotated[list[str] | None, typer.Argument(help="Run ids (or select with flags).")] = None,
+    metric: Annotated[str, typer.Option(help="Metric key (train_loss, valid_metric, ...).")] = (
+        "valid_metric"
+    ),
+    sweep: Annotated[str | None, typer.Option(help="All runs of this sweep.")] = None,
+    model: Annotated[str | None, typer.Option(help="Only this model.")] = None,
+    task: Annotated[str | None, typer.Option(help="Only this task.")] = None,
+    plot: Annotated[str | None, typer.Option(help="Draw the curves (PNG).")] = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Learning curves: a metric against the step for each run, as a table (long: run, step,
+    value) and with --plot as a figure.
+
+    Example: seqbench curves 3 4 5 --metric valid_metric --plot curves.png
+
+    Example: seqbench curves --sweep bai-tcn-small --task adding --metric train_loss -f csv
+    """
+    if plot:
+        output_path(plot, "--plot")
+    store = state(ctx).reader()
+    runs = api.curve_runs(store, run or [], sweep=sweep, model=model, task=task)
+    df = api.curves_frame(store.url, [r.id for r in runs], [metric])
+    if df.empty:
+        raise SeqbenchError(f"no {metric!r} values logged for these runs")
+    cols = zip(df["run_id"], df["step"], df["value"], strict=True)
+    rows = [(int(r), int(s), v) for r, s, v in cols]
+    render(["run", "step", metric], rows, fmt)
+    if plot:
+        n = api.plot_curves(store.url, runs, metric, plot)
+        typer.echo(f"plot written to {plot} ({n} curves)", err=True)

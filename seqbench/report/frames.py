@@ -109,3 +109,54 @@ def row_baselines(
             if vals:
                 out[unset_to_none(key)] = sum(vals) / len(vals)
     return out
+
+
+def _json(v) -> dict:
+    """SQLite hands JSON back as text, PostgreSQL's driver as a dict; NULL is {}."""
+    if isinstance(v, str):
+        v = json.loads(v)
+    return v if isinstance(v, dict) else {}
+
+
+def runs_frame(db: str | None = None, *, summaries: bool = True, **filters) -> pd.DataFrame:
+    """One row per run (filters: model, task, status, sweep, kind), indexed by run_id: its
+    columns, `config.<field>` for every config field, `tags.<key>`, and with `summaries` one
+    `summary.<key>` column per summary key. Non-finite values stay inf/nan (missing is NaN)."""
+    from seqbench.store.results import run_rows, values_of_runs
+
+    cols, rows = run_rows(db, **filters)
+    df = pd.DataFrame(rows, columns=cols)
+    configs = [_json(c) for c in df.pop("config")] if not df.empty else []
+    tags = [_json(t) for t in df.pop("tags")] if not df.empty else []
+    for prefix, dicts in (("config", configs), ("tags", tags)):
+        if dicts:
+            flat = pd.DataFrame(dicts).add_prefix(f"{prefix}.")
+            df = pd.concat([df, flat.set_index(df.index)], axis=1)
+    df = df.set_index("run_id") if "run_id" in df else df
+    if summaries and not df.empty:
+        vals = values_of_runs(db, "summaries", [int(i) for i in df.index])
+        long = pd.DataFrame(
+            [(r, f"summary.{k}", join_float(v, vk)) for r, k, v, vk in vals],
+            columns=["run_id", "key", "value"],
+        )
+        if not long.empty:
+            df = df.join(long.pivot(index="run_id", columns="key", values="value"))
+    return df
+
+
+def curves_frame(
+    db: str | None, run_ids: list[int], metrics: list[str] | None = None, *, wide: bool = False
+) -> pd.DataFrame:
+    """The logged metrics of runs. Long: columns run_id, key, step, value (inf/nan kept). Wide:
+    indexed by (run_id, step), one column per key."""
+    from seqbench.store.results import values_of_runs
+
+    rows = values_of_runs(db, "metrics", [int(r) for r in run_ids], metrics)
+    df = pd.DataFrame(
+        [(r, k, int(s), join_float(v, vk)) for r, k, s, v, vk in rows],
+        columns=["run_id", "key", "step", "value"],
+    )
+    if not wide:
+        return df
+    last = df.drop_duplicates(["run_id", "step", "key"], keep="last")  # nan and inf kept
+    return last.pivot(index=["run_id", "step"], columns="key", values="value")

@@ -63,3 +63,65 @@ def summary_keys(db: str | None) -> list[str]:
         "WHERE r.kind = 'train' ORDER BY 1",
     )
     return [r[0] for r in rows]
+
+
+# The library's read API reads everything a store holds: no row or time limit of `query`.
+_API_LIMITS = {"timeout": 24 * 3600.0, "max_rows": 2**31 - 2}
+
+
+def run_rows(
+    db: str | None,
+    *,
+    model: str | None = None,
+    task: str | None = None,
+    status: str | None = None,
+    sweep: str | None = None,
+    kind: str | None = None,
+) -> tuple[list[str], list[tuple]]:
+    """Every run's columns (config and tags as stored JSON) oldest first; `sweep` selects the
+    runs of its points, as `runs --sweep` and `report --sweep` do."""
+    sql = [
+        "SELECT r.id AS run_id, r.uuid, r.kind, r.status, r.model, r.task, r.k, r.seq_len,",
+        "  r.seed, sw.name AS sweep, r.created_at, r.started_at, r.finished_at,",
+        "  r.wall_seconds, r.n_params, r.config_hash, r.config, r.tags, r.error",
+        "FROM runs r LEFT JOIN sweeps sw ON sw.id = r.sweep_id WHERE 1 = 1",
+    ]
+    params: dict = {}
+    for name, value in (("model", model), ("task", task), ("status", status), ("kind", kind)):
+        if value is not None:
+            sql.append(f"AND r.{name} = :{name}")
+            params[name] = value
+    if sweep is not None:
+        sql.append(
+            "AND r.config_hash IN (SELECT sp.config_hash FROM sweep_points sp "
+            "JOIN sweeps s2 ON s2.id = sp.sweep_id WHERE s2.name = :sweep)"
+        )
+        params["sweep"] = sweep
+    sql.append("ORDER BY r.id")
+    return run_query(db, "\n".join(sql), params, **_API_LIMITS)
+
+
+def _in_list(prefix: str, values: list) -> tuple[str, dict]:
+    keys = [f"{prefix}{i}" for i in range(len(values))]
+    return ", ".join(f":{k}" for k in keys), dict(zip(keys, values, strict=True))
+
+
+def values_of_runs(
+    db: str | None, table: str, run_ids: list[int], keys: list[str] | None = None
+) -> list[tuple]:
+    """Rows of `summaries` (run_id, key, value, value_kind) or `metrics` (run_id, key, step,
+    value, value_kind) for the given runs (and keys), in run, key and step order."""
+    if table not in ("summaries", "metrics") or not run_ids:
+        return []
+    step = "step, " if table == "metrics" else ""
+    rows: list[tuple] = []
+    for start in range(0, len(run_ids), 500):  # well below SQLite's bound-parameter limit
+        ids, params = _in_list("r", run_ids[start : start + 500])
+        sql = f"SELECT run_id, key, {step}value, value_kind FROM {table} WHERE run_id IN ({ids})"
+        if keys:
+            names, more = _in_list("k", keys)
+            sql += f" AND key IN ({names})"
+            params.update(more)
+        order = "run_id, key, step, id" if table == "metrics" else "run_id, key"
+        rows += run_query(db, f"{sql} ORDER BY {order}", params, **_API_LIMITS)[1]
+    return rows
