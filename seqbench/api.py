@@ -379,6 +379,44 @@ def curve_runs(store: Store, refs: list[str], **filters: Any) -> list:
     return list(reversed(store.list_runs(limit=None, kind="train", **filters)))
 
 
+def _resolve_runs(store: Store, refs: list[str]) -> list:
+    from seqbench.errors import SeqbenchError
+
+    if not refs:
+        raise UsageError("name at least one run (an id or a uuid prefix)")
+    runs = []
+    for ref in refs:
+        run = store.get_run(ref)
+        if run is None:
+            raise SeqbenchError(f"no run {ref!r} in {store.display_url}")
+        runs.append(run)
+    return runs
+
+
+def delete_runs(store: Store, refs: list[str]) -> list[int]:
+    """Delete runs (ids or uuid prefixes) with their metrics, summaries and curves, all or
+    none; a run still `running` is refused (its process would go on writing to it)."""
+    runs = _resolve_runs(store, refs)
+    live = [r.id for r in runs if r.status == "running"]
+    if live:
+        raise UsageError(
+            f"run {live[0]} is running: stop it first (a stale one is marked failed by the "
+            "next run of its sweep)"
+        )
+    ids = [r.id for r in runs]
+    store.delete_runs(ids)
+    return sorted(set(ids))
+
+
+def tag_runs(
+    store: Store, refs: list[str], add: dict[str, str] | None = None, remove: list[str] = ()
+) -> list[int]:
+    """Add (or change) tags and remove tag keys on runs after the fact."""
+    ids = sorted({r.id for r in _resolve_runs(store, refs)})
+    store.retag_runs(ids, {str(k): str(v) for k, v in (add or {}).items()}, remove)
+    return ids
+
+
 def count_runs(store: Store, **filters: Any) -> int:
     """How many runs match the filters of list_runs."""
     return store.count_runs(**filters)

@@ -11,14 +11,21 @@ from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, output_path, render, render_mapping
 from seqbench.errors import SeqbenchError
 
+app = typer.Typer(
+    help="List runs, newest first (the subcommands tag, untag and delete manage them).\n\n"
+    "Example: seqbench runs --model lstm --status completed --tag owner=me",
+    invoke_without_command=True,
+)
 
-def register(app: typer.Typer) -> None:
-    app.command("runs")(runs)
-    app.command("show")(show)
-    app.command("diff")(diff)
-    app.command("curves")(curves)
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="runs")
+    root.command("show")(show)
+    root.command("diff")(diff)
+    root.command("curves")(curves)
 
 
+@app.callback()
 def runs(
     ctx: typer.Context,
     model: Annotated[str | None, typer.Option(help="Only this model.")] = None,
@@ -29,6 +36,9 @@ def runs(
     ] = None,
     sweep: Annotated[str | None, typer.Option(help="Only runs of this sweep (by name).")] = None,
     kind: Annotated[str | None, typer.Option(help="train, stress or bench.")] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", help="Only runs tagged key=value (repeatable).")
+    ] = None,
     limit: Annotated[int, typer.Option(help="At most this many, newest first (0: all).")] = 50,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -36,15 +46,11 @@ def runs(
 
     Example: seqbench runs --model lstm --status completed --format csv
     """
-    listed = api.list_runs(
-        state(ctx).reader,
-        model=model,
-        task=task,
-        status=status,
-        sweep=sweep,
-        kind=kind,
-        limit=limit,
-    )
+    if ctx.invoked_subcommand is not None:
+        return
+    tags = api.parse_assignments(tag, "--tag") or None
+    filters = dict(model=model, task=task, status=status, sweep=sweep, kind=kind, tags=tags)
+    listed = api.list_runs(state(ctx).reader, limit=limit, **filters)
     rows = [
         (
             r.id,
@@ -64,10 +70,53 @@ def runs(
     cols = ["id", "kind", "status", "model", "task", "k", "seq_len", "seed", "test_metric"]
     render([*cols, "wall_s", "created"], rows, fmt)
     if limit and len(rows) == limit:  # there may be more: say how many
-        filters = dict(model=model, task=task, status=status, sweep=sweep, kind=kind)
         total = api.count_runs(state(ctx).reader(), **filters)
         if total > limit:
             typer.echo(f"showing {limit} of {total} runs (--limit 0 for all)", err=True)
+
+
+@app.command("tag")
+def tag_runs(
+    ctx: typer.Context,
+    run: Annotated[list[str], typer.Argument(help="Run ids (or uuid prefixes).")],
+    tag: Annotated[list[str], typer.Option("--tag", help="key=value to set (repeatable).")],
+) -> None:
+    """Tag runs after the fact (a key already there gets the new value).
+
+    Example: seqbench runs tag 3 4 --tag paper=fig2 --tag owner=me
+    """
+    ids = api.tag_runs(state(ctx).store(), run, add=api.parse_assignments(tag, "--tag"))
+    typer.echo(f"tagged {len(ids)} run(s): {', '.join(map(str, ids))}")
+
+
+@app.command("untag")
+def untag_runs(
+    ctx: typer.Context,
+    run: Annotated[list[str], typer.Argument(help="Run ids (or uuid prefixes).")],
+    key: Annotated[list[str], typer.Option("--key", help="Tag key to remove (repeatable).")],
+) -> None:
+    """Remove tags from runs.
+
+    Example: seqbench runs untag 3 --key paper
+    """
+    ids = api.tag_runs(state(ctx).store(), run, remove=key)
+    typer.echo(f"untagged {len(ids)} run(s): {', '.join(map(str, ids))}")
+
+
+@app.command("delete")
+def delete_runs(
+    ctx: typer.Context,
+    run: Annotated[list[str], typer.Argument(help="Run ids (or uuid prefixes).")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete runs with their metrics, summaries and curves (all in one transaction).
+
+    Example: seqbench runs delete 7 8 --yes
+    """
+    if not yes and not typer.confirm(f"delete {len(run)} run(s) and everything logged for them?"):
+        raise typer.Exit(1)
+    ids = api.delete_runs(state(ctx).store(), run)
+    typer.echo(f"deleted {len(ids)} run(s): {', '.join(map(str, ids))}")
 
 
 def show(

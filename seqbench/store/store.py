@@ -115,21 +115,47 @@ class Store:
         status: str | None = None,
         sweep: str | None = None,
         kind: str | None = None,
+        tags: Mapping[str, str] | None = None,
         limit: int | None = 50,
     ) -> list[Run]:
         """Runs newest first. `sweep` selects the runs of the sweep's points (by config hash),
         whichever sweep or plain train produced them: the same runs `report --sweep` reads."""
-        q = _run_filter(select(Run), model, task, status, sweep, kind).order_by(Run.id.desc())
+        q = _run_filter(select(Run), model, task, status, sweep, kind, tags)
+        q = q.order_by(Run.id.desc())
         if limit:
             q = q.limit(limit)
         with self.Session() as s:
             return list(s.scalars(q))
 
-    def count_runs(self, *, model=None, task=None, status=None, sweep=None, kind=None) -> int:
+    def count_runs(
+        self, *, model=None, task=None, status=None, sweep=None, kind=None, tags=None
+    ) -> int:
         """How many runs list_runs would give without a limit."""
-        q = _run_filter(select(func.count()).select_from(Run), model, task, status, sweep, kind)
+        q = select(func.count()).select_from(Run)
+        q = _run_filter(q, model, task, status, sweep, kind, tags)
         with self.Session() as s:
             return int(s.scalar(q))
+
+    def delete_runs(self, run_ids: list[int]) -> int:
+        """Delete runs with their metrics, summaries and curves, in one transaction (nothing is
+        left orphaned, whether or not the backend enforces its foreign keys)."""
+        ids = sorted(set(run_ids))
+        with self.Session.begin() as s:
+            for table in (Metric, Summary, Curve):
+                s.execute(delete(table).where(table.run_id.in_(ids)))
+            return s.execute(delete(Run).where(Run.id.in_(ids))).rowcount
+
+    def retag_runs(
+        self, run_ids: list[int], add: Mapping[str, str], remove: Iterable[str] = ()
+    ) -> None:
+        """Set the tags in `add` and drop the keys in `remove` on each run, in one
+        transaction."""
+        remove = set(remove)
+        with self.Session.begin() as s:
+            for run in s.scalars(select(Run).where(Run.id.in_(sorted(set(run_ids))))):
+                tags = {k: v for k, v in (run.tags or {}).items() if k not in remove}
+                tags.update(add)
+                run.tags = tags or None
 
     # -- values ------------------------------------------------------------------------------
     def log_metrics(self, run_id: int, rows: Iterable[tuple[str, int, float]]) -> int:
@@ -231,7 +257,7 @@ class Store:
         return out
 
 
-def _run_filter(q, model, task, status, sweep, kind):
+def _run_filter(q, model, task, status, sweep, kind, tags=None):
     from seqbench.store.schema import Sweep, SweepPoint
 
     for column, value in (
@@ -249,6 +275,8 @@ def _run_filter(q, model, task, status, sweep, kind):
             .where(Sweep.name == sweep)
         )
         q = q.where(Run.config_hash.in_(points))
+    for key, value in (tags or {}).items():  # JSON field access, per dialect
+        q = q.where(Run.tags[key].as_string() == str(value))
     return q
 
 

@@ -163,3 +163,64 @@ def test_runs_sweep_selects_what_report_sweep_reads(cli, store):
     assert [r["id"] for r in listed] == [run.id]
     rep = json.loads(cli("report", "--sweep", "s", "-f", "json").stdout)
     assert len(rep) == 1
+
+
+def test_tag_untag_and_filter_runs_by_tag(cli, store):
+    import json
+
+    from tests.conftest import add_run
+
+    a, b = add_run(store), add_run(store, tags={"owner": "you"})
+    assert cli("runs", "tag", str(a.id), str(b.id), "--tag", "paper=fig2").exit_code == 0
+    assert store.get_run(b.id).tags == {"owner": "you", "paper": "fig2"}  # merged
+
+    def ids(*args):
+        return [r["id"] for r in json.loads(cli("runs", *args, "-f", "json").stdout)]
+
+    assert ids("--tag", "paper=fig2") == [b.id, a.id]
+    assert ids("--tag", "paper=fig2", "--tag", "owner=you") == [b.id]
+    assert cli("runs", "untag", str(b.id), "--key", "paper").exit_code == 0
+    assert ids("--tag", "paper=fig2") == [a.id]
+    r = cli("runs", "tag", "99", "--tag", "x=1")
+    assert r.exit_code == 1 and "no run '99'" in r.stderr
+    assert store.get_run(a.id).tags == {"paper": "fig2"}
+
+
+def test_delete_takes_everything_of_the_run_and_nothing_else(cli, store):
+    from seqbench.store.query import run_query
+    from tests.conftest import add_run
+
+    keep, gone = add_run(store, {"test_metric": 0.1}), add_run(store, {"test_metric": 0.2})
+    for run in (keep, gone):
+        store.log_metrics(run.id, [("valid_metric", 1, 0.5)])
+        store.write_run(run.id, {}, curves={"g": ([0, 1], [1.0, 2.0])})
+    live = add_run(store, status="running")
+    r = cli("runs", "delete", str(gone.id), str(live.id), "--yes")
+    assert r.exit_code == 2 and f"run {live.id} is running" in r.stderr  # all or none
+    assert store.get_run(gone.id) is not None
+    assert cli("runs", "delete", str(gone.id)).exit_code == 1  # not confirmed (no input)
+    assert cli("runs", "delete", str(gone.id), "--yes").stdout.startswith("deleted 1 run(s)")
+    assert store.get_run(gone.id) is None and store.get_run(keep.id) is not None
+    for table in ("metrics", "summaries", "curves"):
+        (n,) = run_query(store.url, f"SELECT COUNT(*) FROM {table} WHERE run_id = {gone.id}")[1][0]
+        (m,) = run_query(store.url, f"SELECT COUNT(*) FROM {table} WHERE run_id = {keep.id}")[1][0]
+        assert n == 0 and m > 0, table
+
+
+@pytest.mark.postgres
+def test_run_management_on_postgres(cli, pg_url):
+    import json
+
+    from seqbench.store.store import open_store
+    from tests.conftest import add_run
+
+    store = open_store(pg_url)
+    try:
+        a, b = add_run(store, {"test_metric": 0.1}), add_run(store)
+        assert cli("--db", pg_url, "runs", "tag", str(a.id), "--tag", "k=v").exit_code == 0
+        got = json.loads(cli("--db", pg_url, "runs", "--tag", "k=v", "-f", "json").stdout)
+        assert [r["id"] for r in got] == [a.id]
+        assert cli("--db", pg_url, "runs", "delete", str(a.id), "--yes").exit_code == 0
+        assert store.get_run(a.id) is None and store.get_run(b.id) is not None
+    finally:
+        store.dispose()
