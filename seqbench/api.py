@@ -364,16 +364,8 @@ def list_runs(
 def curve_runs(store: Store, refs: list[str], **filters: Any) -> list:
     """The runs to draw: those named (ids or uuid prefixes, each must exist), else those the
     filters select (model, task, sweep, status), oldest first."""
-    from seqbench.errors import SeqbenchError
-
     if refs:
-        runs = []
-        for ref in refs:
-            run = store.get_run(ref)
-            if run is None:
-                raise SeqbenchError(f"no run {ref!r} in {store.display_url}")
-            runs.append(run)
-        return runs
+        return _resolve_runs(store, refs)
     if not any(filters.values()):
         raise UsageError("name runs (seqbench curves 3 4) or select them (--sweep, --model)")
     return list(reversed(store.list_runs(limit=None, kind="train", **filters)))
