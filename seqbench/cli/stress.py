@@ -36,6 +36,7 @@ def stress(
     rtol: Annotated[float, typer.Option(help="Horizon: gradient ≥ rtol × lag-0 gradient.")] = 1e-6,
     eps: Annotated[float, typer.Option(help="Verdict band: stable if |γ − 1| ≤ eps.")] = 1e-3,
     plot: Annotated[str | None, typer.Option(help="Write a PNG of both curves.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Measure how gradients and state differences travel through time.
@@ -57,18 +58,34 @@ def stress(
     except ValueError:
         raise UsageError(f"--seeds expects comma-separated integers, got {seeds!r}") from None
     model_list = _csv(models) if models else []
-    results = api.stress(
-        state(ctx).store(),
-        model_list,
-        seq_len=seq_len,
-        hidden=hidden,
-        batch=batch,
-        seeds=seed_list,
-        runs=run or [],
-        dtype=dtype,
-        rtol=rtol,
-        eps=eps,
+    from seqbench.cli._progress import Bar
+
+    bar = Bar("stress", ("last",))
+    progress = (
+        {}
+        if quiet
+        else {
+            "on_start": bar.start,
+            "on_result": lambda r: bar.advance(last=f"{r.model} seed {r.seed}: {r.verdict}"),
+        }
     )
+    try:
+        results = api.stress(
+            state(ctx).store(),
+            model_list,
+            seq_len=seq_len,
+            hidden=hidden,
+            batch=batch,
+            seeds=seed_list,
+            runs=run or [],
+            dtype=dtype,
+            rtol=rtol,
+            eps=eps,
+            **progress,
+        )
+    finally:
+        if not quiet:
+            bar.stop()
     rows = [
         (
             r.run_id,

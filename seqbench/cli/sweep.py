@@ -146,34 +146,19 @@ def _gpu_list(gpus: str | None) -> list[int] | None:
 def _progress(quiet: bool, name: str):
     if quiet:
         return None, lambda total, todo: None, lambda status: None
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from seqbench.cli._progress import Bar
 
-    bar = Progress(
-        TextColumn(f"[bold]{name}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("failed {task.fields[failed]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-    )
-    tid = {}
+    bar = Bar(name, ("failed",))
+    failed = 0
 
     def on_start(total, todo):
-        bar.start()
-        tid["id"] = bar.add_task(name, total=todo, failed=0)
+        typer.echo(f"sweep {name!r}: {total} points, {todo} to run", err=True)
+        bar.start(todo)
 
     def on_result(status):
-        task = bar.tasks[0]
-        bar.update(tid["id"], advance=1, failed=task.fields["failed"] + (status == "failed"))
+        nonlocal failed
+        failed += status == "failed"
+        bar.advance(failed=failed)
 
     return bar, on_start, on_result
 

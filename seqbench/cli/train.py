@@ -16,44 +16,25 @@ def register(app: typer.Typer) -> None:
 
 
 def _progress(quiet: bool):
-    Progress = api.Progress
     if quiet:
-        return Progress()
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
+        return api.Progress()
+    from seqbench.cli._progress import Bar
+
+    bar = Bar("train", ("loss", "valid"))
+
+    def on_run(run_id, cfg):
+        typer.echo(
+            f"run {run_id} started: {cfg.model} on {cfg.task}, T={cfg.seq_len}, {cfg.steps} steps",
+            err=True,
+        )
+
+    return api.Progress(
+        on_run=on_run,
+        on_start=bar.start,
+        on_step=lambda step, loss: bar.update(step, loss=f"{loss:.4g}"),
+        on_eval=lambda step, ev: bar.update(step, valid=f"{ev['metric']:.4g}"),
+        on_end=bar.stop,
     )
-    from rich.progress import Progress as RichProgress
-
-    bar = RichProgress(
-        TextColumn("[bold]train"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]}"),
-        TextColumn("valid {task.fields[valid]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=False,
-    )
-    tid = None
-
-    def on_start(total):
-        nonlocal tid
-        bar.start()
-        tid = bar.add_task("train", total=total, loss="-", valid="-")
-
-    def on_step(step, loss):
-        bar.update(tid, completed=step, loss=f"{loss:.4g}")
-
-    def on_eval(step, ev):
-        bar.update(tid, valid=f"{ev['metric']:.4g}")
-
-    return Progress(on_start=on_start, on_step=on_step, on_eval=on_eval, on_end=bar.stop)
 
 
 def _same(given: str | None, stored: str, what: str) -> str:

@@ -175,6 +175,7 @@ def stress(
     eps: float = 1e-3,
     in_dim: int = 2,
     on_result=None,
+    on_start=None,
 ) -> list[StressResult]:
     """Analyse each model × seed at init, and each trained run; store and return results.
     Everything a user can get wrong is checked before anything is written."""
@@ -216,6 +217,8 @@ def stress(
         "eps": eps,
     }
     results = []
+    if on_start:
+        on_start(len(jobs))
     for m, s, source, bb, d in jobs:
         res = analyse(
             bb,

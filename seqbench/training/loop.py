@@ -57,6 +57,7 @@ def blown_up(metric: float, baseline: float | None, higher_is_better: bool) -> s
 class Progress:
     """Callbacks the loop calls; the CLI passes one that draws a rich progress bar."""
 
+    on_run: Callable[[int, RunConfig], None] = lambda run_id, cfg: None  # the run exists
     on_start: Callable[[int], None] = lambda total: None
     on_step: Callable[[int, float], None] = lambda step, loss: None
     on_eval: Callable[[int, dict[str, float]], None] = lambda step, ev: None
@@ -259,6 +260,7 @@ def train(
         started_at=utcnow(),
         heartbeat_at=utcnow(),
     )
+    progress.on_run(run_id, cfg)
     run = _Run(cfg, task, model, device, recorder, progress, Path(checkpoint_dir))
     try:
         return _loop(run)

@@ -163,3 +163,25 @@ def test_from_run_bad_input(cli, args, msg):
     r = cli("train", *args)
     assert r.exit_code != 0 and msg in r.stderr, r.output
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_on_a_non_terminal_progress_is_plain_lines(cli, monkeypatch):
+    """CliRunner's stderr is no terminal, like CI, `| tee` or nohup: plain lines, the run id
+    first, the final state last; -q prints none of them."""
+    monkeypatch.setenv("SEQBENCH_PROGRESS_EVERY", "0")
+    args = [a for a in FAST if a != "--quiet"]
+    r = cli("train", "-m", "rnn", "-t", "adding", *args)
+    lines = r.stderr.strip().splitlines()
+    assert r.exit_code == 0 and lines[0] == "run 1 started: rnn on adding, T=20, 20 steps"
+    assert lines[-1].startswith("train: 20/20 (100%) loss ") and "\x1b" not in r.stderr
+    assert len(lines) > 3  # one per step at interval 0
+    quiet = cli("train", "-m", "rnn", "-t", "adding", *FAST)
+    assert quiet.stderr == ""
+
+
+def test_stress_has_progress_and_quiet(cli, monkeypatch):
+    monkeypatch.setenv("SEQBENCH_PROGRESS_EVERY", "0")
+    r = cli("stress", "--models", "rnn,lstm", "--seq-len", "50", "--hidden", "8")
+    assert r.exit_code == 0 and "stress: 2/2 (100%) last lstm seed 0" in r.stderr
+    q = cli("stress", "--models", "rnn", "--seq-len", "50", "--hidden", "8", "-q")
+    assert q.exit_code == 0 and q.stderr == ""
