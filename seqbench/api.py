@@ -53,7 +53,7 @@ _REEXPORTS = {
     "leaderboard_rows": "seqbench.report.tables",
     "flat_rows": "seqbench.report.tables",
     "format_cell": "seqbench.report.tables",
-    "plot_report": "seqbench.report.tables",
+    "plot_report": "seqbench.report.plots",
     "fit_decay": "seqbench.report.decay",
     # baselines and checks
     "save_baseline": "seqbench.report.check",

@@ -65,6 +65,14 @@ def report(
             "(needs --by k): how fast a truncated model closes on the full one.",
         ),
     ] = False,
+    ci: Annotated[
+        bool,
+        typer.Option(
+            "--ci",
+            help="95% confidence intervals (Student t over seeds) instead of ±std, and the "
+            "first two models compared seed by seed (paired: difference, interval, p).",
+        ),
+    ] = False,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Compare models across runs: mean ± std over seeds (n), the best highlighted, the
@@ -99,20 +107,21 @@ def report(
         render(*api.fit_decay(rep), fmt, title=f"decay of the {metric} gap in k")
     else:
         if compare and rep.compare:
-            cols, rows, best = api.comparison_rows(rep)
+            cols, rows, best = api.comparison_rows(rep, ci=ci)
         else:
             cols, rows, best = api.leaderboard_rows(rep)
         cell_cols = set(rep.models) if compare and rep.compare else set()
         if fmt in (Format.table, Format.markdown):  # for people: one "mean ± std (n)" cell
             render(
                 cols,
-                [[api.format_cell(v) for v in r] for r in rows],
+                [[api.format_cell(v, ci) for v in r] for r in rows],
                 fmt,
                 bold=best,
-                title=f"{metric}{' by ' + by if by else ''}",
+                title=f"{metric}{' by ' + by if by else ''}"
+                + (" — 95% CI over seeds; A − B paired by seed" if ci else ""),
             )
         else:
-            render(*api.flat_rows(cols, rows, cell_cols), fmt)
+            render(*api.flat_rows(cols, rows, cell_cols, ci), fmt)
     if plot:
         api.plot_report(rep, plot)
         typer.echo(f"plot written to {plot}", err=True)

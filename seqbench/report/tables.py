@@ -1,4 +1,4 @@
-"""Comparison tables and leaderboards (pandas), and their plots (matplotlib, headless)."""
+"""Comparison tables and leaderboards (pandas); their plots are in plots.py."""
 
 from __future__ import annotations
 
@@ -121,14 +121,6 @@ def _baseline_for(rep: Report, key: tuple) -> float | None:
     return None if found is None else float(found)
 
 
-def _plot_baseline(rep: Report, task: str) -> float | None:
-    """One line per panel, only when the task's rows share one baseline (within 1%)."""
-    vals = [v for k, v in rep.baselines.items() if k[0] == task and len(k) > 1]
-    if vals and max(vals) - min(vals) > 0.01 * abs(max(vals)):
-        return None
-    return _baseline_for(rep, (task,))
-
-
 def _without_k(group: list[str], key: tuple) -> tuple:
     return tuple(v for name, v in zip(group, key, strict=True) if name != "k")
 
@@ -159,8 +151,37 @@ def _full_model_cells(rep: Report, wide: pd.DataFrame) -> dict[tuple, tuple]:
     return out
 
 
-def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None]]:
-    """(columns, rows, index of the best model column per row) for a --compare report."""
+def _seed_values(rep: Report, model: str, key: tuple, full: bool = False) -> pd.Series:
+    """One value per seed of `model` in the row `key` (with `full`: its runs without a k, the
+    full model that stands as the reference in every k row)."""
+    df = rep.frame[rep.frame["model"] == model]
+    for name, v in zip(rep.group, key, strict=True):
+        if name == "k" and full:
+            df = df[df["k"].isna()]
+        elif v is None or (isinstance(v, float) and v != v):
+            df = df[df[name].isna()]
+        else:
+            df = df[df[name] == v]
+    return df.groupby("seed")["value"].mean()
+
+
+def _paired(rep: Report, key: tuple, a: str, b: str):
+    from seqbench.report.stats import paired
+
+    va, vb = _seed_values(rep, a, key), _seed_values(rep, b, key)
+    if "k" in rep.group:  # a full model's runs stand in every k row
+        va = va if len(va) else _seed_values(rep, a, key, full=True)
+        vb = vb if len(vb) else _seed_values(rep, b, key, full=True)
+    return paired(va, vb)
+
+
+def comparison_rows(
+    rep: Report, ci: bool = False
+) -> tuple[list[str], list[list], list[int | None]]:
+    """(columns, rows, index of the best model column per row) for a --compare report. With
+    `ci`, the difference column is the paired comparison across the seeds both models ran (a
+    report.stats.Paired: mean difference, its 95% interval, p), or None without a common
+    seed."""
     group = rep.group
     wide = rep.stats.pivot_table(
         index=group, columns="model", values=["mean", "std", "n"], dropna=False, aggfunc="first"
@@ -205,7 +226,10 @@ def comparison_rows(rep: Report) -> tuple[list[str], list[list], list[int | None
         if two:
             ma, mb = means[rep.models[0]], means[rep.models[1]]
             both = not (pd.isna(ma) or pd.isna(mb))
-            row += [float(ma - mb) if both else None, float(ma / mb) if both and mb != 0 else None]
+            diff = float(ma - mb) if both else None
+            if ci and both:
+                diff = _paired(rep, key, *rep.models[:2])
+            row += [diff, float(ma / mb) if both and mb != 0 else None]
         row.append(_baseline_for(rep, key))
         rows.append(row)
         best.append(None if pick is None else len(key) + pick)
@@ -239,135 +263,52 @@ def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | Non
     return cols, rows, best
 
 
-def flat_rows(cols, rows, cell_cols) -> tuple[list[str], list[list]]:
-    """Machine-readable layout: each (mean, std, n) cell of `cell_cols` becomes three columns."""
+def flat_rows(cols, rows, cell_cols, ci: bool = False) -> tuple[list[str], list[list]]:
+    """Machine-readable layout: each (mean, std, n) cell of `cell_cols` becomes three columns
+    (five with `ci`: the 95% interval's ends too); a paired difference becomes five."""
+    from seqbench.report.stats import Paired, interval
+
     cells = {i for i, c in enumerate(cols) if c in cell_cols}
+    paired = {i for i, c in enumerate(cols) if any(isinstance(r[i], Paired) for r in rows)}
+    cell_parts = ["mean", "std", "n", *(["ci_lo", "ci_hi"] if ci else [])]
     out_cols: list[str] = []
     for i, c in enumerate(cols):
-        out_cols += [f"{c}_mean", f"{c}_std", f"{c}_n"] if i in cells else [c]
+        if i in cells:
+            out_cols += [f"{c}_{p}" for p in cell_parts]
+        elif i in paired:
+            out_cols += [f"{c}_paired", f"{c}_ci_lo", f"{c}_ci_hi", f"{c}_pairs", f"{c}_p"]
+        else:
+            out_cols.append(c)
     out_rows = []
     for r in rows:
         new: list = []
         for i, v in enumerate(r):
-            new += (list(v) if v else [None, None, None]) if i in cells else [v]
+            if i in cells:
+                vals = list(v) if v else [None, None, None]
+                if ci:
+                    vals += list(interval(*v)) if v else [None, None]
+                new += vals
+            elif i in paired:
+                p = v if isinstance(v, Paired) else None
+                new += [p.diff, p.lo, p.hi, p.pairs, p.p] if p else [v, None, None, None, None]
+            else:
+                new.append(v)
         out_rows.append(new)
     return out_cols, out_rows
 
 
-def format_cell(v) -> str | None:
+def format_cell(v, ci: bool = False) -> str | None:
+    """A cell for people: "mean ± std (n)", or with `ci` "mean [lo, hi] (n)" (95%, t)."""
+    from seqbench.report.stats import Paired, interval
+
+    if isinstance(v, Paired):
+        return v.text()
     if isinstance(v, tuple):
         mu, sd, n = v
-        return f"{mu:.4g} (n=1)" if n == 1 else f"{mu:.4g} ± {sd:.2g} (n={n})"
+        if n == 1:
+            return f"{mu:.4g} (n=1)"
+        if ci:
+            lo, hi = interval(mu, sd, n)
+            return f"{mu:.4g} [{lo:.3g}, {hi:.3g}] (n={n})"
+        return f"{mu:.4g} ± {sd:.2g} (n={n})"
     return v
-
-
-def plot_report(rep: Report, path: str) -> None:
-    """Metric against the first numeric --by field (k, seq_len, teacher_lam, ...) with ±std
-    error bars (grouped bars when there is none), one panel per task and one line per model
-    (and per value of any other --by field). A run without a value on the x axis (k unset:
-    the full recurrent model) is drawn as a dotted horizontal line. Log axes where the values
-    span more than a factor of 20."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    x = next((b for b in rep.by if b != "model" and _numeric(rep.stats[b])), None)
-    if x is None:
-        _bar_plot(rep, path, plt)
-        return
-    series = [b for b in rep.group[1:] if b != x]
-    tasks = sorted(set(rep.stats["task"]))
-    fig, axes = plt.subplots(1, len(tasks), figsize=(6.5 * len(tasks), 4.8), squeeze=False)
-    for ax, task in zip(axes[0], tasks, strict=True):
-        sub = rep.stats[rep.stats["task"] == task]
-        lines = sub.groupby(series, dropna=False, sort=True) if series else [((), sub)]
-        for key, g in lines:
-            key = key if isinstance(key, tuple) else (key,)
-            extra = ", ".join(f"{b}={v}" for b, v in zip(series, key, strict=True))
-            colors: dict[str, str] = {}
-            for model in rep.models:  # the curves first, so full-model lines can match them
-                on_axis = g[(g["model"] == model) & g[x].notna()].sort_values(x)
-                if not on_axis.empty:
-                    line = ax.errorbar(
-                        on_axis[x].astype(float),
-                        on_axis["mean"],
-                        yerr=on_axis["std"],
-                        marker="o",
-                        capsize=3,
-                        label=model + (f" ({extra})" if extra else ""),
-                    )
-                    colors[model] = line[0].get_color()
-            for model in rep.models:
-                # a full model without a curve of its own takes its group's colour (the
-                # teacher's λ: window(k) and the full RNN of one λ alike)
-                color = colors.get(model) or next(iter(colors.values()), None)
-                for _, r in g[(g["model"] == model) & g[x].isna()].iterrows():
-                    label = model + (f" ({extra})" if extra else "")
-                    ax.axhline(
-                        r["mean"], ls=":", lw=1.5, color=color, label=f"{label}, {x} unset (full)"
-                    )
-        xs = sub[x].dropna().astype(float)
-        ys = sub["mean"][np.isfinite(sub["mean"]) & (sub["mean"] > 0)]
-        if len(xs) and xs.min() > 0 and xs.max() / xs.min() > 20:
-            ax.set_xscale("log", base=2)
-        if len(ys) and ys.max() / ys.min() > 20:
-            ax.set_yscale("log")
-        base = _plot_baseline(rep, task)
-        if base is not None:
-            ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
-        ax.set(title=task, xlabel=x, ylabel=rep.metric)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def _bar_plot(rep: Report, path: str, plt) -> None:
-    """Without a numeric --by field: grouped bars (one per model) with ±std, one panel per
-    task, one group per value of the other --by fields."""
-    tasks = sorted(set(rep.stats["task"]))
-    fig, axes = plt.subplots(
-        1, len(tasks), figsize=(max(6.0, 3.2 * len(tasks)), 4.5), squeeze=False
-    )
-    series = rep.group[1:]
-    width = 0.8 / max(1, len(rep.models))
-    for ax, task in zip(axes[0], tasks, strict=True):
-        sub = rep.stats[rep.stats["task"] == task]
-        groups = sorted({tuple(r) for r in sub[series].itertuples(index=False)}, key=str)
-        groups = groups or [()]
-        for i, model in enumerate(rep.models):
-            xs, ys, es = [], [], []
-            for j, key in enumerate(groups):
-                m = sub[sub["model"] == model]
-                for b, v in zip(series, key, strict=True):
-                    m = m[m[b].isna()] if v is None or v != v else m[m[b] == v]
-                if not m.empty:
-                    xs.append(j + (i - (len(rep.models) - 1) / 2) * width)
-                    ys.append(float(m["mean"].iloc[0]))
-                    es.append(float(m["std"].iloc[0]))
-            ax.bar(xs, ys, width, yerr=es, capsize=3, label=model)
-        ax.set_xticks(range(len(groups)))
-        ax.set_xticklabels(
-            [", ".join(f"{b}={v}" for b, v in zip(series, g, strict=True)) for g in groups],
-            fontsize=7,
-        )
-        ys = sub["mean"][np.isfinite(sub["mean"]) & (sub["mean"] > 0)]
-        if len(ys) and ys.max() / ys.min() > 20:
-            ax.set_yscale("log")
-        base = _plot_baseline(rep, task)
-        if base is not None:
-            ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
-        ax.set(title=task, ylabel=rep.metric)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def _numeric(col: pd.Series) -> bool:
-    vals = col.dropna()
-    return len(vals) > 0 and all(
-        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-        for v in vals
-    )

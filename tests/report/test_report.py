@@ -1,8 +1,11 @@
+import csv
+import io
 import json
 import math
 import statistics
 from xml.etree import ElementTree as ET
 
+import pandas as pd
 import pytest
 
 from seqbench.errors import SeqbenchError, UsageError
@@ -305,3 +308,38 @@ def test_an_unknown_metric_is_named_not_an_empty_report(cli, filled):
     r = cli("report", "--metric", "test_metrc")
     assert r.exit_code == 2 and "Did you mean 'test_metric'?" in r.stderr
     assert "nothing to report" not in r.output
+
+
+def test_ci_and_paired_comparison_across_seeds(cli, store):
+    """Three seeds each: a's cell shows the t interval of its mean, and a − b is compared seed
+    by seed (the shared seed-to-seed spread cancels: every pair differs by exactly 0.1 here,
+    so the paired interval is a point and p is 0, while the cells' intervals overlap)."""
+    from scipy import stats
+
+    from seqbench.report.stats import interval, paired
+
+    for seed, base in enumerate([0.3, 0.5, 0.9]):
+        add_run(store, {"test_metric": base + 0.1}, model="lstm", seed=seed, config={"seed": seed})
+        add_run(store, {"test_metric": base}, model="rnn", seed=seed, config={"seed": seed})
+    r = cli("report", "--compare", "lstm", "rnn", "--ci", "-f", "markdown")
+    assert r.exit_code == 0, r.output
+    vals = [0.4, 0.6, 1.0]
+    lo, hi = interval(statistics.mean(vals), statistics.stdev(vals), 3)
+    assert f"0.6667 [{lo:.3g}, {hi:.3g}] (n=3)" in r.stdout
+    assert "0.1 [0.1, 0.1] p=" in r.stdout and "(3 seeds)" in r.stdout
+    flat = list(
+        csv.DictReader(
+            io.StringIO(cli("report", "--compare", "lstm", "rnn", "--ci", "-f", "csv").stdout)
+        )
+    )
+    assert float(flat[0]["lstm_ci_lo"]) == pytest.approx(lo)
+    assert float(flat[0]["lstm - rnn_paired"]) == pytest.approx(0.1)
+    assert int(flat[0]["lstm - rnn_pairs"]) == 3
+    # the paired test against scipy's own, on noisy differences
+    a = pd.Series([1.0, 2.0, 4.0, 3.5], index=[0, 1, 2, 3])
+    b = pd.Series([0.5, 2.5, 3.0, 3.0, 9.0], index=[0, 1, 2, 3, 4])  # seed 4: unpaired
+    p = paired(a, b)
+    ref = stats.ttest_rel(a.values, b.values[:4])
+    assert p.pairs == 4 and p.p == pytest.approx(ref.pvalue)
+    assert p.diff == pytest.approx(0.375)
+    assert paired(a, pd.Series([1.0], index=[9])) is None  # no common seed

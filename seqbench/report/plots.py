@@ -1,0 +1,129 @@
+"""Plots of a report (matplotlib, headless): the metric against a numeric --by field with
+error bars, or grouped bars, one panel per task."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from seqbench.report.tables import Report, _baseline_for
+
+
+def _plot_baseline(rep: Report, task: str) -> float | None:
+    """One line per panel, only when the task's rows share one baseline (within 1%)."""
+    vals = [v for k, v in rep.baselines.items() if k[0] == task and len(k) > 1]
+    if vals and max(vals) - min(vals) > 0.01 * abs(max(vals)):
+        return None
+    return _baseline_for(rep, (task,))
+
+
+def plot_report(rep: Report, path: str) -> None:
+    """Metric against the first numeric --by field (k, seq_len, teacher_lam, ...) with ±std
+    error bars (grouped bars when there is none), one panel per task and one line per model
+    (and per value of any other --by field). A run without a value on the x axis (k unset:
+    the full recurrent model) is drawn as a dotted horizontal line. Log axes where the values
+    span more than a factor of 20."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = next((b for b in rep.by if b != "model" and _numeric(rep.stats[b])), None)
+    if x is None:
+        _bar_plot(rep, path, plt)
+        return
+    series = [b for b in rep.group[1:] if b != x]
+    tasks = sorted(set(rep.stats["task"]))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(6.5 * len(tasks), 4.8), squeeze=False)
+    for ax, task in zip(axes[0], tasks, strict=True):
+        sub = rep.stats[rep.stats["task"] == task]
+        lines = sub.groupby(series, dropna=False, sort=True) if series else [((), sub)]
+        for key, g in lines:
+            key = key if isinstance(key, tuple) else (key,)
+            extra = ", ".join(f"{b}={v}" for b, v in zip(series, key, strict=True))
+            colors: dict[str, str] = {}
+            for model in rep.models:  # the curves first, so full-model lines can match them
+                on_axis = g[(g["model"] == model) & g[x].notna()].sort_values(x)
+                if not on_axis.empty:
+                    line = ax.errorbar(
+                        on_axis[x].astype(float),
+                        on_axis["mean"],
+                        yerr=on_axis["std"],
+                        marker="o",
+                        capsize=3,
+                        label=model + (f" ({extra})" if extra else ""),
+                    )
+                    colors[model] = line[0].get_color()
+            for model in rep.models:
+                # a full model without a curve of its own takes its group's colour (the
+                # teacher's λ: window(k) and the full RNN of one λ alike)
+                color = colors.get(model) or next(iter(colors.values()), None)
+                for _, r in g[(g["model"] == model) & g[x].isna()].iterrows():
+                    label = model + (f" ({extra})" if extra else "")
+                    ax.axhline(
+                        r["mean"], ls=":", lw=1.5, color=color, label=f"{label}, {x} unset (full)"
+                    )
+        xs = sub[x].dropna().astype(float)
+        ys = sub["mean"][np.isfinite(sub["mean"]) & (sub["mean"] > 0)]
+        if len(xs) and xs.min() > 0 and xs.max() / xs.min() > 20:
+            ax.set_xscale("log", base=2)
+        if len(ys) and ys.max() / ys.min() > 20:
+            ax.set_yscale("log")
+        base = _plot_baseline(rep, task)
+        if base is not None:
+            ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
+        ax.set(title=task, xlabel=x, ylabel=rep.metric)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _bar_plot(rep: Report, path: str, plt) -> None:
+    """Without a numeric --by field: grouped bars (one per model) with ±std, one panel per
+    task, one group per value of the other --by fields."""
+    tasks = sorted(set(rep.stats["task"]))
+    fig, axes = plt.subplots(
+        1, len(tasks), figsize=(max(6.0, 3.2 * len(tasks)), 4.5), squeeze=False
+    )
+    series = rep.group[1:]
+    width = 0.8 / max(1, len(rep.models))
+    for ax, task in zip(axes[0], tasks, strict=True):
+        sub = rep.stats[rep.stats["task"] == task]
+        groups = sorted({tuple(r) for r in sub[series].itertuples(index=False)}, key=str)
+        groups = groups or [()]
+        for i, model in enumerate(rep.models):
+            xs, ys, es = [], [], []
+            for j, key in enumerate(groups):
+                m = sub[sub["model"] == model]
+                for b, v in zip(series, key, strict=True):
+                    m = m[m[b].isna()] if v is None or v != v else m[m[b] == v]
+                if not m.empty:
+                    xs.append(j + (i - (len(rep.models) - 1) / 2) * width)
+                    ys.append(float(m["mean"].iloc[0]))
+                    es.append(float(m["std"].iloc[0]))
+            ax.bar(xs, ys, width, yerr=es, capsize=3, label=model)
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(
+            [", ".join(f"{b}={v}" for b, v in zip(series, g, strict=True)) for g in groups],
+            fontsize=7,
+        )
+        ys = sub["mean"][np.isfinite(sub["mean"]) & (sub["mean"] > 0)]
+        if len(ys) and ys.max() / ys.min() > 20:
+            ax.set_yscale("log")
+        base = _plot_baseline(rep, task)
+        if base is not None:
+            ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
+        ax.set(title=task, ylabel=rep.metric)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _numeric(col: pd.Series) -> bool:
+    vals = col.dropna()
+    return len(vals) > 0 and all(
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+        for v in vals
+    )

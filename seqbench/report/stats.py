@@ -1,0 +1,65 @@
+"""Uncertainty for `report --compare --ci`: Student-t confidence intervals of a cell's mean over
+seeds, and a paired comparison of two models across the seeds both ran (a paired t-test on the
+per-seed differences: with the same seed both models saw the same data and the same draws, so
+pairing removes the seed-to-seed spread they share)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+LEVEL = 0.95
+
+
+def t_quantile(n: int, level: float = LEVEL) -> float:
+    """The two-sided Student-t quantile for n observations (n − 1 degrees of freedom)."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.5 + level / 2, n - 1))
+
+
+def interval(mean: float, std: float, n: int, level: float = LEVEL) -> tuple[float, float]:
+    """The t confidence interval of a mean of n values with sample std `std` (nan for n < 2)."""
+    if n < 2 or not (math.isfinite(mean) and math.isfinite(std)):
+        return math.nan, math.nan
+    half = t_quantile(n, level) * std / math.sqrt(n)
+    return mean - half, mean + half
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A − B over the seeds both models ran: the mean difference, its t interval and the
+    paired t-test's two-sided p-value (nan below two pairs)."""
+
+    diff: float
+    lo: float
+    hi: float
+    pairs: int
+    p: float
+
+    def text(self) -> str:
+        if self.pairs < 2:
+            return f"{self.diff:.4g} (1 seed)"
+        return f"{self.diff:.4g} [{self.lo:.3g}, {self.hi:.3g}] p={self.p:.2g} ({self.pairs} seeds)"
+
+
+def paired(values_a: pd.Series, values_b: pd.Series, level: float = LEVEL) -> Paired | None:
+    """`values_*`: one metric value per seed (indexed by seed). None without a common seed."""
+    both = pd.concat([values_a.rename("a"), values_b.rename("b")], axis=1, join="inner")
+    if both.empty:
+        return None
+    d = (both["a"] - both["b"]).astype(float)
+    n, mean = len(d), float(d.mean())
+    if n < 2:
+        return Paired(mean, math.nan, math.nan, n, math.nan)
+    sd = float(d.std(ddof=1))
+    lo, hi = interval(mean, sd, n, level)
+    if sd == 0:
+        p = 1.0 if mean == 0 else 0.0
+    else:
+        from scipy.stats import t
+
+        p = float(2 * t.sf(abs(mean / (sd / math.sqrt(n))), n - 1))
+    return Paired(mean, lo, hi, n, p)
