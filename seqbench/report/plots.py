@@ -67,16 +67,48 @@ def plot_report(rep: Report, path: str) -> None:
         ys = sub["mean"][np.isfinite(sub["mean"]) & (sub["mean"] > 0)]
         if len(xs) and xs.min() > 0 and xs.max() / xs.min() > 20:
             ax.set_xscale("log", base=2)
+        if len(xs) and all(float(v).is_integer() for v in xs):  # k, T: the values themselves
+            ticks = sorted(set(xs))
+            ax.set_xticks(ticks, [f"{int(t)}" for t in ticks])
+            ax.minorticks_off()
         if len(ys) and ys.max() / ys.min() > 20:
             ax.set_yscale("log")
         base = _plot_baseline(rep, task)
         if base is not None:
             ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
-        ax.set(title=task, xlabel=x, ylabel=rep.metric)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+        ax.set(title=task, xlabel=x, ylabel=_ylabel(rep, task))
+        _legend(ax)
+    _caption(fig, rep)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
+
+
+def _ylabel(rep: Report, task: str) -> str:
+    from seqbench.report.frames import metric_direction
+
+    arrow = "↑" if metric_direction(rep.metric, task) == "higher" else "↓"
+    return f"{rep.metric} {arrow}"
+
+
+def _legend(ax) -> None:
+    """Beside the axes, never over the points; only the series that were drawn."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+
+
+def _caption(fig, rep: Report) -> None:
+    ns = sorted(set(int(n) for n in rep.stats["n"]))
+    seeds = f"n = {ns[0]}" if len(ns) == 1 else f"n = {ns[0]}–{ns[-1]}"
+    fig.text(
+        0.01,
+        -0.02,
+        f"each value: the mean over seeds ({seeds}); error bars: ±1 std over those seeds",
+        fontsize=8,
+        ha="left",
+        va="top",
+    )
+    fig.tight_layout()
 
 
 def _bar_plot(rep: Report, path: str, plt) -> None:
@@ -114,10 +146,10 @@ def _bar_plot(rep: Report, path: str, plt) -> None:
         base = _plot_baseline(rep, task)
         if base is not None:
             ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
-        ax.set(title=task, ylabel=rep.metric)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+        ax.set(title=task, ylabel=_ylabel(rep, task))
+        _legend(ax)
+    _caption(fig, rep)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 

@@ -343,3 +343,45 @@ def test_ci_and_paired_comparison_across_seeds(cli, store):
     assert p.pairs == 4 and p.p == pytest.approx(ref.pvalue)
     assert p.diff == pytest.approx(0.375)
     assert paired(a, pd.Series([1.0], index=[9])) is None  # no common seed
+
+
+def test_plots_name_the_metric_and_its_direction_and_the_seeds(store, tmp_path):
+    """The y axis says which way is better, k ticks are the k values, the caption says what
+    a point and an error bar are, and the legend sits beside the axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from seqbench.report import plots
+
+    for k in (1, 4, 16, 64):
+        for seed in (0, 1):
+            add_run(
+                store,
+                {"test_metric": 0.9 - 0.1 * seed},
+                model="window",
+                task="digits",
+                k=k,
+                seed=seed,
+                config={"k": k, "seed": seed},
+            )
+    rep = build_report(store.url, compare=["window"], by="k")
+    saved = {}
+    real_savefig = plt.Figure.savefig
+
+    def keep(fig, *a, **kw):
+        saved["fig"] = fig
+        return real_savefig(fig, *a, **kw)
+
+    plt.Figure.savefig = keep
+    try:
+        plots.plot_report(rep, str(tmp_path / "k.png"))
+    finally:
+        plt.Figure.savefig = real_savefig
+    (ax,) = saved["fig"].axes
+    assert ax.get_ylabel() == "test_metric ↑"  # accuracy: higher is better
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "4", "16", "64"]
+    caption = " ".join(t.get_text() for t in saved["fig"].texts)
+    assert "n = 2" in caption and "±1 std" in caption
+    assert ax.get_legend().get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1
