@@ -18,7 +18,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
 
-from seqbench.errors import StoreError
+from seqbench.errors import StoreError, UsageError
 from seqbench.store import migrate
 from seqbench.store.common import (
     HEAD_REVISION,
@@ -102,9 +102,18 @@ class Store:
         self.update_run(run_id, heartbeat_at=utcnow())
 
     def get_run(self, run_id: int | str) -> Run | None:
+        """A run by id, or by a uuid prefix that names exactly one run (an ambiguous prefix
+        is an error naming the runs it matches)."""
         with self.Session() as s:
             if isinstance(run_id, str) and not (run_id.isascii() and run_id.isdecimal()):
-                return s.scalars(select(Run).where(Run.uuid.startswith(run_id))).first()
+                found = list(s.scalars(select(Run).where(Run.uuid.startswith(run_id)).limit(5)))
+                if len(found) > 1:
+                    ids = ", ".join(str(r.id) for r in found[:4])
+                    raise UsageError(
+                        f"uuid prefix {run_id!r} matches several runs ({ids}"
+                        f"{', ...' if len(found) > 4 else ''}): give more of it, or the id"
+                    )
+                return found[0] if found else None
             return s.get(Run, int(run_id))
 
     def list_runs(

@@ -224,3 +224,18 @@ def test_run_management_on_postgres(cli, pg_url):
         assert store.get_run(a.id) is None and store.get_run(b.id) is not None
     finally:
         store.dispose()
+
+
+def test_an_ambiguous_uuid_prefix_is_refused(cli, store):
+    from seqbench.store.schema import Run
+    from tests.conftest import add_run
+
+    a, b = add_run(store), add_run(store)
+    with store.Session.begin() as s:  # give both uuids one prefix that is no id
+        for run in (a, b):
+            s.get(Run, run.id).uuid = "abc" + s.get(Run, run.id).uuid[3:]
+    a = store.get_run(a.id)
+    common = 3
+    r = cli("show", a.uuid[:common])
+    assert r.exit_code == 2 and f"matches several runs ({a.id}, {b.id})" in r.stderr
+    assert cli("show", a.uuid[: common + 4]).exit_code == 0  # long enough: one run
