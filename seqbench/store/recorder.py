@@ -72,10 +72,13 @@ class StoreRecorder:
 
 class MemoryRecorder:
     """A RunRecorder in memory for the run `run_id` (created by the sweep driver's claim): the
-    record travels back to the driver, which writes it (store.sweeps.write_result)."""
+    record travels back to the driver, which writes it (store.sweeps.write_result). With a
+    `stream` (a queue to the driver), metrics go to the driver as they are logged, so the
+    store has them while the point runs and keeps them when it is interrupted."""
 
-    def __init__(self, run_id: int):
+    def __init__(self, run_id: int, stream=None):
         self.run_id = run_id
+        self.stream = stream
         self.fields: dict[str, Any] = {}
         self.metrics: list[tuple[str, int, float]] = []
         self.summaries: dict[str, float] = {}
@@ -85,7 +88,11 @@ class MemoryRecorder:
         return self.run_id
 
     def log_metrics(self, rows: Iterable[tuple[str, int, float]]) -> None:
-        self.metrics.extend(rows)
+        rows = [(k, int(s), float(v)) for k, s, v in rows]
+        if self.stream is not None and rows:
+            self.stream.put((self.run_id, rows))
+        else:
+            self.metrics.extend(rows)
 
     def heartbeat(self) -> None:
         """The driver keeps the heartbeat of the points in flight."""

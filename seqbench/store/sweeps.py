@@ -214,6 +214,15 @@ def write_result(store: Store, run_id: int, record: Mapping[str, Any]) -> str:
     return status
 
 
+def log_metrics(store: Store, batches: Iterable[tuple[int, Iterable]]) -> None:
+    """Metric rows streamed from the workers, (run id, [(key, step, value), ...]) per batch,
+    in one transaction."""
+    payload = [row for run_id, batch in batches for row in metric_rows(run_id, batch)]
+    if payload:
+        with store.Session.begin() as s:
+            s.execute(insert(Metric), payload)
+
+
 def set_status(store: Store, sweep_id: int, status: str) -> None:
     with store.Session.begin() as s:
         s.execute(update(Sweep).where(Sweep.id == sweep_id).values(status=status))

@@ -37,13 +37,15 @@ def execute_point(run_id: int, config: dict, checkpoint_dir: str = "checkpoints"
     from seqbench.training.loop import train
 
     t0 = time.perf_counter()
-    rec = MemoryRecorder(run_id)
+    rec = MemoryRecorder(run_id, stream=_STREAM)
     try:
         train(RunConfig(**config), rec, checkpoint_dir=checkpoint_dir)
     except RunFailedError:
         pass  # the recorder holds status "failed" and the traceback
     except Exception:
         rec.fields.update(status="failed", error=traceback.format_exc())
+    if _STREAM is not None:  # after every streamed batch of this point (one queue, in order)
+        _STREAM.put((run_id, None))
     if _GPU is not None:  # the worker's pinned GPU, stored with the run
         env = rec.fields.get("environment") or {}
         rec.fields["environment"] = {**env, "gpu": str(_GPU), "cuda_visible_devices": str(_GPU)}
@@ -52,10 +54,12 @@ def execute_point(run_id: int, config: dict, checkpoint_dir: str = "checkpoints"
 
 
 _GPU: int | None = None  # the GPU this worker process is pinned to (set by _worker_init)
+_STREAM = None  # the queue a worker sends its metrics to the driver on, as they are logged
 
 
-def _worker_init(threads: int, driver: int, gpu_slots=None) -> None:
-    global _GPU
+def _worker_init(threads: int, driver: int, gpu_slots=None, stream=None) -> None:
+    global _GPU, _STREAM
+    _STREAM = stream
     if gpu_slots is not None:  # before anything initialises CUDA in this process
         _GPU = gpu_slots.get(timeout=60)
         os.environ["CUDA_VISIBLE_DEVICES"] = str(_GPU)
@@ -123,6 +127,8 @@ class LocalExecutor:
         else:
             ctx = mp.get_context("spawn")
 
+        self.stream = ctx.Queue()  # metrics from the workers, as they are logged
+
         def make():  # a fresh pool (after a worker died) gets every slot again
             queue = None
             if slots:
@@ -133,7 +139,7 @@ class LocalExecutor:
                 self.workers,
                 mp_context=ctx,
                 initializer=_worker_init,
-                initargs=(threads, os.getpid(), queue),
+                initargs=(threads, os.getpid(), queue, self.stream),
             )
 
         self._make = make
@@ -160,6 +166,17 @@ class LocalExecutor:
             except Exception as e:
                 out.append(Finished(h, None, f"worker error: {type(e).__name__}: {e}"))
         return out
+
+    def drain(self) -> list[tuple[int, list]]:
+        """The (run id, metric rows) the workers have sent since the last call."""
+        import queue
+
+        out = []
+        while True:
+            try:
+                out.append(self.stream.get_nowait())
+            except queue.Empty:
+                return out
 
     def shutdown(self) -> None:
         # stop the workers too: a point still training (after Ctrl-C) would otherwise hold the
@@ -234,6 +251,9 @@ class RayExecutor:
             except Exception as e:
                 out.append(Finished(ref, None, f"ray task error: {type(e).__name__}: {e}"))
         return out
+
+    def drain(self) -> list[tuple[int, list]]:
+        return []  # Ray points send their metrics with their record
 
     def shutdown(self) -> None:
         self.ray.shutdown()

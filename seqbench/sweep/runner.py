@@ -25,6 +25,7 @@ HEARTBEAT_EVERY = 2.0
 # (a point that kills its worker every time, e.g. by memory, is then left `crashed` for the
 # next plain re-run instead of looping).
 CRASH_RETRIES = 2
+STREAM_WAIT = 10.0
 
 __all__ = ["DONE", "PointState", "SweepOutcome", "plan_sweep", "run_sweep", "sweep_status"]
 
@@ -150,6 +151,7 @@ def run_sweep(
         try:
             _dispatch(store, sweep_id, executor, todo, counts, on_result, live, claim)
         except KeyboardInterrupt:  # Ctrl-C: the points in flight re-run first next time
+            _store_streamed(store, executor)  # what they logged so far is kept
             rows.mark(store, live, "interrupted")
             rows.set_status(store, sweep_id, "interrupted")  # not "running" in sweep status
             raise
@@ -172,6 +174,7 @@ def _dispatch(
     crashes: dict[str, int] = {}
     driver = {"driver_host": socket.gethostname(), "driver_pid": os.getpid()}
     last_beat = time.monotonic()
+    ended: set[int] = set()  # points whose streamed metrics have all arrived
     while queue or inflight:
         while queue and len(inflight) < executor.workers:
             p = queue.pop(0)
@@ -214,14 +217,40 @@ def _dispatch(
                 rows.mark(store, [run_id], "failed", error or "worker error")
                 status = "failed"
             else:
+                _await_stream(store, executor, run_id, ended)
                 status = rows.write_result(store, run_id, record)
             store.ensure_present()  # a deleted file takes the writes silently
             live.discard(run_id)
             counts[status] = counts.get(status, 0) + 1
             on_result(status)
+        _store_streamed(store, executor, ended)
         if inflight and time.monotonic() - last_beat >= HEARTBEAT_EVERY:
             rows.heartbeat(store, inflight.values())
             last_beat = time.monotonic()
+
+
+def _store_streamed(store: Store, executor, ended: set[int] | None = None) -> None:
+    """Write the metrics the workers logged since the last call (one transaction); add to
+    `ended` the points whose worker has sent all of them (its end marker, rows None)."""
+    drain = getattr(executor, "drain", None)
+    batches = drain() if drain else []
+    data = [(run_id, batch) for run_id, batch in batches if batch is not None]
+    if data:
+        rows.log_metrics(store, data)
+    if ended is not None:
+        ended.update(run_id for run_id, batch in batches if batch is None)
+
+
+def _await_stream(store: Store, executor, run_id: int, ended: set[int]) -> None:
+    """A point's result can overtake its last streamed metrics (another pipe): wait for its
+    end marker before the result is written (a few ms; at most STREAM_WAIT seconds)."""
+    if not hasattr(executor, "drain"):
+        return
+    deadline = time.monotonic() + STREAM_WAIT
+    while run_id not in ended and time.monotonic() < deadline:
+        time.sleep(0.01)
+        _store_streamed(store, executor, ended)
+    ended.discard(run_id)
 
 
 def sweep_status(store: Store, name: str | None = None) -> list[dict]:

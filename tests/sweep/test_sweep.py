@@ -1,3 +1,4 @@
+import contextlib
 import os
 import random
 import signal
@@ -407,3 +408,34 @@ def test_a_plain_rerun_runs_crashed_points_again(cli, tmp_path):
     con.close()
     r = cli("sweep", *grid)
     assert r.exit_code == 0 and "ran 1: 1 completed" in r.stdout, r.output
+
+
+def test_metrics_reach_the_store_while_a_point_runs_and_survive_ctrl_c(tmp_path):
+    db = tmp_path / "stream.db"
+    proc = popen(
+        seqbench_cmd(
+            db,
+            "sweep --models rnn --tasks adding --set steps=100000 --set eval_every=20 --set",
+            "hidden=8 --set seq_len=20 --set eval_size=32 --workers 1 --quiet --name stream",
+        )
+    )
+    seen, deadline = 0, time.monotonic() + 90
+    while time.monotonic() < deadline and not seen:
+        time.sleep(0.5)
+        if db.exists():
+            # OperationalError: the schema is still being created
+            with sqlite3.connect(db) as con, contextlib.suppress(sqlite3.OperationalError):
+                seen = con.execute(
+                    "SELECT COUNT(*) FROM metrics m JOIN runs r ON r.id = m.run_id "
+                    "WHERE r.status = 'running' AND m.key = 'valid_metric'"
+                ).fetchone()[0]
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert seen > 0  # logged while the point was still running
+    con = sqlite3.connect(db)
+    statuses = con.execute("SELECT status FROM runs").fetchall()
+    (kept,) = con.execute("SELECT COUNT(*) FROM metrics WHERE key = 'valid_metric'").fetchone()
+    con.close()
+    assert statuses == [("interrupted",)]
+    status = statuses[0][0]
+    assert status == "interrupted" and kept >= seen
