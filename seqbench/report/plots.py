@@ -85,9 +85,13 @@ def plot_report(rep: Report, path: str) -> None:
 
 def _ylabel(rep: Report, task: str) -> str:
     from seqbench.report.frames import metric_direction
+    from seqbench.tasks import TASKS
 
     arrow = "↑" if metric_direction(rep.metric, task) == "higher" else "↓"
-    return f"{rep.metric} {arrow}"
+    name = rep.metric
+    if name in ("test_metric", "best_valid_metric", "final_valid_metric") and task in TASKS:
+        name = f"{name} ({TASKS.get(task).metric})"  # test_metric (mse)
+    return f"{name} {arrow}"
 
 
 def _legend(ax) -> None:

@@ -380,7 +380,7 @@ def test_plots_name_the_metric_and_its_direction_and_the_seeds(store, tmp_path):
     finally:
         plt.Figure.savefig = real_savefig
     (ax,) = saved["fig"].axes
-    assert ax.get_ylabel() == "test_metric ↑"  # accuracy: higher is better
+    assert ax.get_ylabel() == "test_metric (acc) ↑"  # accuracy: higher is better
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "4", "16", "64"]
     caption = " ".join(t.get_text() for t in saved["fig"].texts)
     assert "n = 2" in caption and "±1 std" in caption
