@@ -215,6 +215,23 @@ def test_gcnn_and_window_init(teacher):
     assert torch.equal(win.backbone.base.rnn.weight_hh_l0, full.backbone.rnn.weight_hh_l0)
 
 
+def test_transformer_init_is_torchs(teacher):
+    """torch.nn.TransformerEncoderLayer's init, kept: attention in_proj xavier-uniform with
+    zero bias, feed-forward and projections nn.Linear's default, LayerNorm 1 and 0."""
+    E = 64
+    m = _model("transformer", teacher, hidden=E, heads=4)
+    layer = m.backbone.encoder.layers[0]
+    w = layer.self_attn.in_proj_weight  # (3E, E)
+    bound = math.sqrt(6 / (E + 3 * E))
+    assert float(w.detach().abs().max()) <= bound + 1e-7 and _std_close(w, bound / math.sqrt(3))
+    assert torch.all(layer.self_attn.in_proj_bias == 0)
+    assert torch.all(layer.self_attn.out_proj.bias == 0)
+    for lin in (layer.linear1, layer.linear2, m.backbone.inp):
+        fan_in = lin.weight.shape[1]
+        assert float(lin.weight.detach().abs().max()) <= 1 / math.sqrt(fan_in) + 1e-7
+    assert torch.all(layer.norm1.weight == 1) and torch.all(layer.norm1.bias == 0)
+
+
 def test_lstm_forget_bias_init(teacher):
     m = _model("lstm", teacher, forget_bias=10.0)
     b = m.backbone.rnn.bias_ih_l0
