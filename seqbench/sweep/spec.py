@@ -144,7 +144,8 @@ def _miller_hardt(scale: str) -> list[dict]:
     next to its k-truncated window model for k = 1, 2, 4, …; the gap should shrink like λ^k
     (`seqbench report --fit-decay`). (2) Chorales (real music): metric against k for
     RNN/LSTM (trained with truncated BPTT of length k, or full), stable and unstable, the
-    window model over an LSTM and a TCN with context k."""
+    window model over an LSTM and a TCN with context k. (3) Character-level Penn Treebank:
+    RNN and LSTM, stable and unstable (the paper's language-model claim: about the same)."""
     T = {"tiny": 32, "small": 64, "paper": 200}[scale]
     steps = {"tiny": 60, "small": 1000, "paper": 20000}[scale]
     lams = {
@@ -193,6 +194,17 @@ def _miller_hardt(scale: str) -> list[dict]:
             "k": music_ks,
             "seeds": seeds,
             "set": {"steps": music["steps"]},
+        },
+        {
+            "models": ["rnn", "lstm"],
+            "tasks": ["ptb-char"],
+            "seeds": seeds,
+            "set": {
+                "steps": [{"tiny": 30, "small": 2000, "paper": 20000}[scale]],
+                "hidden": [{"tiny": 16, "small": 128, "paper": 256}[scale]],
+                "seq_len": [{"tiny": 32, "small": 100, "paper": 100}[scale]],
+                "stable": [False, True],
+            },
         },
     ]
 
