@@ -81,3 +81,11 @@ def sigterm_as_interrupt():
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+def joined(values: list[str] | None) -> str | None:
+    """A list flag's values as one comma list: `--models rnn,lstm` and `--models rnn --models
+    lstm` (and the singular spelling, `--model`) are the same thing everywhere."""
+    if not values:
+        return None
+    return ",".join(v.strip() for item in values for v in item.split(",") if v.strip())

@@ -40,7 +40,10 @@ def report(
     compare: Annotated[
         bool, typer.Option("--compare", help="One column per model, with differences.")
     ] = False,
-    task: Annotated[list[str] | None, typer.Option(help="Only this task (repeatable).")] = None,
+    task: Annotated[
+        list[str] | None,
+        typer.Option("--task", "--tasks", help="Only these tasks: adding,copy (or repeated)."),
+    ] = None,
     metric: Annotated[str, typer.Option(help="Summary key to report.")] = "test_metric",
     by: Annotated[
         str | None,

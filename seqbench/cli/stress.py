@@ -7,12 +7,15 @@ from typing import Annotated
 import typer
 
 from seqbench import api
-from seqbench.cli._options import state
+from seqbench.cli._options import joined, state
 from seqbench.cli._output import Format, FormatOption, output_path, render
 
 
 def register(app: typer.Typer) -> None:
     app.command("stress")(stress)
+
+
+DEFAULT_MODELS = ["rnn", "lstm", "gru", "indrnn", "tcn"]
 
 
 def _csv(value: str) -> list[str]:
@@ -22,12 +25,17 @@ def _csv(value: str) -> list[str]:
 def stress(
     ctx: typer.Context,
     models: Annotated[
-        str, typer.Option(help="Comma-separated models to analyse at initialisation.")
-    ] = "rnn,lstm,gru,indrnn,tcn",
+        list[str] | None,
+        typer.Option(
+            "--models", "--model", help="Models to analyse at initialisation: rnn,lstm,..."
+        ),
+    ] = None,
     seq_len: Annotated[int, typer.Option(help="Sequence length T.")] = 5000,
     hidden: Annotated[int, typer.Option(help="Width H of fresh models.")] = 128,
     batch: Annotated[int, typer.Option(help="Sequences averaged over.")] = 4,
-    seeds: Annotated[str, typer.Option(help="Comma-separated seeds.")] = "0",
+    seeds: Annotated[
+        list[str] | None, typer.Option("--seeds", "--seed", help="Seeds: 0,1,2.")
+    ] = None,
     run: Annotated[
         list[str] | None,
         typer.Option("--run", help="Also analyse this trained run's checkpoint (repeatable)."),
@@ -53,11 +61,13 @@ def stress(
     if plot:
         output_path(plot, "--plot")
 
+    seeds_text = joined(seeds) or "0"
     try:
-        seed_list = [int(s) for s in _csv(seeds)]
+        seed_list = [int(s) for s in _csv(seeds_text)]
     except ValueError:
-        raise UsageError(f"--seeds expects comma-separated integers, got {seeds!r}") from None
-    model_list = _csv(models) if models else []
+        raise UsageError(f"--seeds expects integers, got {seeds_text!r}") from None
+    # no --models: the default five; --models '' (with --run): trained runs only
+    model_list = DEFAULT_MODELS if models is None else _csv(joined(models) or "")
     from seqbench.cli._progress import Bar
 
     bar = Bar("stress", ("last",))

@@ -10,6 +10,7 @@ from seqbench import api
 from seqbench.cli._options import (
     EXIT_INTERRUPTED,
     interrupt_exit_code,
+    joined,
     sigterm_as_interrupt,
     state,
 )
@@ -29,10 +30,16 @@ app = typer.Typer(
 @app.callback()
 def sweep(
     ctx: typer.Context,
-    models: Annotated[str | None, typer.Option(help="Comma-separated models.")] = None,
-    tasks: Annotated[str | None, typer.Option(help="Comma-separated tasks.")] = None,
-    k: Annotated[str | None, typer.Option(help="k values: 1,2,4 or start:stop:xF.")] = None,
-    seeds: Annotated[str, typer.Option(help="Seeds: 0,1,2 or 0:9:+1.")] = "0",
+    models: Annotated[
+        list[str] | None, typer.Option("--models", "--model", help="Models: rnn,lstm.")
+    ] = None,
+    tasks: Annotated[
+        list[str] | None, typer.Option("--tasks", "--task", help="Tasks: adding,copy.")
+    ] = None,
+    k: Annotated[list[str] | None, typer.Option(help="k values: 1,2,4 or 1:256:x2.")] = None,
+    seeds: Annotated[
+        list[str] | None, typer.Option("--seeds", "--seed", help="Seeds: 0,1,2 or 0:9:+1.")
+    ] = None,
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="Another axis: field=v1,v2 (repeatable)."),
@@ -79,10 +86,10 @@ def sweep(
     if ctx.invoked_subcommand is not None:
         return
     plan = api.sweep_plan(
-        models=models,
-        tasks=tasks,
-        k=k,
-        seeds=seeds,
+        models=joined(models),
+        tasks=joined(tasks),
+        k=joined(k),
+        seeds=joined(seeds) or "0",
         set_=set_,
         spec=spec,
         preset=preset,

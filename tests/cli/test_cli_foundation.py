@@ -239,3 +239,18 @@ def test_an_ambiguous_uuid_prefix_is_refused(cli, store):
     r = cli("show", a.uuid[:common])
     assert r.exit_code == 2 and f"matches several runs ({a.id}, {b.id})" in r.stderr
     assert cli("show", a.uuid[: common + 4]).exit_code == 0  # long enough: one run
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--models", "rnn,lstm", "--tasks", "adding", "--seeds", "0,1"],
+        ["--model", "rnn", "--model", "lstm", "--task", "adding", "--seed", "0", "--seed", "1"],
+        ["--models", "rnn", "--models", "lstm", "--tasks", "adding", "--seeds", "0,1"],
+    ],
+)
+def test_one_list_rule_comma_lists_or_repeats_singular_or_plural(cli, flags):
+    r = cli("sweep", *flags, "--set", "steps=2", "--dry-run", "-f", "csv")
+    assert r.exit_code == 0, r.output
+    rows = r.stdout.strip().splitlines()[1:]
+    assert len(rows) == 4 and {row.split(",")[1] for row in rows} == {"rnn", "lstm"}
