@@ -34,6 +34,8 @@ md $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" 
   --by teacher_lam,k --fit-decay >"$out/teacher-decay.md"
 md $sb report --compare lstm rnn window tcn --task chorales --sweep "miller-hardt-$scale" \
   --by k,stable --plot "$out/chorales-k.png" >"$out/chorales-k.md"
+md $sb report --compare lstm rnn --task ptb-char --sweep "miller-hardt-$scale" --by stable --ci \
+  >"$out/ptb-char.md"
 # 3. Bai et al.: TCN against LSTM/GRU/RNN on each task
 md $sb report --compare tcn lstm gru rnn --sweep "bai-tcn-$scale" \
   --plot "$out/bai-tcn.png" >"$out/bai-tcn.md"
