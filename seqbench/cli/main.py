@@ -76,7 +76,7 @@ app = typer.Typer(
         "Example: seqbench train --model indrnn --task adding --seq-len 100"
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # seqbench --install-completion: bash, zsh, fish, PowerShell
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 

@@ -254,3 +254,8 @@ def test_one_list_rule_comma_lists_or_repeats_singular_or_plural(cli, flags):
     assert r.exit_code == 0, r.output
     rows = r.stdout.strip().splitlines()[1:]
     assert len(rows) == 4 and {row.split(",")[1] for row in rows} == {"rnn", "lstm"}
+
+
+def test_shell_completion_is_offered(cli):
+    r = cli("--help")
+    assert r.exit_code == 0 and "--install-completion" in r.stdout
