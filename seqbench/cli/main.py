@@ -17,6 +17,16 @@ class _SeqbenchGroup(TyperGroup):
     """Maps SeqbenchError (a user mistake) to one line on stderr and its exit code, and
     SIGTERM to what Ctrl-C does (exit 143 instead of 130)."""
 
+    def get_command(self, ctx, cmd_name):
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is not None:
+            _quiet_types(cmd)
+        return cmd
+
+    def format_help(self, ctx, formatter):
+        _quiet_types(self)
+        return super().format_help(ctx, formatter)
+
     def invoke(self, ctx):
         try:
             with sigterm_as_interrupt():
@@ -41,6 +51,38 @@ class _SeqbenchGroup(TyperGroup):
             # into the file now, not whenever the engine happens to be collected
             if isinstance(ctx.obj, AppState):
                 ctx.obj.dispose()
+
+
+def _quiet_types(cmd) -> None:
+    """Help without type noise: flags and text options show no `<bool>` / `<str>` column (their
+    help says what they take); numbers keep `<int>` / `<float>`, which says something."""
+    for p in getattr(cmd, "params", []):
+        if getattr(p, "param_type_name", "") == "option" and p.metavar is None:
+            try:
+                label = p.display_type(None)
+            except Exception:  # a parameter type that needs a context: leave it
+                continue
+            if label in ("<bool>", "<str>", "<list[str]>") or p.is_flag:
+                p.metavar = ""
+        elif getattr(p, "param_type_name", "") == "argument":
+            try:
+                label = p.display_type(None)
+            except Exception:
+                continue
+            if label in ("<str>", "<list[str]>"):
+                p.display_type_rich = lambda ctx: ""  # the Arguments panel's type column
+    if not getattr(cmd, "_quiet_help", False) and hasattr(cmd, "get_help_option"):
+        made = cmd.get_help_option  # --help is made on demand: quiet it as it is made
+
+        def get_help_option(ctx, made=made):
+            opt = made(ctx)
+            if opt is not None and opt.metavar is None:
+                opt.metavar = ""
+            return opt
+
+        cmd.get_help_option, cmd._quiet_help = get_help_option, True
+    for sub in getattr(cmd, "commands", {}).values():
+        _quiet_types(sub)
 
 
 def one_line(message: str) -> str:

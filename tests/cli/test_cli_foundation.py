@@ -259,3 +259,26 @@ def test_one_list_rule_comma_lists_or_repeats_singular_or_plural(cli, flags):
 def test_shell_completion_is_offered(cli):
     r = cli("--help")
     assert r.exit_code == 0 and "--install-completion" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["train"],
+        ["sweep"],
+        ["sweep", "status"],
+        ["runs"],
+        ["runs", "tag"],
+        ["report"],
+        ["stress"],
+        ["query"],
+        ["curves"],
+        ["baseline", "save"],
+        ["bench", "kernels"],
+    ],
+)
+def test_help_has_no_type_noise(cli, command):
+    r = cli(*command, "--help")
+    assert r.exit_code == 0, r.output
+    assert "<str>" not in r.stdout and "<bool>" not in r.stdout and "<list[str]>" not in r.stdout
