@@ -316,7 +316,7 @@ def sweep_status(store: Store, name: str | None = None) -> list[dict]:
     return status(store, name)
 
 
-# -- bench ---------------------------------------------------------------------------------------
+# -- configs of stored runs ---------------------------------------------------------------------
 def config_toml(cfg: RunConfig) -> str:
     """A resolved config as TOML that `seqbench train --config` accepts."""
     from seqbench.config import to_toml
@@ -327,11 +327,7 @@ def config_toml(cfg: RunConfig) -> str:
 def run_config(store: Store, ref: str) -> RunConfig:
     """The config a stored training run was trained with, resolved again by this seqbench (a
     field the run predates takes today's default). Steps derived from epochs are re-derived."""
-    from seqbench.errors import SeqbenchError
-
-    run = store.get_run(ref)
-    if run is None:
-        raise SeqbenchError(f"no run {ref!r} in {store.display_url}")
+    run = store.require_run(ref)
     if run.kind != "train":
         raise UsageError(f"run {run.id} is a {run.kind} run; --from-run takes a training run")
     conf = {k: v for k, v in (run.config or {}).items() if k not in ("model", "task")}
@@ -372,17 +368,9 @@ def curve_runs(store: Store, refs: list[str], **filters: Any) -> list:
 
 
 def _resolve_runs(store: Store, refs: list[str]) -> list:
-    from seqbench.errors import SeqbenchError
-
     if not refs:
         raise UsageError("name at least one run (an id or a uuid prefix)")
-    runs = []
-    for ref in refs:
-        run = store.get_run(ref)
-        if run is None:
-            raise SeqbenchError(f"no run {ref!r} in {store.display_url}")
-        runs.append(run)
-    return runs
+    return [store.require_run(ref) for ref in refs]
 
 
 def delete_runs(store: Store, refs: list[str]) -> list[int]:
@@ -417,9 +405,5 @@ def count_runs(store: Store, **filters: Any) -> int:
 def run_details(store: Store, ref: str) -> tuple[Any, dict[str, float], dict]:
     """(run, its summaries, the last (step, value) of each metric) for a run id or uuid
     prefix; an unknown run is an error."""
-    from seqbench.errors import SeqbenchError
-
-    run = store.get_run(ref)
-    if run is None:
-        raise SeqbenchError(f"no run {ref!r} in {store.display_url}")
+    run = store.require_run(ref)
     return run, store.summaries(run.id), store.last_metrics(run.id)

@@ -25,15 +25,7 @@ class RunDiff:
 def diff_runs(store, a_ref: str, b_ref: str) -> RunDiff:
     """The config fields whose values differ between two runs (a field one run lacks, from an
     older seqbench, shows as None) and every summary of either."""
-    from seqbench.errors import SeqbenchError
-
-    runs = []
-    for ref in (a_ref, b_ref):
-        run = store.get_run(ref)
-        if run is None:
-            raise SeqbenchError(f"no run {ref!r} in {store.display_url}")
-        runs.append(run)
-    a, b = runs
+    a, b = store.require_run(a_ref), store.require_run(b_ref)
     ca, cb = a.config or {}, b.config or {}
     config = [
         (k, ca.get(k), cb.get(k))

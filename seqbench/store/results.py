@@ -12,6 +12,12 @@ from __future__ import annotations
 from seqbench.errors import UsageError
 from seqbench.store.query import run_query
 
+# the runs of a sweep's points, whichever sweep (or plain train) produced them
+SWEEP_POINTS = (
+    "AND r.config_hash IN (SELECT sp.config_hash FROM sweep_points sp "
+    "JOIN sweeps s2 ON s2.id = sp.sweep_id WHERE s2.name = :sweep)"
+)
+
 
 def result_rows(
     db: str | None,
@@ -33,20 +39,16 @@ def result_rows(
         "LEFT JOIN sweeps sw ON sw.id = r.sweep_id",
         "WHERE r.kind = 'train'",
     ]
-    params: dict = {"metric": metric}
-    for i, st in enumerate(statuses):
-        params[f"st{i}"] = st
-    sql.append("AND r.status IN (" + ", ".join(f":st{i}" for i in range(len(statuses))) + ")")
+    names, params = _in_list("st", list(statuses))
+    params["metric"] = metric
+    sql.append(f"AND r.status IN ({names})")
     for name, values in (("task", tasks), ("model", models)):
         if values:
-            keys = [f"{name}{i}" for i in range(len(values))]
-            params.update(dict(zip(keys, values, strict=True)))
-            sql.append(f"AND r.{name} IN (" + ", ".join(f":{k}" for k in keys) + ")")
+            names, more = _in_list(name, values)
+            params.update(more)
+            sql.append(f"AND r.{name} IN ({names})")
     if sweep:
-        sql.append(
-            "AND r.config_hash IN (SELECT sp.config_hash FROM sweep_points sp "
-            "JOIN sweeps s2 ON s2.id = sp.sweep_id WHERE s2.name = :sweep)"
-        )
+        sql.append(SWEEP_POINTS)
         params["sweep"] = sweep
     if where:
         if ";" in where:
@@ -92,10 +94,7 @@ def run_rows(
             sql.append(f"AND r.{name} = :{name}")
             params[name] = value
     if sweep is not None:
-        sql.append(
-            "AND r.config_hash IN (SELECT sp.config_hash FROM sweep_points sp "
-            "JOIN sweeps s2 ON s2.id = sp.sweep_id WHERE s2.name = :sweep)"
-        )
+        sql.append(SWEEP_POINTS)
         params["sweep"] = sweep
     sql.append("ORDER BY r.id")
     return run_query(db, "\n".join(sql), params, **_API_LIMITS)

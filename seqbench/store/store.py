@@ -116,6 +116,15 @@ class Store:
                 return found[0] if found else None
             return s.get(Run, int(run_id))
 
+    def require_run(self, run_id: int | str) -> Run:
+        """get_run, with an unknown run an error naming the store."""
+        run = self.get_run(run_id)
+        if run is None:
+            from seqbench.errors import SeqbenchError
+
+            raise SeqbenchError(f"no run {run_id!r} in {self.display_url}")
+        return run
+
     def list_runs(
         self,
         *,

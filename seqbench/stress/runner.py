@@ -115,9 +115,7 @@ def trained_backbone(store: Store, run_ref: str):
     from seqbench.config import make_config
     from seqbench.training.loop import load_checkpoint, prepare
 
-    run = store.get_run(run_ref)
-    if run is None:
-        raise SeqbenchError(f"no run {run_ref!r} in {store.display_url}")
+    run = store.require_run(run_ref)
     if not run.checkpoint:
         raise SeqbenchError(
             f"run {run.id} has no checkpoint: train it with --save-checkpoint to stress it"
