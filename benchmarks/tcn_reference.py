@@ -116,7 +116,7 @@ def load_reference_weights(ours, ref: RefTCN) -> None:
 def curve(model, task, cfg, steps, every, seed):
     from seqbench.training.loop import make_optimizer
 
-    opt = make_optimizer(cfg, model.parameters())
+    opt = make_optimizer(cfg, model)
     gen = generator(seed, 3)  # the same training batches for every model
     out, t0 = [], time.perf_counter()
     for step in range(1, steps + 1):

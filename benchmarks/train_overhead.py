@@ -34,7 +34,7 @@ def hand_written(model_name: str) -> float:
     """Seconds for a.steps plain training steps of the model seqbench would build."""
     cfg = api.make_config(model_name, a.task, {"seq_len": a.seq_len, "steps": a.steps})
     cfg, task, model, _device = prepare(cfg)
-    opt = make_optimizer(cfg, model.parameters())
+    opt = make_optimizer(cfg, model)
     gen = generator(cfg.seed, 3)
     tbptt = cfg.k if model.recurrent else None
     model.train()

@@ -21,6 +21,8 @@ class ModelSpec:
         upper estimate, for the memory check before a run).
     width_multiple_of: the config field the width must be a multiple of (transformer: heads).
     check: the family's own config checks (a RunConfig or ModelArgs in, UsageError out).
+    no_decay: parameter names (the last dotted part) that the family's reference code keeps
+        out of weight decay (IndRNN: u and every bias).
     """
 
     name: str
@@ -34,6 +36,7 @@ class ModelSpec:
     activation_units: int = 12
     width_multiple_of: str | None = None
     check: Callable[[Any], None] | None = None
+    no_decay: tuple[str, ...] = ()
 
 
 MODELS: Registry[ModelSpec] = Registry("model")
@@ -133,6 +136,7 @@ for _spec in (
         stable=True,
         indrnn_kernel=True,
         activation_units=4,
+        no_decay=("u", "bias"),  # the authors' scripts: no decay on weight_hh or any bias
     ),
     ModelSpec(
         "tcn",
@@ -203,6 +207,17 @@ def validate(c) -> None:
 def uses_indrnn_kernel(c) -> bool:
     """Whether the config's model runs the IndRNN recurrence (its `backend` then matters)."""
     return base_spec(c).indrnn_kernel
+
+
+def param_groups(c, model) -> list[dict[str, Any]]:
+    """The optimiser's parameter groups for a config's model: `weight_decay` on every parameter
+    but those its family exempts (ModelSpec.no_decay; a window's base decides)."""
+    exempt = base_spec(c).no_decay
+    decay, free = [], []
+    for name, p in model.named_parameters():
+        (free if name.rsplit(".", 1)[-1] in exempt else decay).append(p)
+    groups = [{"params": decay, "weight_decay": c.weight_decay}]
+    return groups + ([{"params": free, "weight_decay": 0.0}] if free else [])
 
 
 def activation_bytes(c, B: int, T: int, H: int, D: int, layers: int, itemsize: int) -> int:

@@ -116,17 +116,27 @@ def indrnn_bounds(seq_len: int, magnitude: float) -> tuple[float, float]:
 
 class IndRNNLayer(nn.Module):
     """h_t = relu(W x_t + b + u ⊙ h_{t-1}); W x_t for all t is one matmul, then the element-wise
-    recurrence. u and the state are fp32 (2^(1/5000) - 1 is below bf16 resolution)."""
+    recurrence. u and the state are fp32 (2^(1/5000) - 1 is below bf16 resolution).
 
-    def __init__(self, in_dim: int, hidden: int, u_min: float, u_max: float, last: bool, backend):
+    The input weights follow the authors' code for each variant: N(0, 0.001) in the plain
+    network of their adding-problem script (`in2hidW`), kaiming-uniform with a = 8 (fan in)
+    in the batch-normalised network of their sequential-MNIST scripts (`deep`)."""
+
+    def __init__(
+        self, in_dim: int, hidden: int, u_min: float, u_max: float, last: bool, backend, deep=False
+    ):
         super().__init__()
         self.proj = nn.Linear(in_dim, hidden)
         self.u = nn.Parameter(torch.empty(hidden, dtype=torch.float32))
         self.u_min, self.u_max, self.last, self.backend = u_min, u_max, last, backend
+        self.deep = deep
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        nn.init.normal_(self.proj.weight, 0.0, 0.001)
+        if self.deep:
+            nn.init.kaiming_uniform_(self.proj.weight, a=8, mode="fan_in")
+        else:
+            nn.init.normal_(self.proj.weight, 0.0, 0.001)
         nn.init.zeros_(self.proj.bias)
         # The last layer starts near 1 (U(u_min, u_max)): without it T = 5000 fails (Li et al.).
         low = self.u_min if self.last else 0.0
@@ -142,8 +152,13 @@ class IndRNNLayer(nn.Module):
 
 
 class IndRNN(Backbone):
-    """Stacked IndRNN layers; `deep` adds batch norm and a residual connection per layer (the
-    ResNet-like deep IndRNN). State: a tuple of per-layer (B, H) tensors."""
+    """Stacked IndRNN layers. State: a tuple of per-layer (B, H) tensors.
+
+    Plain (the default): the network of the authors' adding-problem script, layers stacked
+    directly. `deep`: their sequential-MNIST "plain" network, batch norm (over batch and time)
+    after each IndRNN layer, then dropout; no residual connection (that is their separate
+    residual network, which seqbench does not build). Each variant keeps its script's input,
+    output and bias initialisation; u and its bounds are the same in both."""
 
     recurrent = True
 
@@ -153,7 +168,13 @@ class IndRNN(Backbone):
         H = args.hidden
         self.layers = nn.ModuleList(
             IndRNNLayer(
-                in_dim if i == 0 else H, H, u_min, u_max, i == args.layers - 1, args.backend
+                in_dim if i == 0 else H,
+                H,
+                u_min,
+                u_max,
+                i == args.layers - 1,
+                args.backend,
+                args.deep,
             )
             for i in range(args.layers)
         )
@@ -164,6 +185,15 @@ class IndRNN(Backbone):
         self.dropout = nn.Dropout(args.dropout)
         self.out_dim = H
         self.u_max = u_max
+
+    def init_head_(self, head: nn.Linear) -> None:
+        """The scripts' output layers, bias 0: Lasagne's DenseLayer default (Glorot-uniform) in
+        the adding script; kaiming-normal (fan in) for the classifier of the deep network."""
+        if self.deep:
+            nn.init.kaiming_normal_(head.weight)
+        else:
+            nn.init.xavier_uniform_(head.weight)
+        nn.init.zeros_(head.bias)
 
     def recurrent_weights(self) -> dict[str, torch.Tensor]:
         return {f"u_l{i}": layer.u for i, layer in enumerate(self.layers)}
@@ -196,9 +226,7 @@ class IndRNN(Backbone):
             out = layer(h, None if state is None else state[i])  # (B, T, H) fp32
             states.append(out[:, -1])
             if self.deep:
-                out = self.norms[i](out.transpose(1, 2)).transpose(1, 2)
-                if out.shape == h.shape:
-                    out = out + h
+                out = self.norms[i](out.transpose(1, 2)).transpose(1, 2)  # BN over (B, T)
             h = self.dropout(out)
         return h, tuple(states)
 

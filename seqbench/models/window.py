@@ -36,6 +36,9 @@ class Window(Backbone):
     def constrain_(self) -> None:
         self.base.constrain_()
 
+    def init_head_(self, head) -> None:
+        self.base.init_head_(head)
+
     # the truncated model is stable exactly when its base is
     def project_(self, lam: float) -> float:
         return self.base.project_(lam)

@@ -25,7 +25,13 @@ import torch
 from seqbench import environment
 from seqbench.config import RunConfig
 from seqbench.errors import RunFailedError, UsageError
-from seqbench.models import activation_bytes, build_model, fit_hidden, uses_indrnn_kernel
+from seqbench.models import (
+    activation_bytes,
+    build_model,
+    fit_hidden,
+    param_groups,
+    uses_indrnn_kernel,
+)
 from seqbench.models.base import count_params
 from seqbench.store.common import utcnow
 from seqbench.store.recorder import RunRecorder
@@ -178,12 +184,15 @@ def check_memory(cfg: RunConfig, task) -> None:
         )
 
 
-def make_optimizer(cfg: RunConfig, params) -> torch.optim.Optimizer:
+def make_optimizer(cfg: RunConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
+    """The config's optimiser over the model's parameter groups (weight decay where the
+    family's reference code applies it)."""
+    groups = param_groups(cfg, model)
     if cfg.optimizer == "adam":
-        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        return torch.optim.Adam(groups, lr=cfg.lr)
     if cfg.optimizer == "rmsprop":
-        return torch.optim.RMSprop(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    return torch.optim.SGD(params, lr=cfg.lr, momentum=0.9, weight_decay=cfg.weight_decay)
+        return torch.optim.RMSprop(groups, lr=cfg.lr)
+    return torch.optim.SGD(groups, lr=cfg.lr, momentum=0.9)
 
 
 def peak_memory_mb(device: torch.device) -> float:
@@ -277,7 +286,7 @@ def train(
 def _loop(run: _Run) -> TrainOutcome:
     cfg, task, model, device, buffer = run.cfg, run.task, run.model, run.device, run.buffer
     progress = run.progress
-    opt = make_optimizer(cfg, model.parameters())
+    opt = make_optimizer(cfg, model)
     sched = (
         torch.optim.lr_scheduler.StepLR(opt, cfg.lr_decay_every, gamma=cfg.lr_decay)
         if cfg.lr_decay_every
@@ -323,11 +332,15 @@ def _loop(run: _Run) -> TrainOutcome:
             loss.backward()
             if cfg.clip or log_now:  # the norm costs a pass over every gradient: only when used
                 gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip or math.inf)
+            if cfg.clip_value:
+                torch.nn.utils.clip_grad_value_(model.parameters(), cfg.clip_value)
             opt.step()
         else:  # fp16: scale the loss, unscale before clipping; a step with inf grads is skipped
             scaler.scale(loss).backward()
             scaler.unscale_(opt)
             gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip or math.inf)
+            if cfg.clip_value:
+                torch.nn.utils.clip_grad_value_(model.parameters(), cfg.clip_value)
             scaler.step(opt)
             scaler.update()
         if sched:

@@ -315,3 +315,21 @@ def test_blown_up():
     assert blown_up(2.3, 0.02, False) is None  # an untrained copy model: ~110×, a result
     assert blown_up(1638.0, 1 / 6, False) is not None
     assert blown_up(0.05, 0.1, True) is None  # accuracy: no "far worse" rule
+
+
+@pytest.mark.parametrize("clip_value", [None, 1e-3])
+def test_clip_value_bounds_every_gradient_element(store, tmp_path, clip_value):
+    """clip_value clamps each gradient element: one SGD step (momentum buffer = the gradient
+    on the first step) then moves no weight by more than lr·clip_value."""
+    from seqbench.config import make_config
+    from seqbench.training.loop import prepare
+
+    kw = {**FAST, "steps": 1, "optimizer": "sgd", "lr": 1.0, "clip_value": clip_value}
+    _, _, before, _ = prepare(make_config("rnn", "adding", kw))
+    out = _train(store, **{**kw, "save_checkpoint": True}, eval_every=1)
+    after = load_checkpoint(store.get_run(out.run_id).checkpoint)["state_dict"]
+    moved = max(float((after[n] - p.detach()).abs().max()) for n, p in before.state_dict().items())
+    if clip_value is None:
+        assert moved > 1e-2  # unclipped, some gradient element is far larger
+    else:
+        assert 0 < moved <= 1.0 * clip_value * (1 + 1e-5)
