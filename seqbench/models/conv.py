@@ -130,24 +130,49 @@ class TCN(Backbone):
         return y.transpose(1, 2), None
 
 
-class GLUBlock(nn.Module):
-    """Causal conv to 2H channels, then A ⊙ σ(B) (gated linear unit), plus a residual."""
+def _weight_normed_normal_(conv: nn.Module, std: float) -> None:
+    """Effective weight N(0, std²), bias 0, under weight norm: draw v, then g = ‖v‖ per output
+    channel (what weight_norm applied after the draw computes)."""
+    v = conv.parametrizations.weight.original1
+    nn.init.normal_(v, 0.0, std)
+    with torch.no_grad():
+        dims = tuple(range(1, v.dim()))
+        conv.parametrizations.weight.original0.copy_(
+            torch.linalg.vector_norm(v, dim=dims, keepdim=True)
+        )
+    nn.init.zeros_(conv.bias)
 
-    def __init__(self, c_in: int, c_out: int, kernel_size: int, dropout: float):
+
+class GLUBlock(nn.Module):
+    """dropout → weight-normalised causal conv to 2H channels → A ⊙ σ(B) (gated linear unit),
+    then (y + x)·√½: a layer of fairseq's convolutional decoder (`fconv_lm`, the implementation
+    of Dauphin et al.'s language model), whose conv weights start N(0, 4(1 − p)/(K·C_in))."""
+
+    def __init__(self, channels: int, kernel_size: int, dropout: float):
         super().__init__()
-        self.conv = CausalConv1d(c_in, 2 * c_out, kernel_size)
-        self.res = nn.Conv1d(c_in, c_out, 1) if c_in != c_out else None
+        self.conv = CausalConv1d(channels, 2 * channels, kernel_size, wn=True)
         self.drop = nn.Dropout(dropout)
+        self.p, self.kernel_size, self.channels = dropout, kernel_size, channels
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        std = math.sqrt(4 * (1 - self.p) / (self.kernel_size * self.channels))
+        _weight_normed_normal_(self.conv.conv, std)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        a, b = self.conv(x).chunk(2, dim=1)  # (B, H, T) each
-        y = self.drop(a * torch.sigmoid(b))
-        return y + (x if self.res is None else self.res(x))
+        a, b = self.conv(self.drop(x)).chunk(2, dim=1)  # (B, H, T) each
+        return (a * torch.sigmoid(b) + x) * math.sqrt(0.5)
 
 
 class GatedCNN(Backbone):
-    """Gated convolutional network (no dilation): receptive field 1 + L(K-1). L comes from
-    `levels`, else the fewest layers covering k (default k = min(T, 32))."""
+    """Gated convolutional network (no dilation): a weight-normalised input projection to H
+    channels, then L :class:`GLUBlock` layers with residuals; receptive field 1 + L(K-1).
+    L comes from `levels`, else the fewest layers covering k (default k = min(T, 32)).
+
+    As in fairseq's `fconv_lm`: every linear map and conv is weight-normalised with bias 0;
+    the projection and the head start N(0, (1 − p)/fan_in), p the dropout. fairseq's output
+    layers fc2 → dropout → fc3 are dropout → one head here (two linear maps in a row are one).
+    Token inputs use SequenceModel's embedding, not fairseq's N(0, 0.1) one."""
 
     translation_invariant = True
 
@@ -160,15 +185,25 @@ class GatedCNN(Backbone):
             k = args.k if args.k is not None else min(args.seq_len, 32)
             layers = max(1, math.ceil((k - 1) / (K - 1)))
         self.n_layers, self.kernel_size = layers, K
-        chans = [in_dim] + [args.hidden] * layers
-        self.blocks = nn.Sequential(
-            *(GLUBlock(chans[i], chans[i + 1], K, args.dropout) for i in range(layers))
-        )
-        self.out_dim = args.hidden
+        H = args.hidden
+        self.p = args.dropout
+        self.inp = weight_norm(nn.Conv1d(in_dim, H, 1))  # fc1: a linear map at every step
+        _weight_normed_normal_(self.inp, math.sqrt((1 - self.p) / in_dim))
+        self.drop = nn.Dropout(args.dropout)
+        self.blocks = nn.Sequential(*(GLUBlock(H, K, args.dropout) for _ in range(layers)))
+        self.out_dim = H
+
+    def init_head_(self, head: nn.Linear) -> None:
+        """fairseq's output layer: weight-normalised, N(0, (1 − p)/H), bias 0."""
+        nn.init.normal_(head.weight, 0.0, math.sqrt((1 - self.p) / head.in_features))
+        nn.init.zeros_(head.bias)
+        weight_norm(head)  # in place: g = ‖w‖ per output row, so the effective weight is w
 
     @property
     def receptive_field(self) -> float:
         return 1 + self.n_layers * (self.kernel_size - 1)
 
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
-        return self.blocks(x.transpose(1, 2)).transpose(1, 2), None
+        h = self.inp(x.transpose(1, 2))  # (B, D, T) -> (B, H, T)
+        y = self.drop(self.blocks(h))  # the dropout of fairseq's fc2 → dropout → fc3
+        return y.transpose(1, 2), None
