@@ -168,6 +168,9 @@ def test_tcn_reference_init_matches_the_published_code_no_op(teacher):
 
 
 def test_indrnn_bounds_and_init(teacher):
+    """The authors' adding-problem script: u ~ U(0, u_max), the last layer U(u_min, u_max);
+    input weights N(0, 0.001), biases 0; the output layer Lasagne's default, Glorot-uniform
+    with bias 0."""
     T = 1000
     u_min, u_max = indrnn_bounds(T, 2.0)
     assert u_max == pytest.approx(1.000693, abs=1e-6) and u_min == pytest.approx(2 ** (-1 / T))
@@ -177,12 +180,64 @@ def test_indrnn_bounds_and_init(teacher):
     for v in u[:-1]:
         assert float(v.min()) >= 0 and float(v.max()) <= u_max
     assert float(u[-1].min()) >= u_min and float(u[-1].max()) <= u_max
-    assert float(layers[0].proj.weight.detach().std()) == pytest.approx(0.001, rel=0.1)
+    for layer in layers:
+        assert _std_close(layer.proj.weight, 0.001)
+        assert torch.all(layer.proj.bias == 0)
     assert layers[0].u.dtype == torch.float32
+    bound = math.sqrt(6 / (256 + m.head.out_features))
+    assert float(m.head.weight.detach().abs().max()) <= bound + 1e-7
+    assert _std_close(m.head.weight, bound / math.sqrt(3), rel=0.3)
+    assert torch.all(m.head.bias == 0)
     with torch.no_grad():
         layers[0].u.fill_(5.0)
     m.constrain_()
     assert float(layers[0].u.detach().max()) == pytest.approx(u_max)
+
+
+def test_deep_indrnn_init_and_layout(teacher):
+    """`deep` is the authors' sequential-MNIST plain network: input weights kaiming-uniform
+    (a = 8, fan in), biases 0, batch norm (1, 0) after each IndRNN layer, no residual; the
+    classifier kaiming-normal (fan in) with bias 0."""
+    H = 128
+    m = build_model("indrnn", teacher, ModelArgs(seq_len=64, hidden=H, layers=3, deep=True))
+    bb = m.backbone
+    for layer in bb.layers:
+        w = layer.proj.weight
+        fan_in = w.shape[1]
+        bound = math.sqrt(2 / (1 + 8**2)) * math.sqrt(3 / fan_in)
+        assert float(w.detach().abs().max()) <= bound + 1e-7
+        if w.numel() >= 1000:
+            assert _std_close(w, bound / math.sqrt(3))
+        assert torch.all(layer.proj.bias == 0)
+    for bn in bb.norms:
+        assert torch.all(bn.weight == 1) and torch.all(bn.bias == 0)
+    assert _std_close(m.head.weight, math.sqrt(2 / H), rel=0.3)
+    assert torch.all(m.head.bias == 0)
+    # no residual: the output is BN(layer(h)) composed, layer by layer
+    m.eval()
+    x = _x((2, 9, teacher.in_dim))
+    h = x
+    with torch.no_grad():
+        for layer, bn in zip(bb.layers, bb.norms, strict=True):
+            h = bn(layer(h, None).transpose(1, 2)).transpose(1, 2)
+        torch.testing.assert_close(bb(x)[0], h)
+
+
+def test_weight_decay_spares_what_the_reference_spares(teacher):
+    """IndRNN's scripts keep u and every bias out of weight decay; other families decay all."""
+    from seqbench.config import make_config
+    from seqbench.models import param_groups
+
+    cfg = make_config("indrnn", "digits", {"weight_decay": 1e-4})
+    m = build_model("indrnn", teacher, ModelArgs(seq_len=20, hidden=8, deep=True))
+    decay, free = param_groups(cfg, m)
+    names = {id(p): n for n, p in m.named_parameters()}
+    assert decay["weight_decay"] == 1e-4 and free["weight_decay"] == 0.0
+    assert {names[id(p)].rsplit(".", 1)[-1] for p in free["params"]} == {"u", "bias"}
+    assert all(names[id(p)].endswith("weight") for p in decay["params"])
+    lstm = build_model("lstm", teacher, ModelArgs(seq_len=20, hidden=8))
+    (only,) = param_groups(make_config("lstm", "teacher", {"weight_decay": 1e-4}), lstm)
+    assert len(only["params"]) == len(list(lstm.parameters()))
 
 
 @pytest.mark.parametrize("name", ["rnn", "lstm", "gru"])
@@ -199,20 +254,52 @@ def test_torch_recurrent_init_is_pytorchs_uniform(name, teacher):
     assert _std_close(m.head.weight, 1 / math.sqrt(3 * H), rel=0.5)  # nn.Linear's default
 
 
-def test_gcnn_and_window_init(teacher):
-    """gcnn: PyTorch's Conv1d init (kaiming-uniform, a = √5) on every causal conv; window:
-    exactly its base model's init (the same draw for the same seed)."""
-    m = _model("gcnn", teacher, hidden=64, k=9)
+@pytest.mark.parametrize("p", [0.0, 0.2])
+def test_gcnn_init_is_fairseqs(p, teacher):
+    """science.md: fairseq's fconv_lm. Every causal conv weight-normalised, its effective weight
+    N(0, 4(1 − p)/(K·C_in)) and bias 0; the input projection and the head weight-normalised,
+    N(0, (1 − p)/fan_in), bias 0."""
+    m = _model("gcnn", teacher, hidden=64, k=9, kernel_size=5, dropout=p)
     for block in m.backbone.blocks:
-        w = block.conv.conv.weight
-        fan_in = w.shape[1] * w.shape[2]
-        assert float(w.detach().abs().max()) <= 1 / math.sqrt(fan_in) + 1e-7
-        assert _std_close(w, 1 / math.sqrt(3 * fan_in))
-    torch.manual_seed(0)
-    win = build_model("window", teacher, ModelArgs(seq_len=20, hidden=32, base="lstm", k=4))
-    torch.manual_seed(0)
-    full = build_model("lstm", teacher, ModelArgs(seq_len=20, hidden=32))
-    assert torch.equal(win.backbone.base.rnn.weight_hh_l0, full.backbone.rnn.weight_hh_l0)
+        conv = block.conv.conv
+        assert hasattr(conv, "parametrizations")  # weight norm
+        C_out2, C_in, K = conv.weight.shape
+        assert (C_out2, C_in, K) == (128, 64, 5)
+        assert _std_close(conv.weight, math.sqrt(4 * (1 - p) / (K * C_in)))
+        assert torch.all(conv.bias == 0)
+    inp = m.backbone.inp
+    assert hasattr(inp, "parametrizations") and torch.all(inp.bias == 0)
+    assert _std_close(inp.weight, math.sqrt((1 - p) / inp.weight.shape[1]), rel=0.3)
+    assert hasattr(m.head, "parametrizations") and torch.all(m.head.bias == 0)
+    assert _std_close(m.head.weight, math.sqrt((1 - p) / 64), rel=0.4)
+
+
+def test_gcnn_block_is_glu_plus_scaled_residual(teacher):
+    """(A ⊙ σ(B) + x)·√½ with A, B the two halves of the causal conv of x."""
+    m = _model("gcnn", teacher, hidden=8, k=5, kernel_size=3)
+    block = m.backbone.blocks[0]
+    x = _x((2, 8, 11))
+    conv = torch.nn.functional.conv1d(
+        torch.nn.functional.pad(x, (2, 0)), block.conv.conv.weight, block.conv.conv.bias
+    )
+    a, b = conv.chunk(2, dim=1)
+    want = (a * torch.sigmoid(b) + x) * math.sqrt(0.5)
+    torch.testing.assert_close(block(x), want)
+
+
+def test_window_init_is_its_bases(teacher):
+    """The window model starts from exactly its base model's init, head included (the same
+    draw for the same seed)."""
+    for base in ("lstm", "indrnn"):
+        torch.manual_seed(0)
+        win = build_model("window", teacher, ModelArgs(seq_len=20, hidden=32, base=base, k=4))
+        torch.manual_seed(0)
+        full = build_model(base, teacher, ModelArgs(seq_len=20, hidden=32))
+        for (name, p), (_, q) in zip(
+            win.backbone.base.named_parameters(), full.backbone.named_parameters(), strict=True
+        ):
+            assert torch.equal(p, q), (base, name)
+        assert torch.equal(win.head.weight, full.head.weight), base
 
 
 def test_transformer_init_is_torchs(teacher):
