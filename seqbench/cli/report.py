@@ -106,6 +106,8 @@ def report(
     if rep is None:
         typer.echo("no completed runs in the store match: nothing to report")
         return
+    for note in rep.notes:
+        typer.echo(f"note: {note}", err=True)
     if fit_decay:
         render(*api.fit_decay(rep), fmt, title=f"decay of the {metric} gap in k")
     else:

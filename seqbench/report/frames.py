@@ -85,10 +85,79 @@ def results_frame(
     return df.drop(columns=["value_kind"])
 
 
+# Config fields that never make two runs different experiments (the seed is what a cell
+# averages over; the rest say where and how a run executed).
+def _not_experiment() -> set[str]:
+    from seqbench.config import NOT_HASHED
+
+    return {"model", "task", "seed", *NOT_HASHED}
+
+
+def _shown(v) -> str:
+    return "none" if v is None else str(v)
+
+
+def _order(v) -> tuple:
+    """Sort key for config values of mixed kinds: numbers by value, then text, None last."""
+    if isinstance(v, bool) or v is None:
+        return (1 if v is not None else 2, str(v))
+    if isinstance(v, (int, float)):
+        return (0, float(v))
+    return (1, str(v))
+
+
+def label_variants(df: pd.DataFrame, group: list[str]) -> tuple[pd.DataFrame, dict[str, list]]:
+    """A report cell averages runs that differ in the seed alone. Where a model's runs in one
+    cell (its `group` values) differ in other config fields too, each distinct config is a
+    *variant*: its runs are relabelled `lstm (seq_len=20)` by the fields that differ (the
+    same fields in every cell of that model), never averaged together.
+
+    Returns the frame (the original name kept as `family`) and {model: [fields, labels]}
+    for the models that were split, labels in the order of their values."""
+    skip = _not_experiment() | set(group)
+    fields: dict[str, set[str]] = {}
+    for key, g in df.groupby(["model", *group], dropna=False, sort=False):
+        configs = list(g["config"])
+        names = set().union(*(c.keys() for c in configs)) - skip
+        vary = {
+            n
+            for n in names
+            if len({json.dumps(c.get(n), sort_keys=True, default=str) for c in configs}) > 1
+        }
+        if vary:
+            fields.setdefault(key[0] if isinstance(key, tuple) else key, set()).update(vary)
+    df = df.assign(family=df["model"])
+    if not fields:
+        return df, {}
+    labels, order = [], {}
+    for model, cfg in zip(df["model"], df["config"], strict=True):
+        names = sorted(fields.get(model, ()))
+        if not names:
+            labels.append(model)
+            continue
+        label = f"{model} ({' '.join(f'{n}={_shown(cfg.get(n))}' for n in names)})"
+        labels.append(label)
+        order[label] = tuple(_order(cfg.get(n)) for n in names)
+    split = {
+        m: [sorted(fs), sorted({lab for lab in order if lab.startswith(m + " (")}, key=order.get)]
+        for m, fs in fields.items()
+    }
+    return df.assign(model=labels), split
+
+
 def unset_to_none(key: tuple) -> tuple:
     """A group key with NaN parts (pandas' unset k of a full model) as None, so that keys
     compare equal and print blank."""
     return tuple(None if isinstance(v, float) and math.isnan(v) else v for v in key)
+
+
+def experiment_key(config: dict) -> str:
+    """The canonical JSON of a stored config without the seed (and without where it ran): two
+    runs with the same key are seeds of one experiment."""
+    skip = _not_experiment()
+    return json.dumps(
+        {k: v for k, v in config.items() if k not in skip}, sort_keys=True, default=str
+    )
 
 
 def row_baselines(
@@ -96,18 +165,25 @@ def row_baselines(
 ) -> dict[tuple, float]:
     """Mean stored trivial baseline (the runs' `baseline` summary) per report row: keyed by
     the row's `group` values (task first), and by (task,) alone as a fallback. A baseline that
-    depends on the config (the teacher's λ, the copy task's T) is thus shown per row."""
+    depends on the config (the teacher's λ, the copy task's T) is thus shown per row; a row
+    whose experiments have different baselines (copy at two T) gets none rather than their
+    mean. Seeds are averaged (each teacher seed draws another teacher)."""
     df = results_frame(db, "baseline", tasks=tasks or None, sweep=sweep, where=where)
     if df.empty:
         return {}
     df = add_config_columns(df, [g for g in group if g != "task"])
+    df["experiment"] = [experiment_key(c) for c in df["config"]]
     out = {}
     for keys in (group, ["task"]):
         for key, g in df.groupby(keys, dropna=False):
             key = key if isinstance(key, tuple) else (key,)
-            vals = [v for v in g["value"] if math.isfinite(v)]
-            if vals:
-                out[unset_to_none(key)] = sum(vals) / len(vals)
+            fin = g[[math.isfinite(v) for v in g["value"]]]
+            if fin.empty:
+                continue
+            means = fin.groupby("experiment")["value"].mean()
+            lo, hi = float(means.min()), float(means.max())
+            if hi - lo <= 1e-9 * max(abs(hi), abs(lo), 1e-12):
+                out[unset_to_none(key)] = float(fin["value"].mean())
     return out
 
 

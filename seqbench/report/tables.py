@@ -11,6 +11,7 @@ import pandas as pd
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.report.frames import (
     add_config_columns,
+    label_variants,
     metric_direction,
     parse_by,
     results_frame,
@@ -31,6 +32,17 @@ class Report:
     compare: bool
     baselines: dict
     frame: pd.DataFrame | None = None  # one row per run (value, seed, the --by fields)
+    # models whose runs in one cell differed beyond the seed: {model: [fields, variant labels]}
+    variants: dict[str, list] | None = None
+
+    @property
+    def notes(self) -> list[str]:
+        """One line per model split into variants, naming the fields that told them apart."""
+        return [
+            f"{m}: runs differ in {', '.join(fs)} beyond the seed, so each config is reported "
+            f"apart ({', '.join(labels)}); --by {fs[0]} groups by it, --where picks one"
+            for m, (fs, labels) in (self.variants or {}).items()
+        ]
 
     @property
     def group(self) -> list[str]:
@@ -96,10 +108,13 @@ def build_report(
         if df[b].map(lambda v: isinstance(v, (list, dict))).any():
             df[b] = df[b].map(str)
     group = ["task"] + [b for b in bys if b != "model"]
+    df, variants = label_variants(df, group)  # never a mean over different configs
     stats = _agg(df, [*group, "model"])
-    models = compare or sorted(set(df["model"]))
+    models = compare or sorted(set(df["family"]))
+    models = [v for m in models for v in (variants[m][1] if m in variants else [m])]
     base = row_baselines(db, sorted(set(df["task"])), group, sweep=sweep, where=where)
-    return Report(stats, metric, bys, models, bool(compare) and "model" not in bys, base, df)
+    compared = bool(compare) and "model" not in bys
+    return Report(stats, metric, bys, models, compared, base, df, variants)
 
 
 INT_AXES = ("k", "seq_len")  # integer run columns that pandas turns into floats beside a blank

@@ -191,3 +191,50 @@ def test_fit_decay_pairs_gaps_by_seed(store, db):
     gaps = [0.495, 0.195, 0.055]  # mean paired gaps at k = 1, 2, 4
     slope = np.polyfit([1, 2, 4], np.log(gaps), 1)[0]
     assert f["rate"] == pytest.approx(math.exp(slope))
+
+
+def test_a_cell_never_averages_runs_of_different_configs(cli, store, db):
+    """Runs of one model that differ in more than the seed (here T and the step budget) are
+    variants, each with its own mean, named by the fields that differ; the same model with
+    seeds alone stays one cell."""
+    for seed, v in enumerate((0.10, 0.12)):
+        _run(store, "lstm", "adding", v, seed=seed, seq_len=50, steps=20)
+    _run(store, "lstm", "adding", 0.30, seq_len=100, steps=200)
+    for seed, v in enumerate((0.05, 0.07)):
+        _run(store, "tcn", "adding", v, seed=seed, seq_len=50, steps=20)
+    rep = build_report(str(db), compare=["lstm", "tcn"])
+    assert rep.models == [
+        "lstm (seq_len=50 steps=20)",
+        "lstm (seq_len=100 steps=200)",
+        "tcn",
+    ]
+    cols, (row,), _ = comparison_rows(rep)
+    cells = dict(zip(cols, row, strict=True))
+    assert cells["lstm (seq_len=50 steps=20)"][::2] == (pytest.approx(0.11), 2)
+    assert cells["lstm (seq_len=100 steps=200)"][::2] == (pytest.approx(0.30), 1)
+    assert cells["tcn"][::2] == (pytest.approx(0.06), 2)
+    (note,) = rep.notes
+    assert note.startswith("lstm: runs differ in seq_len, steps beyond the seed")
+    out = cli("report")  # the leaderboard splits them too, and says so on stderr
+    assert out.exit_code == 0, out.output
+    assert "lstm (seq_len=100 steps=200)" in out.stdout and "0.3" in out.stdout
+    assert "note: lstm: runs differ in seq_len, steps" in out.stderr
+    # by T, each cell holds one experiment (T and steps change together here): no variants
+    by_t = build_report(str(db), compare=["lstm", "tcn"], by="seq_len")
+    assert by_t.models == ["lstm", "tcn"] and by_t.notes == []
+
+
+def test_a_row_mixing_experiments_with_different_baselines_shows_none(store, db):
+    # copy at two lengths: memoryless baselines 10·ln 8/(T+20) differ; their mean is no baseline
+    for T in (100, 200):
+        r = _run(store, "tcn", "copy", 0.01, seq_len=T)
+        store.set_summaries(r.id, {"baseline": 10 * math.log(8) / (T + 20)})
+    rep = build_report(str(db), compare=["tcn"])
+    cols, (row,), _ = comparison_rows(rep)
+    assert row[cols.index("baseline")] is None
+    rep = build_report(str(db), compare=["tcn"], by="seq_len")
+    cols, rows, _ = comparison_rows(rep)
+    assert [r[cols.index("baseline")] for r in rows] == [
+        pytest.approx(10 * math.log(8) / 120),
+        pytest.approx(10 * math.log(8) / 220),
+    ]
