@@ -194,27 +194,34 @@ def train(
     db: str | Store | None = None,
     config_file: str | None = None,
     progress: Progress | None = None,
+    name: str | None = None,
     **overrides: Any,
 ) -> TrainOutcome:
     """Train one run and record it in the store; returns a TrainOutcome (run id, status,
-    summaries, resolved config). Overrides are RunConfig fields.
+    summaries, resolved config). Overrides are RunConfig fields; `name` labels the run.
 
     Example: ``seqbench.train("indrnn", "adding", seq_len=100, steps=500, db="runs.db")``
     """
-    return train_config(make_config(model, task, overrides, config_file), db=db, progress=progress)
+    cfg = make_config(model, task, overrides, config_file)
+    return train_config(cfg, db=db, progress=progress, name=name)
 
 
 def train_config(
-    cfg: RunConfig, *, db: str | Store | None = None, progress: Progress | None = None
+    cfg: RunConfig,
+    *,
+    db: str | Store | None = None,
+    progress: Progress | None = None,
+    name: str | None = None,
 ) -> TrainOutcome:
     """Train a resolved config (make_config) and record it in the store at `db` (a path, a
-    URL or an open Store)."""
+    URL or an open Store), with an optional run `name`."""
     from seqbench.store.store import Store, open_store
     from seqbench.training.loop import train as train_loop
 
+    name = check_run_name(name)
     store = db if isinstance(db, Store) else open_store(db)
     try:
-        return train_loop(cfg, store, progress=progress)
+        return train_loop(cfg, store, progress=progress, name=name)
     finally:
         if store is not db:
             store.dispose()
@@ -369,7 +376,7 @@ def curve_runs(store: Store, refs: list[str], **filters: Any) -> list:
 
 def _resolve_runs(store: Store, refs: list[str]) -> list:
     if not refs:
-        raise UsageError("name at least one run (an id or a uuid prefix)")
+        raise UsageError("name at least one run (an id, a name or a uuid prefix)")
     return [store.require_run(ref) for ref in refs]
 
 
@@ -394,6 +401,37 @@ def tag_runs(
     """Add (or change) tags and remove tag keys on runs after the fact."""
     ids = sorted({r.id for r in _resolve_runs(store, refs)})
     store.retag_runs(ids, {str(k): str(v) for k, v in (add or {}).items()}, remove)
+    return ids
+
+
+def check_run_name(name: str | None) -> str | None:
+    """A run name as given, or a one-line error: 1-200 printable characters, not only digits
+    (a number names a run by its id)."""
+    if name is None:
+        return None
+    if not name.strip() or len(name) > 200 or not name.isprintable():
+        raise UsageError(f"a run name is 1-200 printable characters, got {name!r}")
+    if name.isascii() and name.isdecimal():
+        raise UsageError(f"a run name cannot be a number ({name!r} would read as a run id)")
+    return name
+
+
+def name_run(store: Store, ref: str, name: str | None) -> int:
+    """Name a run (an id, name or uuid prefix); None takes its name away."""
+    run = store.require_run(ref)
+    store.name_run(run.id, check_run_name(name))
+    return run.id
+
+
+def archive_runs(store: Store, refs: list[str], archived: bool = True) -> list[int]:
+    """Archive runs (hidden from runs, report, check and baseline save; nothing is deleted)
+    or restore them. A running run cannot be archived."""
+    runs = _resolve_runs(store, refs)
+    live = [r.id for r in runs if r.status == "running"]
+    if archived and live:
+        raise UsageError(f"run {live[0]} is running: archive it once it has finished")
+    ids = sorted({r.id for r in runs})
+    store.archive_runs(ids, archived)
     return ids
 
 

@@ -213,9 +213,10 @@ def check(
 ) -> None:
     """Compare current results with a baseline; exit 1 if anything regressed.
 
-    Per (model, task, k, variant, metric): the median over seeds against the baseline
-    value ± tolerance in the metric's direction: pass, regressed (a nan always is), improved
-    or missing.
+    Per (model, task, k, variant, metric): the median over seeds of the runs of the very
+    config the point was measured on (seed aside) against the baseline value ± tolerance in
+    the metric's direction: pass, regressed (a nan always is), improved or missing (a note
+    on stderr names the fields by which the nearest current runs differ).
     Exit codes: 0 nothing regressed, 1 a regression, 2 usage error or unknown baseline.
 
     Example: seqbench check --baseline baselines/bai-tcn-tiny.json --junit check.xml
@@ -258,6 +259,10 @@ def check(
         fmt,
         title=f"check against {baseline}",
     )
+    for r in rows:
+        if r.note:
+            label = " ".join(x for x in (f"k={r.k}", api.variant_label(r.variant)) if x)
+            typer.echo(f"missing {r.model}/{r.task} {label}: {r.note}", err=True)
     if junit:
         api.junit_xml(rows, junit)
     counts = {s: sum(r.status == s for r in rows) for s in api.CHECK_STATUSES}

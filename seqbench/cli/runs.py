@@ -12,7 +12,8 @@ from seqbench.cli._output import Format, FormatOption, output_path, render, rend
 from seqbench.errors import SeqbenchError
 
 app = typer.Typer(
-    help="List runs, newest first (the subcommands tag, untag and delete manage them).\n\n"
+    help="List runs, newest first (the subcommands name, tag, untag, archive, restore and "
+    "delete manage them).\n\n"
     "Example: seqbench runs --model lstm --status completed --tag owner=me",
     invoke_without_command=True,
 )
@@ -39,21 +40,27 @@ def runs(
     tag: Annotated[
         list[str] | None, typer.Option("--tag", help="Only runs tagged key=value (repeatable).")
     ] = None,
+    archived: Annotated[
+        bool, typer.Option("--archived", help="List the archived runs instead.")
+    ] = False,
     limit: Annotated[int, typer.Option(help="At most this many, newest first (0: all).")] = 50,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """List runs, newest first.
+    """List runs, newest first (archived runs only with --archived).
 
     Example: seqbench runs --model lstm --status completed --format csv
     """
     if ctx.invoked_subcommand is not None:
         return
     tags = api.parse_assignments(tag, "--tag") or None
-    filters = dict(model=model, task=task, status=status, sweep=sweep, kind=kind, tags=tags)
+    filters = dict(
+        model=model, task=task, status=status, sweep=sweep, kind=kind, tags=tags, archived=archived
+    )
     listed = api.list_runs(state(ctx).reader, limit=limit, **filters)
     rows = [
         (
             r.id,
+            r.name,
             r.kind,
             r.status,
             r.model,
@@ -67,7 +74,8 @@ def runs(
         )
         for r, metric in listed
     ]
-    cols = ["id", "kind", "status", "model", "task", "k", "seq_len", "seed", "test_metric"]
+    cols = ["id", "name", "kind", "status", "model", "task", "k", "seq_len", "seed"]
+    cols.append("test_metric")
     render([*cols, "wall_s", "created"], rows, fmt)
     if limit and len(rows) == limit:  # there may be more: say how many
         total = api.count_runs(state(ctx).reader(), **filters)
@@ -75,10 +83,55 @@ def runs(
             typer.echo(f"showing {limit} of {total} runs (--limit 0 for all)", err=True)
 
 
+RunsArgument = Annotated[list[str], typer.Argument(help="Run ids (or names, or uuid prefixes).")]
+
+
+@app.command("name")
+def name_run(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="Run id (or name, or uuid prefix).")],
+    name: Annotated[str | None, typer.Argument(help="The new name.")] = None,
+    clear: Annotated[bool, typer.Option("--clear", help="Take the run's name away.")] = False,
+) -> None:
+    """Name a run; the name then works wherever a run is asked for (show, diff, curves, ...).
+    Names need not be unique, but a name that several runs share must be given as an id.
+
+    Example: seqbench runs name 3 lstm-baseline && seqbench show lstm-baseline
+    """
+    from seqbench.errors import UsageError
+
+    if (name is None) == (not clear):
+        raise UsageError("give a name, or --clear to take it away")
+    run_id = api.name_run(state(ctx).store(), run, None if clear else name)
+    typer.echo(f"run {run_id}: " + ("name cleared" if clear else f"named {name!r}"))
+
+
+@app.command("archive")
+def archive_runs(ctx: typer.Context, run: RunsArgument) -> None:
+    """Archive runs: they leave runs, report, check and baseline save, and keep every row
+    (runs --archived lists them; runs restore brings them back). A sweep still counts an
+    archived run's point as done.
+
+    Example: seqbench runs archive 7 8
+    """
+    ids = api.archive_runs(state(ctx).store(), run)
+    typer.echo(f"archived {len(ids)} run(s): {', '.join(map(str, ids))}")
+
+
+@app.command("restore")
+def restore_runs(ctx: typer.Context, run: RunsArgument) -> None:
+    """Bring archived runs back into lists and reports.
+
+    Example: seqbench runs restore 7 8
+    """
+    ids = api.archive_runs(state(ctx).store(), run, archived=False)
+    typer.echo(f"restored {len(ids)} run(s): {', '.join(map(str, ids))}")
+
+
 @app.command("tag")
 def tag_runs(
     ctx: typer.Context,
-    run: Annotated[list[str], typer.Argument(help="Run ids (or uuid prefixes).")],
+    run: RunsArgument,
     tag: Annotated[list[str], typer.Option("--tag", help="key=value to set (repeatable).")],
 ) -> None:
     """Tag runs after the fact (a key already there gets the new value).
@@ -92,7 +145,7 @@ def tag_runs(
 @app.command("untag")
 def untag_runs(
     ctx: typer.Context,
-    run: Annotated[list[str], typer.Argument(help="Run ids (or uuid prefixes).")],
+    run: RunsArgument,
     key: Annotated[list[str], typer.Option("--key", help="Tag key to remove (repeatable).")],
 ) -> None:
     """Remove tags from runs.
@@ -106,7 +159,7 @@ def untag_runs(
 @app.command("delete")
 def delete_runs(
     ctx: typer.Context,
-    run: Annotated[list[str], typer.Argument(help="Run ids (or uuid prefixes).")],
+    run: RunsArgument,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Delete runs with their metrics, summaries and curves (all in one transaction).
@@ -121,7 +174,7 @@ def delete_runs(
 
 def show(
     ctx: typer.Context,
-    run: Annotated[str, typer.Argument(help="Run id (or a uuid prefix).")],
+    run: Annotated[str, typer.Argument(help="Run id (or name, or uuid prefix).")],
     fmt: FormatOption = Format.table,
 ) -> None:
     """Show one run: its config, environment, summary metrics and last metric values.
@@ -132,6 +185,7 @@ def show(
     pairs: list[tuple[str, object]] = [
         ("id", r.id),
         ("uuid", r.uuid),
+        ("name", r.name),
         ("kind", r.kind),
         ("status", r.status),
         ("model", r.model),
@@ -147,6 +201,7 @@ def show(
         ("n_params", r.n_params),
         ("checkpoint", r.checkpoint),
         ("tags", r.tags),
+        ("archived_at", r.archived_at),
     ]
     pairs += [(f"config.{k}", v) for k, v in sorted((r.config or {}).items())]
     pairs += [(f"env.{k}", v) for k, v in sorted((r.environment or {}).items())]
@@ -159,7 +214,7 @@ def show(
 
 def diff(
     ctx: typer.Context,
-    a: Annotated[str, typer.Argument(help="A run id (or uuid prefix).")],
+    a: Annotated[str, typer.Argument(help="A run id (or name, or uuid prefix).")],
     b: Annotated[str, typer.Argument(help="The run to compare it with.")],
     metric: Annotated[str, typer.Option(help="The curve --plot overlays.")] = "valid_metric",
     plot: Annotated[str | None, typer.Option(help="Also draw both runs' curves (PNG).")] = None,
@@ -192,7 +247,9 @@ def diff(
 
 def curves(
     ctx: typer.Context,
-    run: Annotated[list[str] | None, typer.Argument(help="Run ids (or select with flags).")] = None,
+    run: Annotated[
+        list[str] | None, typer.Argument(help="Run ids or names (or select with flags).")
+    ] = None,
     metric: Annotated[str, typer.Option(help="Metric key (train_loss, valid_metric, ...).")] = (
         "valid_metric"
     ),

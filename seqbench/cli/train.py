@@ -85,6 +85,9 @@ def train(
     tag: Annotated[
         list[str] | None, typer.Option("--tag", help="key=value label (repeatable).")
     ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="A name for the run (usable wherever a run id is).")
+    ] = None,
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="Any config field as key=value (repeatable)."),
@@ -157,13 +160,14 @@ def train(
         from dataclasses import replace
 
         cfg = replace(cfg, tags={**cfg.tags, **tags})
+    api.check_run_name(name)
     if dry_run:
         typer.echo(api.config_toml(cfg), nl=False)
         return
     store = state(ctx).store()
     try:
         with sigterm_as_interrupt():
-            outcome = api.train_config(cfg, db=store, progress=_progress(quiet))
+            outcome = api.train_config(cfg, db=store, progress=_progress(quiet), name=name)
     except KeyboardInterrupt as e:
         typer.echo("interrupted: the run is saved with status 'interrupted'", err=True)
         raise typer.Exit(interrupt_exit_code(e)) from None

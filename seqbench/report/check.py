@@ -4,7 +4,12 @@
 The variant holds the config fields that tell apart runs sharing (model, task, k) in the
 saved set, e.g. seq_len when the adding problem ran at T = 100, 500 and 1000, or teacher_lam
 and stable in the Miller & Hardt sweep: the fields whose values differ between runs of one
-(model, task, k) other than the seed. Without it those runs would share one median."""
+(model, task, k) other than the seed. Without it those runs would share one median.
+
+Each point also keeps the whole config it was measured on, seed aside (`config`, the
+experiment key): a check compares it only with runs of that same experiment, so an ad-hoc run
+with other steps or widths is never judged against a preset's baseline. Points saved before
+configs were kept (config '') fall back to matching by variant."""
 
 from __future__ import annotations
 
@@ -14,8 +19,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+import pandas as pd
+
 from seqbench.errors import SeqbenchError, UsageError
-from seqbench.report.frames import metric_direction, results_frame
+from seqbench.report.frames import experiment_key, metric_direction, results_frame
 from seqbench.store import baselines as stored
 from seqbench.store.store import Store
 
@@ -32,6 +39,7 @@ class Point:
     tolerance: float
     direction: str  # "lower" or "higher" is better
     variant: str = ""  # canonical JSON of the distinguishing config fields; "" for none
+    config: str = ""  # the experiment key (frames.experiment_key); "" for old points
 
 
 def variant_text(values: dict) -> str:
@@ -57,6 +65,7 @@ class CheckRow:
     tolerance: float
     direction: str
     status: str
+    note: str = ""  # why a point is missing, when a run of another config came close
 
 
 def valid_tolerance(x: float) -> bool:
@@ -88,25 +97,44 @@ def varying_fields(df) -> list[str]:
     return sorted(found)
 
 
+def _current(db, metric, sweep, where):
+    """Completed and diverged runs with `metric`, k as an int or None, each run's experiment
+    key alongside."""
+    df = results_frame(db, metric, sweep=sweep, where=where, statuses=("completed", "diverged"))
+    if df.empty:
+        return df
+    ks = [None if k is None or k != k else int(k) for k in df["k"]]
+    df["k"] = pd.Series(ks, index=df.index, dtype=object)  # None stays None, not NaN
+    df["experiment"] = [experiment_key(c) for c in df["config"]]
+    return df
+
+
+def _median(vals) -> float:
+    """A diverged run's nan makes the median nan, so it cannot pass silently."""
+    vals = vals.astype(float)
+    return math.nan if vals.isna().any() else float(vals.median())
+
+
 def current_medians(
     db, metrics, *, sweep=None, where=None, variant_fields=None
-) -> dict[tuple, tuple[float, int]]:
-    """{(model, task, k, variant, metric): (median over seeds, n)} of completed and diverged
-    runs (a diverged run's nan makes the median nan, so it cannot pass silently). Runs are
-    told apart by `variant_fields`, or by the fields that vary (`varying_fields`) when None."""
+) -> dict[tuple, tuple[float, int, str]]:
+    """{(model, task, k, variant, metric): (median over seeds, n, experiment key)} of completed
+    and diverged runs, told apart by `variant_fields`, or by the fields that vary
+    (`varying_fields`) when None. With the fields that vary, each group is one experiment."""
     out = {}
     for metric in metrics:
-        df = results_frame(db, metric, sweep=sweep, where=where, statuses=("completed", "diverged"))
+        df = _current(db, metric, sweep, where)
         if df.empty:
             continue
         fields = varying_fields(df) if variant_fields is None else variant_fields
-        df["k"] = df["k"].astype("object").where(df["k"].notna(), None)
         df["variant"] = [variant_text({f: c.get(f) for f in fields}) for c in df["config"]]
         for (model, task, k, var), g in df.groupby(["model", "task", "k", "variant"], dropna=False):
-            vals = g["value"].astype(float)
-            med = math.nan if vals.isna().any() else float(vals.median())
-            key = (model, task, None if k is None or k != k else int(k), var, metric)
-            out[key] = (med, len(g))
+            k = None if k is None or k != k else int(k)
+            out[(model, task, k, var, metric)] = (
+                _median(g["value"]),
+                len(g),
+                g["experiment"].iloc[0],
+            )
     return out
 
 
@@ -125,8 +153,8 @@ def save_baseline(
     if not cur:
         raise SeqbenchError("no completed runs match: nothing to save as a baseline")
     points = [
-        Point(m, t, k, metric, v, tolerance(v, rtol, atol), metric_direction(metric, t), var)
-        for (m, t, k, var, metric), (v, _) in sorted(cur.items(), key=lambda kv: str(kv[0]))
+        Point(m, t, k, metric, v, tolerance(v, rtol, atol), metric_direction(metric, t), var, ex)
+        for (m, t, k, var, metric), (v, _, ex) in sorted(cur.items(), key=lambda kv: str(kv[0]))
     ]
     write_points(store, name, points)
     return points
@@ -160,6 +188,7 @@ def export_baseline(store: Store, name: str, path: str | Path) -> int:
                 **asdict(p),
                 "value": _json_value(p.value),
                 "variant": json.loads(p.variant) if p.variant else {},
+                "config": json.loads(p.config) if p.config else {},
             }
             for p in points
         ],
@@ -182,6 +211,7 @@ def load_file(path: str | Path) -> tuple[str, list[Point]]:
                 float(d["tolerance"]),
                 d["direction"],
                 _variant(d.get("variant")),
+                _experiment(d.get("config")),
             )
             for d in data["points"]
         ]
@@ -209,6 +239,15 @@ def _variant(v) -> str:
     if not isinstance(v, dict):
         raise TypeError("variant must be an object of config fields")
     return variant_text(v)
+
+
+def _experiment(c) -> str:
+    """A file's point config: an object of config fields (nothing for an old file)."""
+    if not c:
+        return ""
+    if not isinstance(c, dict):
+        raise TypeError("config must be an object of config fields")
+    return experiment_key(c)
 
 
 def import_baseline(store: Store, path: str | Path, name: str | None = None) -> tuple[str, int]:
@@ -244,19 +283,57 @@ def judge(p: Point, current: float | None, tol: float) -> str:
     return "pass"
 
 
+def _differences(want: dict, have: dict) -> list[str]:
+    return [
+        f"{k} ({_shown(want.get(k))} → {_shown(have.get(k))})"
+        for k in sorted(set(want) | set(have))
+        if json.dumps(want.get(k), default=str) != json.dumps(have.get(k), default=str)
+    ]
+
+
+def _shown(v) -> str:
+    return "unset" if v is None else str(v)
+
+
+def _nearest(p: Point, df) -> str:
+    """For a point no current run matches: the fields by which the closest runs of its
+    (model, task, k) differ, as a note ('' if it has no such runs)."""
+    if df is None or df.empty:
+        return ""
+    same = df[(df["model"] == p.model) & (df["task"] == p.task)]
+    same = same[[k == p.k for k in same["k"]]]
+    if same.empty:
+        return ""
+    want = json.loads(p.config)
+    diffs = min((_differences(want, json.loads(ex)) for ex in set(same["experiment"])), key=len)
+    return f"no run of this config; the nearest differs in {', '.join(diffs[:4])}" + (
+        f" and {len(diffs) - 4} more" if len(diffs) > 4 else ""
+    )
+
+
 def check(
     store: Store, points: list[Point], *, sweep=None, where=None, rtol=None, atol=None
 ) -> list[CheckRow]:
     """Judge the current medians against each baseline point; --rtol/--atol override the stored
-    tolerance."""
+    tolerance. A point with a config is compared with the runs of exactly that config (seeds
+    pooled); an old point without one, with the runs of its variant."""
+    metrics = sorted({p.metric for p in points})
     fields = sorted({f for p in points if p.variant for f in json.loads(p.variant)})
-    cur = current_medians(
-        store.url,
-        sorted({p.metric for p in points}),
-        sweep=sweep,
-        where=where,
-        variant_fields=fields,
-    )
+    legacy = {}
+    if any(not p.config for p in points):
+        legacy = current_medians(
+            store.url, metrics, sweep=sweep, where=where, variant_fields=fields
+        )
+    frames = {m: _current(store.url, m, sweep, where) for m in metrics}
+    by_experiment = {}
+    for metric, df in frames.items():
+        if df.empty:
+            continue
+        k_key = df["k"].map(lambda v: -1 if v is None else v).rename("k_key")  # no NaN keys
+        for (model, task, ex, k), g in df.groupby(["model", "task", "experiment", k_key]):
+            by_experiment[(model, task, None if k == -1 else int(k), ex, metric)] = _median(
+                g["value"]
+            )
     rows = []
     for p in points:
         tol = p.tolerance
@@ -267,8 +344,12 @@ def check(
                 f"baseline point {p.model}/{p.task} {p.metric} has tolerance {tol}; "
                 "it must be finite and ≥ 0"
             )
-        value = cur.get((p.model, p.task, p.k, p.variant, p.metric))
-        current = None if value is None else value[0]
+        if p.config:
+            current = by_experiment.get((p.model, p.task, p.k, p.config, p.metric))
+        else:
+            found = legacy.get((p.model, p.task, p.k, p.variant, p.metric))
+            current = None if found is None else found[0]
+        note = _nearest(p, frames.get(p.metric)) if current is None and p.config else ""
         rows.append(
             CheckRow(
                 p.model,
@@ -281,6 +362,7 @@ def check(
                 tol,
                 p.direction,
                 judge(p, current, tol),
+                note,
             )
         )
     return rows
@@ -305,7 +387,7 @@ def junit_xml(rows: list[CheckRow], path: str | Path) -> None:
         if r.status == "regressed":
             ET.SubElement(case, "failure", message=msg, type="regression").text = msg
         elif r.status == "missing":
-            ET.SubElement(case, "skipped", message="no current result")
+            ET.SubElement(case, "skipped", message=r.note or "no current result")
         else:
             ET.SubElement(case, "system-out").text = f"{r.status}: {msg}"
     root = ET.Element("testsuites")

@@ -14,7 +14,17 @@ from seqbench.store.schema import Baseline
 from seqbench.store.store import Store
 
 # the columns of a baseline point, as write() takes and read() returns them
-POINT_FIELDS = ("model", "task", "k", "metric", "value", "tolerance", "direction", "variant")
+POINT_FIELDS = (
+    "model",
+    "task",
+    "k",
+    "metric",
+    "value",
+    "tolerance",
+    "direction",
+    "variant",
+    "config",
+)
 
 
 def write(store: Store, name: str, points: Iterable[Mapping[str, Any]]) -> None:
@@ -39,6 +49,7 @@ def read(store: Store, name: str) -> list[dict[str, Any]]:
                 **{f: getattr(b, f) for f in POINT_FIELDS},
                 "value": join_float(b.value, b.value_kind),
                 "variant": b.variant or "",
+                "config": b.config or "",
             }
             for b in s.scalars(q)
         ]

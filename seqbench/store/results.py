@@ -37,7 +37,7 @@ def result_rows(
         "  r.config, s.value, s.value_kind",
         "FROM runs r JOIN summaries s ON s.run_id = r.id AND s.key = :metric",
         "LEFT JOIN sweeps sw ON sw.id = r.sweep_id",
-        "WHERE r.kind = 'train'",
+        "WHERE r.kind = 'train' AND r.archived_at IS NULL",
     ]
     names, params = _in_list("st", list(statuses))
     params["metric"] = metric
@@ -79,15 +79,19 @@ def run_rows(
     status: str | None = None,
     sweep: str | None = None,
     kind: str | None = None,
+    archived: bool | None = False,
 ) -> tuple[list[str], list[tuple]]:
     """Every run's columns (config and tags as stored JSON) oldest first; `sweep` selects the
-    runs of its points, as `runs --sweep` and `report --sweep` do."""
+    runs of its points, as `runs --sweep` and `report --sweep` do. `archived`: False leaves
+    archived runs out, True gives only them, None both."""
     sql = [
-        "SELECT r.id AS run_id, r.uuid, r.kind, r.status, r.model, r.task, r.k, r.seq_len,",
-        "  r.seed, sw.name AS sweep, r.created_at, r.started_at, r.finished_at,",
-        "  r.wall_seconds, r.n_params, r.config_hash, r.config, r.tags, r.error",
+        "SELECT r.id AS run_id, r.uuid, r.name, r.kind, r.status, r.model, r.task, r.k,",
+        "  r.seq_len, r.seed, sw.name AS sweep, r.created_at, r.started_at, r.finished_at,",
+        "  r.wall_seconds, r.n_params, r.config_hash, r.config, r.tags, r.error, r.archived_at",
         "FROM runs r LEFT JOIN sweeps sw ON sw.id = r.sweep_id WHERE 1 = 1",
     ]
+    if archived is not None:
+        sql.append(f"AND r.archived_at IS {'NOT ' if archived else ''}NULL")
     params: dict = {}
     for name, value in (("model", model), ("task", task), ("status", status), ("kind", kind)):
         if value is not None:

@@ -84,6 +84,8 @@ class Run(Base):
     n_params: Mapped[int | None] = mapped_column(Integer)
     tags: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     checkpoint: Mapped[str | None] = mapped_column(Text)
+    name: Mapped[str | None] = mapped_column(String(200), index=True)  # people's label
+    archived_at: Mapped[datetime | None] = mapped_column(DateTime)  # set: out of lists/reports
 
     sweep: Mapped[Sweep | None] = relationship(back_populates="runs")
 
@@ -139,6 +141,8 @@ class Baseline(Base):
     metric: Mapped[str] = mapped_column(String(100))
     # canonical JSON of the config fields telling apart points of one (model, task, k)
     variant: Mapped[str] = mapped_column(String(500), default="", server_default="")
+    # canonical JSON of the config the point was measured on, seed aside ('' for old points)
+    config: Mapped[str] = mapped_column(Text, default="", server_default="")
     value: Mapped[float | None] = mapped_column(Float)
     value_kind: Mapped[str] = mapped_column(String(8), default="finite")
     tolerance: Mapped[float] = mapped_column(Float, default=0.0)

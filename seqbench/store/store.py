@@ -102,18 +102,24 @@ class Store:
         self.update_run(run_id, heartbeat_at=utcnow())
 
     def get_run(self, run_id: int | str) -> Run | None:
-        """A run by id, or by a uuid prefix that names exactly one run (an ambiguous prefix
-        is an error naming the runs it matches)."""
+        """A run by id, by name, or by a uuid prefix, whichever names exactly one run (a name
+        or prefix that matches several is an error naming the runs it matches)."""
         with self.Session() as s:
             if isinstance(run_id, str) and not (run_id.isascii() and run_id.isdecimal()):
-                found = list(s.scalars(select(Run).where(Run.uuid.startswith(run_id)).limit(5)))
-                if len(found) > 1:
-                    ids = ", ".join(str(r.id) for r in found[:4])
-                    raise UsageError(
-                        f"uuid prefix {run_id!r} matches several runs ({ids}"
-                        f"{', ...' if len(found) > 4 else ''}): give more of it, or the id"
-                    )
-                return found[0] if found else None
+                for what, cond in (
+                    ("name", Run.name == run_id),
+                    ("uuid prefix", Run.uuid.startswith(run_id)),
+                ):
+                    found = list(s.scalars(select(Run).where(cond).order_by(Run.id).limit(5)))
+                    if len(found) > 1:
+                        ids = ", ".join(str(r.id) for r in found[:4])
+                        raise UsageError(
+                            f"{what} {run_id!r} matches several runs ({ids}"
+                            f"{', ...' if len(found) > 4 else ''}): give the id"
+                        )
+                    if found:
+                        return found[0]
+                return None
             return s.get(Run, int(run_id))
 
     def require_run(self, run_id: int | str) -> Run:
@@ -134,11 +140,14 @@ class Store:
         sweep: str | None = None,
         kind: str | None = None,
         tags: Mapping[str, str] | None = None,
+        archived: bool | None = False,
         limit: int | None = 50,
     ) -> list[Run]:
         """Runs newest first. `sweep` selects the runs of the sweep's points (by config hash),
-        whichever sweep or plain train produced them: the same runs `report --sweep` reads."""
-        q = _run_filter(select(Run), model, task, status, sweep, kind, tags)
+        whichever sweep or plain train produced them: the same runs `report --sweep` reads.
+        `archived`: False (the default) leaves archived runs out, True lists only them, None
+        both."""
+        q = _run_filter(select(Run), model, task, status, sweep, kind, tags, archived)
         q = q.order_by(Run.id.desc())
         if limit:
             q = q.limit(limit)
@@ -146,11 +155,19 @@ class Store:
             return list(s.scalars(q))
 
     def count_runs(
-        self, *, model=None, task=None, status=None, sweep=None, kind=None, tags=None
+        self,
+        *,
+        model=None,
+        task=None,
+        status=None,
+        sweep=None,
+        kind=None,
+        tags=None,
+        archived: bool | None = False,
     ) -> int:
         """How many runs list_runs would give without a limit."""
         q = select(func.count()).select_from(Run)
-        q = _run_filter(q, model, task, status, sweep, kind, tags)
+        q = _run_filter(q, model, task, status, sweep, kind, tags, archived)
         with self.Session() as s:
             return int(s.scalar(q))
 
@@ -174,6 +191,20 @@ class Store:
                 tags = {k: v for k, v in (run.tags or {}).items() if k not in remove}
                 tags.update(add)
                 run.tags = tags or None
+
+    def name_run(self, run_id: int, name: str | None) -> None:
+        """Give a run a name (None: take it away). Names need not be unique."""
+        self.update_run(run_id, name=name)
+
+    def archive_runs(self, run_ids: list[int], archived: bool = True) -> None:
+        """Archive runs (out of lists, reports, checks and baselines, every row kept) or, with
+        archived=False, restore them; one transaction."""
+        with self.Session.begin() as s:
+            s.execute(
+                update(Run)
+                .where(Run.id.in_(sorted(set(run_ids))))
+                .values(archived_at=utcnow() if archived else None)
+            )
 
     # -- values ------------------------------------------------------------------------------
     def log_metrics(self, run_id: int, rows: Iterable[tuple[str, int, float]]) -> int:
@@ -275,9 +306,11 @@ class Store:
         return out
 
 
-def _run_filter(q, model, task, status, sweep, kind, tags=None):
+def _run_filter(q, model, task, status, sweep, kind, tags=None, archived: bool | None = False):
     from seqbench.store.schema import Sweep, SweepPoint
 
+    if archived is not None:
+        q = q.where(Run.archived_at.is_not(None) if archived else Run.archived_at.is_(None))
     for column, value in (
         (Run.model, model),
         (Run.task, task),

@@ -240,6 +240,7 @@ def train(
     progress: Progress | None = None,
     sweep_id: int | None = None,
     checkpoint_dir: str | Path = "checkpoints",
+    name: str | None = None,
 ) -> TrainOutcome:
     """Train one run end to end and record it through `recorder` (a RunRecorder; a Store
     gets one of its own). Bad configs raise before any row is written; once the run exists,
@@ -263,6 +264,7 @@ def train(
         config=cfg.to_dict(),
         config_hash=config_hash,
         sweep_id=sweep_id,
+        name=name,
         environment=environment.capture(str(device)),
         tags=cfg.tags or None,
         n_params=count_params(model),

@@ -96,7 +96,7 @@ def test_runs_lists_and_filters(cli, runs_db):
     assert data[0]["test_metric"] == "nan"
     result = cli("runs", "--status", "completed", "--format", "csv")
     lines = result.stdout.strip().splitlines()
-    assert lines[0].startswith("id,kind,status,model") and len(lines) == 2
+    assert lines[0].startswith("id,name,kind,status,model") and len(lines) == 2
     assert "\x1b[" not in result.stdout
 
 

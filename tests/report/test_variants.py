@@ -238,3 +238,48 @@ def test_a_row_mixing_experiments_with_different_baselines_shows_none(store, db)
         pytest.approx(10 * math.log(8) / 120),
         pytest.approx(10 * math.log(8) / 220),
     ]
+
+
+def test_check_compares_a_point_only_with_runs_of_its_config(cli, store, tmp_path):
+    """A preset's baseline against an ad-hoc run of the same (model, task, k, T) but another
+    budget: not 'improved', but missing, with a note naming the difference; and the ad-hoc
+    run does not move the median of the preset's own runs."""
+    for seed, v in enumerate((0.10, 0.12)):
+        _run(store, "lstm", "adding", v, seed=seed, seq_len=200, steps=5000)
+    points = save_baseline(store, "preset", rtol=0.1)
+    (p,) = points
+    assert json.loads(p.config) == {"k": None, "seq_len": 200, "steps": 5000}
+    path = tmp_path / "preset.json"
+    assert cli("baseline", "export", "preset", path).exit_code == 0
+    assert json.loads(path.read_text())["points"][0]["config"]["steps"] == 5000
+    assert load_file(path)[1] == points  # the config survives the file
+    for r in store.list_runs():
+        store.delete_runs([r.id])
+    _run(store, "lstm", "adding", 0.01, seq_len=200, steps=20)  # ad hoc, far "better"
+    (row,) = check(store, points)
+    assert row.status == "missing" and row.current is None
+    assert row.note == "no run of this config; the nearest differs in steps (5000 → 20)"
+    out = cli("check", "--baseline", path, "--fail-on-missing")
+    assert out.exit_code == 1 and "differs in steps (5000 → 20)" in out.stderr
+    junit = tmp_path / "c.xml"
+    cli("check", "--baseline", path, "--junit", junit)
+    assert "differs in steps" in junit.read_text()
+    # with the preset's runs back, the ad-hoc one stays out of their median
+    for seed, v in enumerate((0.10, 0.12)):
+        _run(store, "lstm", "adding", v, seed=seed, seq_len=200, steps=5000)
+    (row,) = check(store, points)
+    assert row.status == "pass" and row.current == pytest.approx(0.11)
+
+
+def test_an_old_baseline_without_configs_still_checks_by_variant(cli, adding_by_length, tmp_path):
+    assert cli("baseline", "save", "repro").exit_code == 0
+    path = tmp_path / "repro.json"
+    cli("baseline", "export", "repro", path)
+    data = json.loads(path.read_text())
+    for p in data["points"]:
+        del p["config"]  # as files written before points kept their config
+    path.write_text(json.dumps(data))
+    assert {p.config for p in load_file(path)[1]} == {""}
+    ok = cli("check", "--baseline", path, "--fail-on-missing", "-f", "json")
+    assert ok.exit_code == 0, ok.output
+    assert {r["status"] for r in json.loads(ok.stdout)} == {"pass"}

@@ -188,3 +188,37 @@ def test_a_store_created_by_another_process_is_used_not_refused(tmp_path):
     assert _created_by_another(url, locked)
     winner.join()
     assert inspect_revision(url) == (migrate.head_revision(), True)
+
+
+FROZEN_0004 = Path(__file__).parent / "data" / "seqbench_0004.db"
+
+
+def test_frozen_0004_database_upgrades_and_its_runs_and_baseline_are_usable(tmp_path, cli):
+    """0004 -> head adds run names, archiving and baseline configs: the old runs can be named
+    and archived, and the old baseline (points without a config) still checks by variant."""
+    import json
+
+    db = tmp_path / "old.db"
+    shutil.copy(FROZEN_0004, db)
+    before, after, backup = upgrade_store(db)
+    assert (before, after) == ("0004", migrate.head_revision()) and backup is not None
+    assert cli("--db", db, "runs", "name", "1", "old-seed-0").exit_code == 0
+    shown = json.loads(cli("--db", db, "show", "old-seed-0", "-f", "json").stdout)
+    assert shown["config.steps"] == 50 and shown["name"] == "old-seed-0"
+    r = cli("--db", db, "check", "--baseline", "old", "-f", "json")
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)
+    assert row["status"] == "pass" and row["current"] == pytest.approx(0.015)
+    assert cli("--db", db, "runs", "archive", "1").exit_code == 0
+    rows = cli(
+        "--db",
+        db,
+        "query",
+        "SELECT run_id, name, archived_at IS NOT NULL AS a FROM v_results ORDER BY run_id",
+        "-f",
+        "json",
+    )
+    assert json.loads(rows.stdout) == [
+        {"run_id": 1, "name": "old-seed-0", "a": 1},
+        {"run_id": 2, "name": None, "a": 0},
+    ]
