@@ -162,6 +162,17 @@ def model_catalog() -> list[ModelInfo]:
     return out
 
 
+def default_layers() -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
+    """Where `train`'s defaults come from, in the order they apply (later wins): each model
+    family's, each task's, then the papers' per (model, task) pair; torch-free."""
+    from seqbench.config import PAIR_DEFAULTS, TASK_DEFAULTS
+    from seqbench.models import MODELS
+
+    families = [(m, MODELS.get(m).defaults) for m in MODELS if MODELS.get(m).defaults]
+    pairs = [(f"{m}/{t}", d) for (m, t), d in PAIR_DEFAULTS.items()]
+    return [("family", families), ("task", list(TASK_DEFAULTS.items())), ("pair", pairs)]
+
+
 def task_catalog() -> list[TaskInfo]:
     """Every registered task with its metric, direction, default T and trivial baseline."""
     from seqbench.tasks import TASKS

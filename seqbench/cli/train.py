@@ -11,8 +11,27 @@ from seqbench.cli._options import interrupt_exit_code, sigterm_as_interrupt, sta
 from seqbench.errors import UsageError
 
 
+def _defaults_epilog() -> str:
+    """Every default `train` resolves, by layer, for its --help."""
+    from seqbench.config import FIELDS
+
+    def fmt(d):
+        return " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in d.items())
+
+    lines = [
+        "Defaults (later wins): each field's own < the model family's < the task's < the "
+        "papers' for the (model, task) pair < --config < flags and --set.",
+        "field: "
+        + fmt({n: FIELDS[n].default for n in ("batch_size", "lr", "optimizer", "hidden")}),
+    ]
+    for layer, entries in api.default_layers():
+        lines.append(f"{layer}: " + "; ".join(f"{name} {fmt(d)}" for name, d in entries))
+    lines.append("One pair's resolved config: seqbench train -m tcn -t copy --dry-run")
+    return "\n\n".join(lines)
+
+
 def register(app: typer.Typer) -> None:
-    app.command("train")(train)
+    app.command("train", epilog=_defaults_epilog())(train)
 
 
 def _progress(quiet: bool):

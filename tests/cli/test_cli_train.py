@@ -185,3 +185,19 @@ def test_stress_has_progress_and_quiet(cli, monkeypatch):
     assert r.exit_code == 0 and "stress: 2/2 (100%) last lstm seed 0" in r.stderr
     q = cli("stress", "--models", "rnn", "--seq-len", "50", "--hidden", "8", "-q")
     assert q.exit_code == 0 and q.stderr == ""
+
+
+def test_train_help_lists_every_default_layer(cli):
+    """--help shows where each default comes from: family, task and (model, task) pair, with
+    the values resolution uses (the same tables config.resolve reads)."""
+    from seqbench.config import PAIR_DEFAULTS, make_config
+
+    out = cli("train", "--help").stdout
+    flat = " ".join(out.replace("│", " ").split())
+    assert "each field's own < the model family's < the task's < the papers'" in flat
+    assert "tcn/copy hidden=10 kernel_size=8 levels=8 optimizer=rmsprop lr=0.0005 clip=1" in flat
+    assert "chorales steps=1000 batch_size=16 lr=0.01" in flat
+    for model, task in PAIR_DEFAULTS:
+        assert f"{model}/{task} " in flat, (model, task)
+    cfg = make_config("tcn", "copy")  # and the help tells the truth about the resolved config
+    assert (cfg.hidden, cfg.levels, cfg.optimizer, cfg.lr) == (10, 8, "rmsprop", 0.0005)
