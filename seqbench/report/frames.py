@@ -195,9 +195,11 @@ def _json(v) -> dict:
 
 
 def runs_frame(db: str | None = None, *, summaries: bool = True, **filters) -> pd.DataFrame:
-    """One row per run (filters: model, task, status, sweep, kind), indexed by run_id: its
-    columns, `config.<field>` for every config field, `tags.<key>`, and with `summaries` one
-    `summary.<key>` column per summary key. Non-finite values stay inf/nan (missing is NaN)."""
+    """One row per run (filters: model, task, status, sweep, kind; archived=False leaves
+    archived runs out, True gives only them, None both), indexed by run_id: its columns (name
+    and archived_at among them), `config.<field>` for every config field, `tags.<key>`, and
+    with `summaries` one `summary.<key>` column per summary key. Non-finite values stay
+    inf/nan (missing is NaN)."""
     from seqbench.store.results import run_rows, values_of_runs
 
     cols, rows = run_rows(db, **filters)
