@@ -325,15 +325,14 @@ def check(
             store.url, metrics, sweep=sweep, where=where, variant_fields=fields
         )
     frames = {m: _current(store.url, m, sweep, where) for m in metrics}
-    by_experiment = {}
-    for metric, df in frames.items():
-        if df.empty:
-            continue
-        k_key = df["k"].map(lambda v: -1 if v is None else v).rename("k_key")  # no NaN keys
-        for (model, task, ex, k), g in df.groupby(["model", "task", "experiment", k_key]):
-            by_experiment[(model, task, None if k == -1 else int(k), ex, metric)] = _median(
-                g["value"]
-            )
+    by_experiment = {
+        (model, task, None if k is None or k != k else int(k), ex, metric): _median(g["value"])
+        for metric, df in frames.items()
+        if not df.empty
+        for (model, task, k, ex), g in df.groupby(
+            ["model", "task", "k", "experiment"], dropna=False
+        )
+    }
     rows = []
     for p in points:
         tol = p.tolerance
