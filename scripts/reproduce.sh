@@ -6,7 +6,7 @@
 #   bash scripts/reproduce.sh [tiny|small|paper] [--report-only]
 #
 # The store is $SEQBENCH_DB (default ./seqbench.db); an interrupted sweep resumes where it
-# stopped. --scale small takes about 1.5 hours on a 2-core CPU (the three presets in turn).
+# stopped. --scale small takes about 80 minutes on a 2-core CPU (the three presets in turn).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scale=${1:-small}

@@ -24,7 +24,7 @@ fi
 
 # The regression gate: the three reproduction presets at --scale tiny (fixed seeds; CPU), each
 # checked against its committed baseline, baselines/<preset>-tiny.json. Exit 1 on a regression.
-# The --scale small baselines take about an hour each: docs/reproductions.md.
+# The --scale small presets take 13-40 minutes each: docs/reproductions.md.
 ci_dir=$(mktemp -d)
 for preset in bai-tcn indrnn-adding miller-hardt; do
   .venv/bin/seqbench --db "$ci_dir/ci.db" sweep --preset "$preset" --scale tiny --workers 2 --quiet
