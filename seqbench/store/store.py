@@ -154,20 +154,9 @@ class Store:
         with self.Session() as s:
             return list(s.scalars(q))
 
-    def count_runs(
-        self,
-        *,
-        model=None,
-        task=None,
-        status=None,
-        sweep=None,
-        kind=None,
-        tags=None,
-        archived: bool | None = False,
-    ) -> int:
-        """How many runs list_runs would give without a limit."""
-        q = select(func.count()).select_from(Run)
-        q = _run_filter(q, model, task, status, sweep, kind, tags, archived)
+    def count_runs(self, **filters: Any) -> int:
+        """How many runs list_runs would give with the same filters and no limit."""
+        q = _run_filter(select(func.count()).select_from(Run), **filters)
         with self.Session() as s:
             return int(s.scalar(q))
 
@@ -306,7 +295,16 @@ class Store:
         return out
 
 
-def _run_filter(q, model, task, status, sweep, kind, tags=None, archived: bool | None = False):
+def _run_filter(
+    q,
+    model=None,
+    task=None,
+    status=None,
+    sweep=None,
+    kind=None,
+    tags=None,
+    archived: bool | None = False,
+):
     from seqbench.store.schema import Sweep, SweepPoint
 
     if archived is not None:
