@@ -108,14 +108,15 @@ def _order(v) -> tuple:
 
 def label_variants(df: pd.DataFrame, group: list[str]) -> tuple[pd.DataFrame, dict[str, list]]:
     """A report cell averages runs that differ in the seed alone. Where a model's runs in one
-    cell (its `group` values) differ in other config fields too, each distinct config is a
-    *variant*: its runs are relabelled `lstm (seq_len=20)` by the fields that differ (the
-    same fields in every cell of that model), never averaged together.
+    cell (its `group` values, the task first) differ in other config fields too, each distinct
+    config is a *variant*: its runs are relabelled `lstm (seq_len=20)` by the fields that
+    differ (the same fields in every cell of that model on that task), never averaged
+    together.
 
     Returns the frame (the original name kept as `family`) and {model: [fields, labels]}
     for the models that were split, labels in the order of their values."""
     skip = _not_experiment() | set(group)
-    fields: dict[str, set[str]] = {}
+    fields: dict[tuple[str, str], set[str]] = {}  # (model, task) -> the fields that differ
     for key, g in df.groupby(["model", *group], dropna=False, sort=False):
         configs = list(g["config"])
         names = set().union(*(c.keys() for c in configs)) - skip
@@ -125,23 +126,27 @@ def label_variants(df: pd.DataFrame, group: list[str]) -> tuple[pd.DataFrame, di
             if len({json.dumps(c.get(n), sort_keys=True, default=str) for c in configs}) > 1
         }
         if vary:
-            fields.setdefault(key[0] if isinstance(key, tuple) else key, set()).update(vary)
+            fields.setdefault((key[0], key[1]), set()).update(vary)
     df = df.assign(family=df["model"])
     if not fields:
         return df, {}
     labels, order = [], {}
-    for model, cfg in zip(df["model"], df["config"], strict=True):
-        names = sorted(fields.get(model, ()))
+    for model, task, cfg in zip(df["model"], df["task"], df["config"], strict=True):
+        names = sorted(fields.get((model, task), ()))
         if not names:
             labels.append(model)
             continue
         label = f"{model} ({' '.join(f'{n}={_shown(cfg.get(n))}' for n in names)})"
         labels.append(label)
-        order[label] = tuple(_order(cfg.get(n)) for n in names)
-    split = {
-        m: [sorted(fs), sorted({lab for lab in order if lab.startswith(m + " (")}, key=order.get)]
-        for m, fs in fields.items()
-    }
+        order[label] = (names, tuple(_order(cfg.get(n)) for n in names))
+    split: dict[str, list] = {}
+    for (model, _task), fs in fields.items():
+        entry = split.setdefault(model, [set(), []])
+        entry[0] |= fs
+    for model, entry in split.items():
+        mine = [lab for lab in order if lab.startswith(model + " (")]
+        entry[0] = sorted(entry[0])
+        entry[1] = sorted(mine, key=lambda lab: (order[lab][0], order[lab][1]))
     return df.assign(model=labels), split
 
 

@@ -38,9 +38,15 @@ class Report:
     @property
     def notes(self) -> list[str]:
         """One line per model split into variants, naming the fields that told them apart."""
+
+        def shown(labels: list[str]) -> str:
+            if len(labels) <= 6:
+                return ", ".join(labels)
+            return f"{', '.join(labels[:5])} and {len(labels) - 5} more"
+
         return [
             f"{m}: runs differ in {', '.join(fs)} beyond the seed, so each config is reported "
-            f"apart ({', '.join(labels)}); --by {fs[0]} groups by it, --where picks one"
+            f"apart ({shown(labels)}); --by {fs[0]} groups by it, --where picks one"
             for m, (fs, labels) in (self.variants or {}).items()
         ]
 
