@@ -163,14 +163,21 @@ def model_catalog() -> list[ModelInfo]:
 
 
 def default_layers() -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
-    """Where `train`'s defaults come from, in the order they apply (later wins): each model
-    family's, each task's, then the papers' per (model, task) pair; torch-free."""
-    from seqbench.config import PAIR_DEFAULTS, TASK_DEFAULTS
+    """Where `train`'s defaults come from, in the order they apply (later wins): the main
+    fields' own defaults, each model family's, each task's, then the papers' per (model,
+    task) pair; torch-free."""
+    from seqbench.config import FIELDS, PAIR_DEFAULTS, TASK_DEFAULTS
     from seqbench.models import MODELS
 
+    own = {n: FIELDS[n].default for n in ("batch_size", "lr", "optimizer", "hidden")}
     families = [(m, MODELS.get(m).defaults) for m in MODELS if MODELS.get(m).defaults]
     pairs = [(f"{m}/{t}", d) for (m, t), d in PAIR_DEFAULTS.items()]
-    return [("family", families), ("task", list(TASK_DEFAULTS.items())), ("pair", pairs)]
+    return [
+        ("field", [("", own)]),
+        ("family", families),
+        ("task", list(TASK_DEFAULTS.items())),
+        ("pair", pairs),
+    ]
 
 
 def task_catalog() -> list[TaskInfo]:

@@ -13,19 +13,17 @@ from seqbench.errors import UsageError
 
 def _defaults_epilog() -> str:
     """Every default `train` resolves, by layer, for its --help."""
-    from seqbench.config import FIELDS
 
     def fmt(d):
         return " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in d.items())
 
     lines = [
         "Defaults (later wins): each field's own < the model family's < the task's < the "
-        "papers' for the (model, task) pair < --config < flags and --set.",
-        "field: "
-        + fmt({n: FIELDS[n].default for n in ("batch_size", "lr", "optimizer", "hidden")}),
+        "papers' for the (model, task) pair < --config < flags and --set."
     ]
     for layer, entries in api.default_layers():
-        lines.append(f"{layer}: " + "; ".join(f"{name} {fmt(d)}" for name, d in entries))
+        cells = "; ".join(f"{name} {fmt(d)}".strip() for name, d in entries)
+        lines.append(f"{layer}: {cells}")
     lines.append("One pair's resolved config: seqbench train -m tcn -t copy --dry-run")
     return "\n\n".join(lines)
 
