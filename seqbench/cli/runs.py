@@ -75,8 +75,7 @@ def runs(
         for r, metric in listed
     ]
     cols = ["id", "name", "kind", "status", "model", "task", "k", "seq_len", "seed"]
-    cols.append("test_metric")
-    render([*cols, "wall_s", "created"], rows, fmt)
+    render([*cols, "test_metric", "wall_s", "created"], rows, fmt)
     if limit and len(rows) == limit:  # there may be more: say how many
         total = api.count_runs(state(ctx).reader(), **filters)
         if total > limit:

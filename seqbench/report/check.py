@@ -22,7 +22,14 @@ from xml.etree import ElementTree as ET
 import pandas as pd
 
 from seqbench.errors import SeqbenchError, UsageError
-from seqbench.report.frames import experiment_key, metric_direction, results_frame
+from seqbench.report.frames import (
+    differing_fields,
+    experiment_key,
+    metric_direction,
+    not_experiment,
+    results_frame,
+    shown,
+)
 from seqbench.store import baselines as stored
 from seqbench.store.store import Store
 
@@ -81,20 +88,22 @@ def tolerance(value: float, rtol: float, atol: float) -> float:
     return max(atol, rtol * abs(value)) if math.isfinite(value) else 0.0
 
 
-# fields that never tell apart two experiments of one (model, task, k)
-_NOT_VARIANT = {"model", "task", "k", "seed", "tags", "save_checkpoint", "device", "backend"}
+def _not_variant() -> set[str]:
+    """Fields that never tell apart two experiments of one (model, task, k)."""
+    return not_experiment() | {"k"}
 
 
 def varying_fields(df) -> list[str]:
     """Config fields whose values differ between runs of one (model, task, k), seeds aside."""
     found: set[str] = set()
     for _, g in df.groupby(["model", "task", "k"], dropna=False):
-        configs = list(g["config"])
-        keys = set().union(*(c.keys() for c in configs)) - _NOT_VARIANT
-        for key in keys:
-            if len({json.dumps(c.get(key), sort_keys=True) for c in configs}) > 1:
-                found.add(key)
+        found |= differing_fields(list(g["config"]), _not_variant())
     return sorted(found)
+
+
+def _k(v) -> int | None:
+    """A k as the points hold it: an int, or None (pandas' NaN) for a full model."""
+    return None if v is None or v != v else int(v)
 
 
 def _current(db, metric, sweep, where):
@@ -103,8 +112,7 @@ def _current(db, metric, sweep, where):
     df = results_frame(db, metric, sweep=sweep, where=where, statuses=("completed", "diverged"))
     if df.empty:
         return df
-    ks = [None if k is None or k != k else int(k) for k in df["k"]]
-    df["k"] = pd.Series(ks, index=df.index, dtype=object)  # None stays None, not NaN
+    df["k"] = pd.Series([_k(k) for k in df["k"]], index=df.index, dtype=object)  # None, not NaN
     df["experiment"] = [experiment_key(c) for c in df["config"]]
     return df
 
@@ -115,27 +123,29 @@ def _median(vals) -> float:
     return math.nan if vals.isna().any() else float(vals.median())
 
 
+def _by_variant(frames: dict, variant_fields=None) -> dict[tuple, tuple[float, int, str]]:
+    out = {}
+    for metric, df in frames.items():
+        if df.empty:
+            continue
+        fields = varying_fields(df) if variant_fields is None else variant_fields
+        df = df.assign(variant=[variant_text({f: c.get(f) for f in fields}) for c in df["config"]])
+        for (model, task, k, var), g in df.groupby(["model", "task", "k", "variant"], dropna=False):
+            out[(model, task, _k(k), var, metric)] = (
+                _median(g["value"]),
+                len(g),
+                g["experiment"].iloc[0],
+            )
+    return out
+
+
 def current_medians(
     db, metrics, *, sweep=None, where=None, variant_fields=None
 ) -> dict[tuple, tuple[float, int, str]]:
     """{(model, task, k, variant, metric): (median over seeds, n, experiment key)} of completed
     and diverged runs, told apart by `variant_fields`, or by the fields that vary
     (`varying_fields`) when None. With the fields that vary, each group is one experiment."""
-    out = {}
-    for metric in metrics:
-        df = _current(db, metric, sweep, where)
-        if df.empty:
-            continue
-        fields = varying_fields(df) if variant_fields is None else variant_fields
-        df["variant"] = [variant_text({f: c.get(f) for f in fields}) for c in df["config"]]
-        for (model, task, k, var), g in df.groupby(["model", "task", "k", "variant"], dropna=False):
-            k = None if k is None or k != k else int(k)
-            out[(model, task, k, var, metric)] = (
-                _median(g["value"]),
-                len(g),
-                g["experiment"].iloc[0],
-            )
-    return out
+    return _by_variant({m: _current(db, m, sweep, where) for m in metrics}, variant_fields)
 
 
 def save_baseline(
@@ -285,14 +295,9 @@ def judge(p: Point, current: float | None, tol: float) -> str:
 
 def _differences(want: dict, have: dict) -> list[str]:
     return [
-        f"{k} ({_shown(want.get(k))} → {_shown(have.get(k))})"
-        for k in sorted(set(want) | set(have))
-        if json.dumps(want.get(k), default=str) != json.dumps(have.get(k), default=str)
+        f"{k} ({shown(want.get(k))} → {shown(have.get(k))})"
+        for k in sorted(differing_fields([want, have], set()))
     ]
-
-
-def _shown(v) -> str:
-    return "unset" if v is None else str(v)
 
 
 def _nearest(p: Point, df) -> str:
@@ -319,14 +324,10 @@ def check(
     pooled); an old point without one, with the runs of its variant."""
     metrics = sorted({p.metric for p in points})
     fields = sorted({f for p in points if p.variant for f in json.loads(p.variant)})
-    legacy = {}
-    if any(not p.config for p in points):
-        legacy = current_medians(
-            store.url, metrics, sweep=sweep, where=where, variant_fields=fields
-        )
     frames = {m: _current(store.url, m, sweep, where) for m in metrics}
+    legacy = _by_variant(frames, fields) if any(not p.config for p in points) else {}
     by_experiment = {
-        (model, task, None if k is None or k != k else int(k), ex, metric): _median(g["value"])
+        (model, task, _k(k), ex, metric): _median(g["value"])
         for metric, df in frames.items()
         if not df.empty
         for (model, task, k, ex), g in df.groupby(

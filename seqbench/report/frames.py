@@ -87,13 +87,25 @@ def results_frame(
 
 # Config fields that never make two runs different experiments (the seed is what a cell
 # averages over; the rest say where and how a run executed).
-def _not_experiment() -> set[str]:
+def not_experiment() -> set[str]:
     from seqbench.config import NOT_HASHED
 
     return {"model", "task", "seed", *NOT_HASHED}
 
 
-def _shown(v) -> str:
+def canonical(v) -> str:
+    """A config value as comparable text (stored configs are JSON)."""
+    return json.dumps(v, sort_keys=True, default=str)
+
+
+def differing_fields(configs: list[dict], skip: set[str]) -> set[str]:
+    """The fields (outside `skip`) whose values are not the same in every one of `configs`."""
+    names = set().union(*(c.keys() for c in configs)) - skip
+    return {n for n in names if len({canonical(c.get(n)) for c in configs}) > 1}
+
+
+def shown(v) -> str:
+    """A config value for people: None as 'none'."""
     return "none" if v is None else str(v)
 
 
@@ -115,16 +127,10 @@ def label_variants(df: pd.DataFrame, group: list[str]) -> tuple[pd.DataFrame, di
 
     Returns the frame (the original name kept as `family`) and {model: [fields, labels]}
     for the models that were split, labels in the order of their values."""
-    skip = _not_experiment() | set(group)
+    skip = not_experiment() | set(group)
     fields: dict[tuple[str, str], set[str]] = {}  # (model, task) -> the fields that differ
     for key, g in df.groupby(["model", *group], dropna=False, sort=False):
-        configs = list(g["config"])
-        names = set().union(*(c.keys() for c in configs)) - skip
-        vary = {
-            n
-            for n in names
-            if len({json.dumps(c.get(n), sort_keys=True, default=str) for c in configs}) > 1
-        }
+        vary = differing_fields(list(g["config"]), skip)
         if vary:
             fields.setdefault((key[0], key[1]), set()).update(vary)
     df = df.assign(family=df["model"])
@@ -136,7 +142,7 @@ def label_variants(df: pd.DataFrame, group: list[str]) -> tuple[pd.DataFrame, di
         if not names:
             labels.append(model)
             continue
-        label = f"{model} ({' '.join(f'{n}={_shown(cfg.get(n))}' for n in names)})"
+        label = f"{model} ({' '.join(f'{n}={shown(cfg.get(n))}' for n in names)})"
         labels.append(label)
         order[label] = (names, tuple(_order(cfg.get(n)) for n in names))
     split: dict[str, list] = {}
@@ -159,10 +165,8 @@ def unset_to_none(key: tuple) -> tuple:
 def experiment_key(config: dict) -> str:
     """The canonical JSON of a stored config without the seed (and without where it ran): two
     runs with the same key are seeds of one experiment."""
-    skip = _not_experiment()
-    return json.dumps(
-        {k: v for k, v in config.items() if k not in skip}, sort_keys=True, default=str
-    )
+    skip = not_experiment()
+    return canonical({k: v for k, v in config.items() if k not in skip})
 
 
 def row_baselines(
