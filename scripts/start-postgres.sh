@@ -29,3 +29,5 @@ psql_as_postgres -c "SELECT 1 FROM pg_database WHERE datname = 'seqbench_test'" 
 psql_as_postgres -c "ALTER DATABASE seqbench_test OWNER TO seqbench" >&2
 psql_as_postgres -d seqbench_test -c "ALTER SCHEMA public OWNER TO seqbench" >&2
 echo "export SEQBENCH_TEST_PG_URL=postgresql+psycopg://seqbench@127.0.0.1:$PORT/seqbench_test"
+# the server's superuser, for the tests that create a reader role and checksum every table
+echo "export SEQBENCH_TEST_PG_ADMIN_URL=postgresql+psycopg://postgres@127.0.0.1:$PORT/seqbench_test"

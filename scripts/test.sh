@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 eval "$(bash scripts/start-postgres.sh)"
-export SEQBENCH_TEST_PG_URL
+export SEQBENCH_TEST_PG_URL SEQBENCH_TEST_PG_ADMIN_URL
 
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

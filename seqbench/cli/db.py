@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+from typing import Annotated
+
 import typer
 
 from seqbench import api
 from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, render
+from seqbench.errors import StoreError, UsageError
 
 app = typer.Typer(
     help="Inspect and upgrade the results store's schema (alembic migrations).",
@@ -47,3 +51,55 @@ def history(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
     """
     rows = [(r.revision, r.down_revision or "", r.message, r.is_head) for r in api.schema_history()]
     render(["revision", "down_revision", "message", "head"], rows, fmt)
+
+
+@app.command("reader-role")
+def reader_role(
+    ctx: typer.Context,
+    role: Annotated[
+        str, typer.Argument(help="The role to create (or re-grant).")
+    ] = "seqbench_reader",
+    password_env: Annotated[
+        str | None,
+        typer.Option(help="Set the role's password from this environment variable."),
+    ] = None,
+    print_sql: Annotated[
+        bool, typer.Option("--print-sql", help="Print the SQL and change nothing.")
+    ] = False,
+) -> None:
+    """Create a least-privilege reader role on a PostgreSQL store, to hand to analysts: it may
+    log in and SELECT seqbench's tables and views, its sessions are read-only, and it holds no
+    other right (it cannot write through any client, nor cancel or terminate the writers'
+    sessions). Run it as the store's owner with CREATEROLE, or as a superuser; --print-sql
+    gives the statements to run by hand instead.
+
+    Example: READER_PW=s3cret seqbench --db postgresql+psycopg://admin@db/seqbench
+    db reader-role analyst --password-env READER_PW
+    """
+    password = None
+    if password_env is not None:
+        password = os.environ.get(password_env)
+        if not password:
+            raise UsageError(f"--password-env {password_env}: that variable is not set")
+    sql = api.reader_role(state(ctx).db, role, password, execute=not print_sql)
+    if print_sql:
+        typer.echo("\n".join(sql))
+    else:
+        typer.echo(f"reader role {role!r} can now log in and read the store (SELECT only)")
+
+
+@app.command()
+def check(ctx: typer.Context) -> None:
+    """Check a SQLite store's pages (PRAGMA integrity_check, read-only): exit 0 and "ok", or
+    exit 1 with the first problem. Every command that writes a SQLite store runs the cheaper
+    quick_check when it opens it.
+
+    Example: seqbench --db runs.db db check
+    """
+    problems = api.check_store(state(ctx).db)
+    if problems:
+        raise StoreError(
+            f"the store is damaged: {problems[0]} ({len(problems)} problem(s)); restore a "
+            "backup, or copy what is readable with sqlite3's .recover"
+        )
+    typer.echo("ok")

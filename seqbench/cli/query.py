@@ -36,21 +36,31 @@ def query(
     ] = 100_000,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """Run one read-only SQL statement over the results. Statements that would write are
-    refused; comments may precede the statement.
+    """Run one read-only SQL statement over the results. The database keeps it read-only:
+    SQLite through a read-only connection and an authorizer, PostgreSQL through one statement
+    per call in a read-only transaction (use a reader role for shared stores: seqbench db
+    reader-role). Comments may precede the statement.
 
     Tables: runs, metrics, summaries, curves, sweeps, baselines; views: v_results, v_summaries.
 
     Example: seqbench query "SELECT model, AVG(test_metric) FROM v_results
     WHERE task = :task GROUP BY model" -p task=adding --format csv
     """
-    if sql == "-":
-        sql = sys.stdin.read()
+    if sql == "-":  # bytes, so that text that is not UTF-8 is one line from run_query
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+        sql = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
     params = {}
     for p in param or []:
         name, sep, value = p.partition("=")
         if not sep or not name:
             raise UsageError(f"--param expects NAME=VALUE, got {p!r}")
         params[name] = api.coerce_param(value)
-    cols, rows = api.run_query(state(ctx).db, sql, params, timeout=timeout, max_rows=max_rows)
+    cols, rows = api.run_query(
+        state(ctx).db,
+        sql,
+        params,
+        timeout=timeout,
+        max_rows=max_rows,
+        note=lambda line: typer.echo(f"note: {line}", err=True),
+    )
     render(cols, rows, fmt, json_columns=True)

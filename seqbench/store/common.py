@@ -76,10 +76,19 @@ def check_sqlite_file(path: Path, *, writable: bool = True) -> bool:
     return False
 
 
+def sqlite_uri(path: Path | str, mode: str = "ro") -> str:
+    """The `file:` URI of a SQLite file for sqlite3.connect(..., uri=True): the path
+    percent-encoded, so a '?', '#' or '%' in a file name is part of the name, not the URI's
+    query or fragment."""
+    from urllib.parse import quote
+
+    return f"file:{quote(str(path), safe='/')}?mode={mode}"
+
+
 def sqlite_revision_readonly(path: Path) -> tuple[str | None, set[str]]:
     """Read the alembic revision and table names without writing a byte to the file."""
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        con = sqlite3.connect(sqlite_uri(path), uri=True)
     except sqlite3.Error as e:
         raise StoreError(f"cannot open {str(path)!r}: {e}") from e
     try:
@@ -109,7 +118,9 @@ def _plain_sqlite_path(db: str | os.PathLike | None) -> Path | None:
         return Path(db).expanduser().resolve()
     prefix = "sqlite:///"
     if db.startswith(prefix) and "?" not in db and len(db) > len(prefix):
-        return Path(db[len(prefix) :])
+        from urllib.parse import unquote
+
+        return Path(unquote(db[len(prefix) :]))
     return None
 
 

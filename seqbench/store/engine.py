@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
 from seqbench.errors import StoreError
@@ -22,6 +22,7 @@ from seqbench.store.common import (
     VERSION_TABLE,
     check_sqlite_file,
     sqlite_revision_readonly,
+    sqlite_uri,
 )
 
 BUSY_TIMEOUT_S = 30.0
@@ -33,11 +34,25 @@ def resolve_url(db: str | os.PathLike | None) -> str:
     db = str(db) if db is not None else DEFAULT_DB
     if "://" in db:
         try:
-            make_url(db)
+            u = make_url(db)
         except ArgumentError as e:
             raise StoreError(f"not a valid database URL: {db!r}") from e
+        if u.get_backend_name() == "sqlite":
+            if u.database in (None, "", ":memory:") or "mode=memory" in db:
+                raise StoreError(
+                    f"{db!r} is an in-memory database: its results would vanish when the "
+                    "command ends; give a file path"
+                )
+            if u.query:
+                raise StoreError(
+                    f"{db!r}: seqbench opens SQLite files itself and takes no URL options "
+                    f"({', '.join(sorted(u.query))}); give the plain path (read commands never "
+                    "write)"
+                )
         return db
-    return f"sqlite:///{Path(db).expanduser().resolve()}"
+    # a plain path: percent-encoded in the URL, so '?', '#' and '%' stay part of the name
+    path = str(Path(db).expanduser().resolve())
+    return URL.create("sqlite", database=path).render_as_string(hide_password=False)
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -88,7 +103,7 @@ def _reader_engine(path: Path) -> Engine:
     engine = create_engine(
         "sqlite://",
         creator=lambda: sqlite3.connect(
-            f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False
+            sqlite_uri(path), uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False
         ),
     )
     _sqlite_session(engine, "BEGIN", "PRAGMA query_only = ON")  # a read snapshot, no lock
@@ -184,7 +199,7 @@ def backup_sqlite(path: Path) -> Path:
     while dest.exists():
         dest = path.with_name(f"{path.name}.bak-{stamp}-{n}")
         n += 1
-    src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    src = sqlite3.connect(sqlite_uri(path), uri=True)
     try:
         dst = sqlite3.connect(dest)
         with dst:
@@ -193,3 +208,21 @@ def backup_sqlite(path: Path) -> Path:
     finally:
         src.close()
     return dest
+
+
+def integrity_problems(db: str | os.PathLike | None, *, quick: bool = False) -> list[str]:
+    """What SQLite's integrity_check (or the cheaper quick_check) finds wrong in the store's
+    file, read-only: [] when sound, and for other backends or a file not there yet."""
+    path = sqlite_path(resolve_url(db))
+    if path is None or not path.is_file() or path.stat().st_size == 0:
+        return []
+    pragma = "quick_check" if quick else "integrity_check"
+    try:
+        con = sqlite3.connect(sqlite_uri(path), uri=True, timeout=BUSY_TIMEOUT_S)
+        try:
+            rows = [r[0] for r in con.execute(f"PRAGMA {pragma}")]
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as e:
+        return [str(e)]
+    return [] if rows == ["ok"] else rows

@@ -1,16 +1,18 @@
-"""`seqbench query`: SQL over the results on a read-only connection.
+"""`seqbench query`: SQL over the results, kept read-only by the database itself.
 
-One statement per call, on every backend: the text is scanned (quotes, quoted names, dollar
-quotes and comments skipped) and anything after a first `;` is refused, so no statement can
-end the read-only transaction and run another with full rights. Comments may precede the
-statement; its first keyword decides: a write keyword is refused up front, anything else goes
-to the database, whose syntax errors come back as syntax errors.
+The walls are the database's, not a parser's:
+- SQLite: the file is opened with mode=ro, PRAGMA query_only is on, and an authorizer (what
+  datasette does) denies every action that writes whatever the statement text (including
+  ATTACH, which could create a file, and pragmas given a value); the sqlite3 module runs one
+  statement per call and refuses a second.
+- PostgreSQL (`pg_query.py`): the extended query protocol (the server refuses a second
+  statement), a READ ONLY transaction that is always rolled back, server-side timeouts,
+  streamed rows, and a least-privilege reader role for shared stores.
 
-Defence in depth for SQLite: the file is opened with mode=ro, PRAGMA query_only is on, and an
-authorizer refuses every action that writes (including ATTACH, which could create a file, and
-pragmas given a value). PostgreSQL runs the statement in a READ ONLY transaction of a session
-whose default is read-only too. Both backends stop a statement after `timeout` seconds and
-refuse results of more than `max_rows` rows (flags raise both).
+The scanner below stays as a friendly early message (one statement per call; a write keyword
+is refused before the database sees it), not as what keeps the store safe: the tests switch
+it off and throw the escapes at the databases alone. Both backends stop a statement after
+`timeout` seconds and refuse results of more than `max_rows` rows (flags raise both).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import math
 import re
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,7 +179,15 @@ def split_statement(sql: str) -> tuple[str, str]:
         else:
             if start is None:
                 start = i
-            if c in "'\"":
+            prev = sql[i - 1] if i else " "
+            if c == "'" and prev in "eE" and (i < 2 or not _ident_char(sql[i - 2])):
+                j = i + 1  # E'...': backslash escapes as well as doubled quotes
+                while (j < n and sql[j] != "'") or sql.startswith("''", j):
+                    j += 2 if sql[j] == "\\" or sql.startswith("''", j) else 1
+                if j >= n:
+                    raise StoreError("SQL error: unterminated ' quote")
+                i = j + 1
+            elif c in "'\"":
                 j = i + 1
                 while True:  # a doubled quote is an escaped quote
                     j = sql.find(c, j)
@@ -187,7 +198,7 @@ def split_statement(sql: str) -> tuple[str, str]:
                         continue
                     break
                 i = j + 1
-            elif c == "$" and (m := _DOLLAR_TAG.match(sql, i)):
+            elif c == "$" and not _ident_char(prev) and (m := _DOLLAR_TAG.match(sql, i)):
                 j = sql.find(m.group(0), m.end())
                 if j < 0:
                     raise StoreError(f"SQL error: unterminated {m.group(0)} quote")
@@ -199,6 +210,11 @@ def split_statement(sql: str) -> tuple[str, str]:
     statement = sql[start:end].rstrip()
     word = _WORD.match(statement)
     return statement, (word.group(0).upper() if word else "")
+
+
+def _ident_char(c: str) -> bool:
+    """True for a character that continues an identifier (a '$' after one is not a quote)."""
+    return c.isalnum() or c in "_$"
 
 
 def _authorizer(action: int, arg1, arg2, _db, _trigger) -> int:
@@ -223,6 +239,10 @@ def coerce_param(value: str) -> Any:
     return value
 
 
+MAX_TIMEOUT_S = 2_147_483  # PostgreSQL's statement_timeout is a 32-bit count of ms
+FETCH_BATCH = 1000
+
+
 def run_query(
     db: str | None,
     sql: str,
@@ -230,19 +250,41 @@ def run_query(
     *,
     timeout: float = DEFAULT_TIMEOUT_S,
     max_rows: int = DEFAULT_MAX_ROWS,
+    note: Callable[[str], None] | None = None,
 ) -> tuple[list[str], list[tuple]]:
     """Run one read-only statement; return (column names, rows). Writes raise ReadOnlyError;
     a statement running past `timeout` seconds or returning more than `max_rows` rows raises
-    StoreError naming the flag that raises the limit."""
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout}")
+    StoreError naming the flag that raises the limit. `note` (if given) is told, in one
+    line, which wall holds on a PostgreSQL role that could write."""
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
+        raise UsageError(
+            f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT_S}], got {timeout:.6g}"
+        )
     if max_rows < 1:
         raise UsageError(f"--max-rows must be at least 1, got {max_rows}")
+    _check_text(sql, "the SQL text")
+    for name, value in (params or {}).items():
+        _check_text(name, "a parameter name")
+        if isinstance(value, str):
+            _check_text(value, f"parameter {name!r}")
+        elif isinstance(value, int) and not -(2**63) <= value < 2**63:
+            raise UsageError(f"parameter {name!r} does not fit in a 64-bit integer")
     sql, word = split_statement(sql)
     if word in _WRITE_WORDS:
         raise ReadOnlyError(f"seqbench query is read-only: {word} statements are refused")
-    limits = _Limits(timeout, max_rows)
-    params = params or {}
+    return _run_scanned(db, sql, params or {}, _Limits(timeout, max_rows), note)
+
+
+def _check_text(text: str, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise UsageError(f"{what} is not valid UTF-8 (byte at position {e.start})") from None
+
+
+def _run_scanned(db, sql: str, params: dict[str, Any], limits: _Limits, note=None):
+    """The statement, past the scanner, to the database, whose own walls hold it read-only
+    (the tests call this directly to show that they hold without the scanner)."""
     # A SQLite store at head is read with the standard library alone (no SQLAlchemy import);
     # anything else is checked by open_store first (read-only: it creates nothing).
     path = readable_sqlite(db)
@@ -253,7 +295,13 @@ def run_query(
         url = resolve_url(db)
         path = sqlite_path(url)
         if path is None:
-            return _run_other(url, sql, params, limits)
+            from sqlalchemy.engine import make_url
+
+            if make_url(url).get_backend_name() != "postgresql":
+                raise StoreError("seqbench query reads SQLite and PostgreSQL stores")
+            from seqbench.store.pg_query import run_postgres
+
+            return run_postgres(url, sql, params, limits, note)
     return _run_sqlite(path, sql, params, limits)
 
 
@@ -262,14 +310,20 @@ class _Limits:
     timeout: float
     max_rows: int
 
-    def rows(self, fetchmany) -> list[tuple]:
-        rows = fetchmany(self.max_rows + 1)
-        if len(rows) > self.max_rows:
-            raise StoreError(
-                f"the query returned more than {self.max_rows} rows; add a LIMIT or raise "
-                "--max-rows"
-            )
-        return [tuple(r) for r in rows]
+    def rows(self, batches) -> list[tuple]:
+        """Rows from an iterator of batches, stopping (and refusing) past max_rows: memory
+        is bounded by the cap, not by the result."""
+        out: list[tuple] = []
+        for batch in batches:
+            out.extend(tuple(r) for r in batch)
+            if len(out) > self.max_rows:
+                raise self.too_many()
+        return out
+
+    def too_many(self) -> StoreError:
+        return StoreError(
+            f"the query returned more than {self.max_rows} rows; add a LIMIT or raise --max-rows"
+        )
 
     def timed_out(self) -> StoreError:
         return StoreError(
@@ -277,8 +331,15 @@ class _Limits:
         )
 
 
+def _batches(fetchmany, size: int = FETCH_BATCH):
+    while batch := fetchmany(size):
+        yield batch
+
+
 def _run_sqlite(path, sql: str, params: dict[str, Any], limits: _Limits):
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    from seqbench.store.common import sqlite_uri
+
+    con = sqlite3.connect(sqlite_uri(path, "ro"), uri=True, timeout=30)
     deadline = time.monotonic() + limits.timeout
     try:
         con.execute("PRAGMA query_only = ON")
@@ -287,7 +348,7 @@ def _run_sqlite(path, sql: str, params: dict[str, Any], limits: _Limits):
         con.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
         try:
             cur = con.execute(sql, params)
-            rows = limits.rows(cur.fetchmany)
+            rows = limits.rows(_batches(cur.fetchmany))
         except sqlite3.OperationalError as e:
             if str(e) == "interrupted":
                 raise limits.timed_out() from e
@@ -299,47 +360,9 @@ def _run_sqlite(path, sql: str, params: dict[str, Any], limits: _Limits):
                     "seqbench query is read-only: the statement would write and was refused"
                 ) from e
             raise StoreError(f"SQL error: {msg}") from e
-        except sqlite3.ProgrammingError as e:
+        except (sqlite3.ProgrammingError, OverflowError) as e:
             raise StoreError(f"SQL error: {e}") from e
         cols = [d[0] for d in cur.description or []]
         return cols, rows
     finally:
         con.close()
-
-
-def _run_other(url: str, sql: str, params: dict[str, Any], limits: _Limits):
-    """PostgreSQL (and other servers): the one statement in a READ ONLY transaction of a
-    session whose default transactions are read-only too, with a statement timeout."""
-    from sqlalchemy import text
-    from sqlalchemy.exc import DBAPIError
-
-    from seqbench.store.store import _make_engine
-
-    engine = _make_engine(url)
-    try:
-        with engine.connect() as conn:
-            if conn.dialect.name == "postgresql":
-                conn.exec_driver_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-                conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-                ms = max(1, int(limits.timeout * 1000))
-                conn.exec_driver_sql(f"SET LOCAL statement_timeout = {ms}")
-            else:
-                conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-            try:
-                result = conn.execute(text(sql), params)
-                cols = list(result.keys()) if result.returns_rows else []
-                rows = limits.rows(result.fetchmany) if result.returns_rows else []
-            except DBAPIError as e:
-                msg = str(e.orig)
-                if "read-only" in msg:
-                    raise ReadOnlyError(
-                        "seqbench query is read-only: the statement would write and was refused"
-                    ) from e
-                if "statement timeout" in msg:
-                    raise limits.timed_out() from e
-                raise StoreError(f"SQL error: {msg.splitlines()[0]}") from e
-            finally:
-                conn.rollback()
-            return cols, rows
-    finally:
-        engine.dispose()
