@@ -13,6 +13,7 @@ that are the library's own (report tables, baselines, queries) are re-exported l
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -80,6 +81,8 @@ __all__ = [
     "run_config",
     "run_details",
     "run_sweep",
+    "check_store",
+    "reader_role",
     "store_is_current",
     "store_revision",
     "sweep_grid",
@@ -115,6 +118,37 @@ def store_revision(store: Store) -> tuple[str | None, str]:
     from seqbench.store.store import inspect_revision
 
     return inspect_revision(store.url)[0], migrate.head_revision()
+
+
+def reader_role(
+    db: str | None, role: str, password: str | None = None, *, execute: bool = True
+) -> list[str]:
+    """Create (or re-grant) a least-privilege reader role on a PostgreSQL store: LOGIN,
+    SELECT on seqbench's tables and views, read-only sessions, nothing else. Returns the SQL
+    (the password masked); `execute=False` only renders it."""
+    from seqbench.store.engine import resolve_url
+    from seqbench.store.pg_query import create_reader_role, valid_role_name
+
+    url = resolve_url(db)
+    if not url.startswith("postgresql"):
+        raise UsageError("a reader role is for a PostgreSQL store (--db postgresql+psycopg://…)")
+    valid_role_name(role)
+    if execute:
+        open_store_checked = _reexport("open_store")
+        open_store_checked(db, readonly=True).dispose()  # a seqbench store at head
+    return create_reader_role(url, role, password, execute=execute)
+
+
+def check_store(db: str | None) -> list[str]:
+    """SQLite's integrity_check over the store file, read-only: [] when it is sound, else
+    the problems it lists. PostgreSQL keeps its own pages: nothing to check, []."""
+    from seqbench.store.engine import integrity_problems
+
+    return integrity_problems(db)
+
+
+def _reexport(name: str):
+    return getattr(importlib.import_module(_REEXPORTS[name]), name)
 
 
 def schema_history() -> list:
@@ -269,6 +303,8 @@ def sweep_plan(
     every point resolved and validated (nothing is written)."""
     from seqbench.sweep import spec as specs
 
+    if name is not None and (not name.strip() or len(name) > 200 or not name.isprintable()):
+        raise UsageError(f"a sweep name is 1-200 printable characters, got {name!r}")
     sources = [bool(preset), bool(spec), bool(models or tasks or k or set_)]
     if sum(sources) == 0:
         raise UsageError("give --models and --tasks, a --spec file or a --preset")
@@ -405,8 +441,8 @@ def delete_runs(store: Store, refs: list[str]) -> list[int]:
     live = [r.id for r in runs if r.status == "running"]
     if live:
         raise UsageError(
-            f"run {live[0]} is running: stop it first (a stale one is marked failed by the "
-            "next run of its sweep)"
+            f"run {live[0]} is running: stop it first (a run whose process died is marked "
+            "crashed by the next seqbench command)"
         )
     ids = [r.id for r in runs]
     store.delete_runs(ids)
@@ -431,6 +467,11 @@ def check_run_name(name: str | None) -> str | None:
         raise UsageError(f"a run name is 1-200 printable characters, got {name!r}")
     if name.isascii() and name.isdecimal():
         raise UsageError(f"a run name cannot be a number ({name!r} would read as a run id)")
+    if re.fullmatch(r"[0-9a-fA-F-]+", name):
+        raise UsageError(
+            f"a run name cannot look like a uuid prefix ({name!r} could name another run by "
+            "its uuid): add a letter outside a-f"
+        )
     return name
 
 

@@ -442,10 +442,26 @@ FLOAT_FIELDS = (
     "forget_bias",
     "teacher_lam",
 )
-MAX_SEED = 2**63 - 1
+MAX_SEED = 2**32 - 1  # numpy's seeds (the tasks' data) are 32-bit
+# past this Adam's first step, lr / (1 - beta1), leaves float32 and torch raises instead of
+# the run diverging (1e12 still diverges, as a result should)
+MAX_LR = 1e30
+MAX_INT = 2**63 - 1  # what the store's integer columns and torch's int64 hold
 # Structural sizes past any experiment's (deep IndRNN: 21 layers; a TCN with 40 levels sees
 # 2^40 steps): a larger value is a typo, and building it would hang before any estimate.
-LIMITS = {"layers": 1000, "levels": 40, "kernel_size": 10_000, "heads": 4096}
+LIMITS = {
+    "layers": 1000,
+    "levels": 40,
+    "kernel_size": 10_000,
+    "heads": 4096,
+    # widths and lengths past any that fits in memory: refused before a model is built (a
+    # smaller but still too large one meets the memory estimate)
+    "hidden": 2**24,
+    "batch_size": 2**24,
+    "seq_len": 2**26,
+    "eval_size": 2**26,
+    "params": 2**40,
+}
 FLOAT32_MAX = 3.4028234663852886e38
 
 
@@ -461,7 +477,15 @@ def validate(cfg: RunConfig) -> None:
         if v is not None and abs(v) > FLOAT32_MAX:  # the optimiser works in float32
             raise UsageError(f"{name} = {v} is beyond float32's range (±{FLOAT32_MAX:.3g})")
 
+    from dataclasses import fields
+
+    for f in fields(cfg):
+        v = getattr(cfg, f.name)
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
+            raise UsageError(f"{f.name} = {v} does not fit in a 64-bit integer")
     _positive_fields(cfg, POSITIVE)
+    if cfg.lr is not None and cfg.lr > MAX_LR:
+        raise UsageError(f"lr must be at most {MAX_LR:g}, got {cfg.lr:g}")
     for name, most in LIMITS.items():
         v = getattr(cfg, name)
         if v is not None and v > most:
@@ -469,7 +493,7 @@ def validate(cfg: RunConfig) -> None:
     if cfg.weight_decay < 0:
         raise UsageError(f"weight_decay must be ≥ 0, got {cfg.weight_decay}")
     if not 0 <= cfg.seed <= MAX_SEED:
-        raise UsageError(f"seed must be in [0, 2^63), got {cfg.seed}")
+        raise UsageError(f"seed must be in [0, 2^32), got {cfg.seed}")
     if cfg.steps is None and cfg.epochs is None:
         raise UsageError("give --steps or --epochs")
     if cfg.steps is not None and cfg.epochs is not None:

@@ -31,7 +31,8 @@ class AppState:
     def reader(self) -> Store:
         """The store for a command that only reads: never created, never changed."""
         if self._reader is None:
-            self._reader = api.open_store(self.db, readonly=True)
+            # runs whose process died are marked crashed, the one write a read command makes
+            self._reader = api.open_store(self.db, readonly=True, reap=True)
         return self._reader
 
     def dispose(self) -> None:

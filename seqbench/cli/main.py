@@ -102,7 +102,10 @@ def _database_error(e: BaseException) -> str | None:
         e = orig
     if isinstance(e, sqlite3.Error) or type(e).__module__.startswith("psycopg"):
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        return f"the database failed: {first} (nothing half-written is kept)"
+        return (
+            f"the database failed: {first} (each write is one transaction; a run it left "
+            "`running` is marked crashed by the next command)"
+        )
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
         return f"cannot write: {e.strerror}"
     return None

@@ -148,6 +148,7 @@ def baseline_save(
 
     Example: seqbench baseline save nightly --where "task = 'adding'" --rtol 0.1
     """
+    skipped: list[str] = []
     points = api.save_baseline(
         state(ctx).store(),
         name,
@@ -156,7 +157,17 @@ def baseline_save(
         where=where,
         rtol=rtol,
         atol=atol,
+        skipped=skipped,
     )
+    if skipped:
+        shown = ", ".join(skipped[:6]) + (
+            f" and {len(skipped) - 6} more" if len(skipped) > 6 else ""
+        )
+        typer.echo(
+            f"note: left out {len(skipped)} point(s) whose runs diverged (a diverged run is "
+            f"never a baseline value): {shown}",
+            err=True,
+        )
     typer.echo(f"saved baseline {name!r}: {len(points)} points")
 
 

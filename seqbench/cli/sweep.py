@@ -15,7 +15,7 @@ from seqbench.cli._options import (
     state,
 )
 from seqbench.cli._output import Format, FormatOption, render
-from seqbench.errors import UsageError
+from seqbench.errors import SeqbenchError, UsageError
 
 app = typer.Typer(
     help=(
@@ -76,10 +76,15 @@ def sweep(
     stale_after: Annotated[
         float, typer.Option(help="Seconds without heartbeat before a running row is stale.")
     ] = 60.0,
+    allow_failed: Annotated[
+        bool,
+        typer.Option("--allow-failed", help="Exit 0 even when points failed (default: exit 1)."),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """Run a sweep (see `seqbench sweep status` for progress).
+    """Run a sweep (see `seqbench sweep status` for progress). Exits 1 when any point is left
+    without a result (failed or crashed), so `sweep && check` never passes on nothing.
 
     Example: seqbench sweep --preset miller-hardt --scale tiny --workers 2
     """
@@ -139,6 +144,12 @@ def sweep(
             else ""
         )
     )
+    if out.unfinished and not allow_failed:
+        raise SeqbenchError(
+            f"{out.unfinished} of {out.total} point(s) of sweep {name!r} have no result (failed "
+            "or crashed): see `seqbench runs --status failed`; --retry-failed runs them again, "
+            "--allow-failed exits 0"
+        )
 
 
 def _gpu_list(gpus: str | None) -> list[int] | None:

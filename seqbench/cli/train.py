@@ -159,7 +159,15 @@ def train(
     overrides = api.parse_assignments(set_)
     if "tags" in overrides:
         raise UsageError("use --tag key=value for tags")
-    overrides.update({k_: v for k_, v in flags.items() if v is not None})
+    given = {k_: v for k_, v in flags.items() if v is not None}
+    both = sorted(set(given) & set(overrides))
+    if both:
+        flag = "--" + both[0].replace("_", "-")
+        raise UsageError(
+            f"{both[0]} is given twice, as {flag} {given[both[0]]} and as --set "
+            f"{both[0]}={overrides[both[0]]}: give one"
+        )
+    overrides.update(given)
     if stable:
         overrides["stable"] = True
     if save_checkpoint:

@@ -107,19 +107,29 @@ def _k(v) -> int | None:
 
 
 def _current(db, metric, sweep, where):
-    """Completed and diverged runs with `metric`, k as an int or None, each run's experiment
-    key alongside."""
-    df = results_frame(db, metric, sweep=sweep, where=where, statuses=("completed", "diverged"))
-    if df.empty:
-        return df
+    """Completed and diverged runs with `metric` (`diverged` marks the latter), k as an int or
+    None, each run's experiment key alongside."""
+    parts = [
+        results_frame(db, metric, sweep=sweep, where=where, statuses=(status,)).assign(
+            diverged=status == "diverged"
+        )
+        for status in ("completed", "diverged")
+    ]
+    parts = [d for d in parts if not d.empty]
+    if not parts:
+        return results_frame(db, metric, sweep=sweep, where=where)
+    df = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     df["k"] = pd.Series([_k(k) for k in df["k"]], index=df.index, dtype=object)  # None, not NaN
     df["experiment"] = [experiment_key(c) for c in df["config"]]
     return df
 
 
-def _median(vals) -> float:
-    """A diverged run's nan makes the median nan, so it cannot pass silently."""
-    vals = vals.astype(float)
+def _median(g) -> float:
+    """The median over a group's runs; nan when any of them diverged (its value, finite or not,
+    is no result), so a point whose runs diverged is a regression, never a pass."""
+    if "diverged" in g and g["diverged"].any():
+        return math.nan
+    vals = g["value"].astype(float)
     return math.nan if vals.isna().any() else float(vals.median())
 
 
@@ -132,7 +142,7 @@ def _by_variant(frames: dict, variant_fields=None) -> dict[tuple, tuple[float, i
         df = df.assign(variant=[variant_text({f: c.get(f) for f in fields}) for c in df["config"]])
         for (model, task, k, var), g in df.groupby(["model", "task", "k", "variant"], dropna=False):
             out[(model, task, _k(k), var, metric)] = (
-                _median(g["value"]),
+                _median(g),
                 len(g),
                 g["experiment"].iloc[0],
             )
@@ -157,17 +167,34 @@ def save_baseline(
     where=None,
     rtol=0.05,
     atol=0.0,
+    skipped: list[str] | None = None,
 ) -> list[Point]:
-    """Store the current medians as baseline `name` (replacing an older one of that name)."""
+    """Store the current medians as baseline `name` (replacing an older one of that name).
+    A point whose runs diverged (or whose median is not finite) is left out, never saved with
+    a diverged value: its label goes to `skipped`."""
+    check_baseline_name(name)
     cur = current_medians(store.url, metrics, sweep=sweep, where=where)
-    if not cur:
-        raise SeqbenchError("no completed runs match: nothing to save as a baseline")
-    points = [
-        Point(m, t, k, metric, v, tolerance(v, rtol, atol), metric_direction(metric, t), var, ex)
-        for (m, t, k, var, metric), (v, _, ex) in sorted(cur.items(), key=lambda kv: str(kv[0]))
-    ]
+    points, left_out = [], []
+    for (m, t, k, var, metric), (v, _, ex) in sorted(cur.items(), key=lambda kv: str(kv[0])):
+        if not math.isfinite(v):
+            left_out.append(" ".join(x for x in (f"{m}/{t}", f"k={k}", variant_label(var)) if x))
+            continue
+        direction = metric_direction(metric, t)
+        points.append(Point(m, t, k, metric, v, tolerance(v, rtol, atol), direction, var, ex))
+    if skipped is not None:
+        skipped.extend(left_out)
+    if not points:
+        why = f" ({len(left_out)} point(s) had diverged runs)" if left_out else ""
+        raise SeqbenchError(f"no completed runs match: nothing to save as a baseline{why}")
     write_points(store, name, points)
     return points
+
+
+def check_baseline_name(name: str) -> str:
+    """A baseline name: 1-200 printable characters, not all spaces."""
+    if not isinstance(name, str) or not name.strip() or len(name) > 200 or not name.isprintable():
+        raise UsageError(f"a baseline name is 1-200 printable characters, got {name!r}")
+    return name
 
 
 def write_points(store: Store, name: str, points: list[Point]) -> None:
@@ -207,27 +234,71 @@ def export_baseline(store: Store, name: str, path: str | Path) -> int:
     return len(points)
 
 
+def _text(d: dict, key: str) -> str:
+    v = d[key]
+    if not isinstance(v, str) or not v:
+        raise TypeError(f"{key} must be a non-empty string, got {type(v).__name__}")
+    return v
+
+
+def _file_k(d: dict) -> int | None:
+    k = d["k"]
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < 2**63:
+        raise TypeError(f"k must be a positive integer or null, got {k!r}")
+    return k
+
+
+def _finite(d: dict, key: str) -> float:
+    v = d[key]
+    ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+    if key == "tolerance" and ok and v < 0:
+        ok = False
+    if not ok:
+        need = "finite and ≥ 0" if key == "tolerance" else "a finite number"
+        raise ValueError(
+            f"{d.get('model')}/{d.get('task')} {key} must be {need}, got {v!r} (a nan or "
+            "infinite one would pass or fail everything)"
+        )
+    return float(v)
+
+
 def load_file(path: str | Path) -> tuple[str, list[Point]]:
     p = Path(path)
     try:
-        data = json.loads(p.read_text())
-        points = [
-            Point(
-                d["model"],
-                d["task"],
-                d["k"],
-                d["metric"],
-                float(d["value"]),
-                float(d["tolerance"]),
-                d["direction"],
-                _variant(d.get("variant")),
-                _experiment(d.get("config")),
+        data = json.loads(p.read_bytes().decode("utf-8"))
+        if not isinstance(data, dict) or not isinstance(data.get("points"), list):
+            raise TypeError('it must be an object with a list of "points"')
+        if not data["points"]:
+            raise ValueError("it has no points: a check against it would pass on nothing")
+        points = []
+        for d in data["points"]:
+            if not isinstance(d, dict):
+                raise TypeError("each point must be an object")
+            points.append(
+                Point(
+                    _text(d, "model"),
+                    _text(d, "task"),
+                    _file_k(d),
+                    _text(d, "metric"),
+                    _finite(d, "value"),
+                    _finite(d, "tolerance"),
+                    d["direction"],
+                    _variant(d.get("variant")),
+                    _experiment(d.get("config")),
+                )
             )
-            for d in data["points"]
-        ]
+        name = data.get("name", p.stem)
+        if not isinstance(name, str):
+            raise TypeError("name must be a string")
     except FileNotFoundError:
         raise UsageError(f"baseline file {str(p)!r} not found") from None
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+    except IsADirectoryError:
+        raise UsageError(f"baseline file {str(p)!r} is a directory") from None
+    except OSError as e:
+        raise UsageError(f"cannot read baseline file {str(p)!r}: {e.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as e:
         raise UsageError(f"baseline file {str(p)!r} is not a seqbench baseline: {e}") from None
     for pt in points:
         if pt.direction not in ("lower", "higher"):
@@ -237,7 +308,7 @@ def load_file(path: str | Path) -> tuple[str, list[Point]]:
                 f"baseline file {str(p)!r}: {pt.model}/{pt.task} {pt.metric} has tolerance "
                 f"{pt.tolerance}; it must be finite and ≥ 0"
             )
-    return data.get("name", p.stem), points
+    return name, points
 
 
 def _variant(v) -> str:
@@ -322,12 +393,14 @@ def check(
     """Judge the current medians against each baseline point; --rtol/--atol override the stored
     tolerance. A point with a config is compared with the runs of exactly that config (seeds
     pooled); an old point without one, with the runs of its variant."""
+    if not points:
+        raise UsageError("the baseline has no points: a check against it would pass on nothing")
     metrics = sorted({p.metric for p in points})
     fields = sorted({f for p in points if p.variant for f in json.loads(p.variant)})
     frames = {m: _current(store.url, m, sweep, where) for m in metrics}
     legacy = _by_variant(frames, fields) if any(not p.config for p in points) else {}
     by_experiment = {
-        (model, task, _k(k), ex, metric): _median(g["value"])
+        (model, task, _k(k), ex, metric): _median(g)
         for metric, df in frames.items()
         if not df.empty
         for (model, task, k, ex), g in df.groupby(

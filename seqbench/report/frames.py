@@ -72,11 +72,17 @@ def results_frame(
     statuses: tuple[str, ...] = ("completed",),
 ) -> pd.DataFrame:
     """Columns: run_id, model, task, k, seq_len, seed, sweep, config (a dict), value
-    (non-finite restored)."""
+    (non-finite restored). One row per config hash (seed included): a (config, seed) trained
+    again is one sample, its newest run, not several."""
     cols, rows = result_rows(
         db, metric, tasks=tasks, models=models, sweep=sweep, where=where, statuses=statuses
     )
     df = pd.DataFrame(rows, columns=cols)
+    if not df.empty:
+        same = ["config_hash", "model", "task", "k", "seq_len", "seed"]  # the hash, spelt out
+        df = df.sort_values("run_id").drop_duplicates(same, keep="last")
+        df = df.reset_index(drop=True)
+    df = df.drop(columns=["config_hash"])
     if df.empty:
         return df.drop(columns=["value_kind"])
     df["value"] = [join_float(v, k) for v, k in zip(df["value"], df["value_kind"], strict=True)]

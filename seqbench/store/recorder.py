@@ -6,6 +6,9 @@ store and sends its record back to the driver (whose claim created the run's row
 
 from __future__ import annotations
 
+import os
+import socket
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
@@ -50,10 +53,38 @@ class StoreRecorder:
     def __init__(self, store):
         self.store = store
         self.run_id: int | None = None
+        self._beating: threading.Event | None = None
 
     def start(self, **fields: Any) -> int:
-        self.run_id = self.store.create_run(**fields).id
+        """Create the run, with its process and stale limit in its environment, and start a
+        thread that keeps its heartbeat while the process lives (a slow step or a long
+        evaluation does not make it stale; kill -9 does)."""
+        from seqbench.store.store import STALE_BEATS, heartbeat_interval
+
+        every = heartbeat_interval()
+        env = {
+            **(fields.get("environment") or {}),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "stale_after": STALE_BEATS * every,
+        }
+        self.run_id = self.store.create_run(**{**fields, "environment": env}).id
+        self._beating = threading.Event()
+        threading.Thread(
+            target=self._beat, args=(self._beating, every), daemon=True, name="seqbench-heartbeat"
+        ).start()
         return self.run_id
+
+    def _beat(self, stop: threading.Event, every: float) -> None:
+        while not stop.wait(every):
+            try:
+                self.store.heartbeat(self.run_id)
+            except Exception:  # a full disk or a lost server: the run's own writes say so
+                continue
+
+    def _stop_beating(self) -> None:
+        if self._beating is not None:
+            self._beating.set()
 
     def log_metrics(self, rows: Iterable[tuple[str, int, float]]) -> None:
         self.store.log_metrics(self.run_id, rows)
@@ -63,11 +94,31 @@ class StoreRecorder:
 
     def finish(self, status, *, metrics=(), summaries=None, curves=None, **fields) -> int:
         fields = {"finished_at": utcnow(), **fields, "status": status}
+        self._stop_beating()
         self.run_id = self.store.write_run(
             self.run_id, fields, metrics=metrics, summaries=summaries or {}, curves=curves
         )
         self.store.ensure_present()  # a deleted store file takes writes silently
         return self.run_id
+
+    def fail(self, error: str, attempts: int = 3, wait: float = 1.0) -> bool:
+        """End the run `failed` after a write failed (a full disk, a lost server): only the
+        status and the error, tried `attempts` times `wait` s apart. False if even that could
+        not be written: the run stays `running`, its heartbeat stops, and the next command
+        marks it crashed."""
+        import time
+
+        self._stop_beating()
+        for i in range(attempts):
+            try:
+                self.store.update_run(
+                    self.run_id, status="failed", error=error, finished_at=utcnow()
+                )
+                return True
+            except Exception:
+                if i + 1 < attempts:
+                    time.sleep(wait)
+        return False
 
 
 class MemoryRecorder:

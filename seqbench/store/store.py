@@ -33,6 +33,7 @@ from seqbench.store.engine import (
     _make_engine,
     backup_sqlite,
     inspect_revision,
+    integrity_problems,
     resolve_url,
     sqlite_path,
 )
@@ -101,6 +102,53 @@ class Store:
     def heartbeat(self, run_id: int) -> None:
         self.update_run(run_id, heartbeat_at=utcnow())
 
+    def stale_runs(self) -> list[tuple[int, str, str]]:
+        """(id, the status it ends with, why) for each `running` run that nothing runs any more:
+        its process on this host is gone (kill -9, the OOM killer), or its heartbeat is older
+        than its stale limit (another host's process, or a hung one). Read-only."""
+        now = utcnow()
+        cols = (Run.id, Run.sweep_id, Run.heartbeat_at, Run.started_at, Run.created_at)
+        q = select(*cols, Run.environment).where(Run.status == "running")
+        with self.Session() as s:
+            rows = s.execute(q).all()
+        out = []
+        for rid, sweep_id, beat, started, created, env in rows:
+            why = stale_reason(env, beat or started or created, now)
+            if why:
+                # a sweep's point is failed (stale), as its sweep's own recovery has it
+                out.append((rid, "failed" if sweep_id is not None else "crashed", why))
+        return out
+
+    def reap_stale(self) -> list[int]:
+        """Mark the stale runs (`stale_runs`) crashed (a sweep's point: failed, stale), each
+        only if still running; returns their ids. A read-only handle writes through a short
+        writer connection when it can, else leaves them for the next command that writes."""
+        stale = self.stale_runs()
+        if not stale:
+            return []
+        target = self
+        if self.readonly:
+            try:
+                target = Store(self.url)
+            except Exception:  # a file this user may not write: nothing to do here
+                return []
+        try:
+            with target.Session.begin() as s:
+                for rid, status, why in stale:
+                    s.execute(
+                        update(Run)
+                        .where(Run.id == rid, Run.status == "running")
+                        .values(status=status, finished_at=utcnow(), error=why)
+                    )
+        except OperationalError:
+            if not self.readonly:
+                raise
+            return []
+        finally:
+            if target is not self:
+                target.dispose()
+        return [rid for rid, _, _ in stale]
+
     def get_run(self, run_id: int | str) -> Run | None:
         """A run by id, by name, or by a uuid prefix, whichever names exactly one run (a name
         or prefix that matches several is an error naming the runs it matches)."""
@@ -120,7 +168,8 @@ class Store:
                     if found:
                         return found[0]
                 return None
-            return s.get(Run, int(run_id))
+            rid = int(run_id)
+            return s.get(Run, rid) if 0 < rid < 2**63 else None  # no row has such an id
 
     def require_run(self, run_id: int | str) -> Run:
         """get_run, with an unknown run an error naming the store."""
@@ -149,7 +198,7 @@ class Store:
         both."""
         q = _run_filter(select(Run), model, task, status, sweep, kind, tags, archived)
         q = q.order_by(Run.id.desc())
-        if limit:
+        if limit and limit < 2**63:  # a larger limit is no limit
             q = q.limit(limit)
         with self.Session() as s:
             return list(s.scalars(q))
@@ -329,6 +378,55 @@ def _run_filter(
     return q
 
 
+# A run's process sends a heartbeat every HEARTBEAT_S seconds (SEQBENCH_HEARTBEAT_S) from a
+# thread of its own; a run whose last one is older than its stale limit (kept in its environment
+# as stale_after, STALE_BEATS heartbeats) is stale. DEFAULT_STALE_S covers rows that say none.
+HEARTBEAT_S = 10.0
+STALE_BEATS = 6
+DEFAULT_STALE_S = 120.0
+
+
+def heartbeat_interval() -> float:
+    raw = os.environ.get("SEQBENCH_HEARTBEAT_S", "")
+    try:
+        value = float(raw) if raw else HEARTBEAT_S
+    except ValueError:
+        return HEARTBEAT_S
+    return value if 0 < value < 86_400 else HEARTBEAT_S
+
+
+def process_alive(host: str | None, pid: Any) -> bool | None:
+    """Whether the process `pid` on `host` is alive: None when it cannot be told from here
+    (another host, no pid)."""
+    import socket
+
+    if not host or host != socket.gethostname() or pid is None:
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, TypeError, OverflowError):
+        return None
+    return True
+
+
+def stale_reason(env: Mapping[str, Any] | None, beat, now) -> str | None:
+    """Why a running run with environment `env` and last heartbeat `beat` is stale, or None."""
+    env = env or {}
+    host = env.get("driver_host") or env.get("host")
+    pid = env.get("driver_pid", env.get("pid"))
+    if process_alive(host, pid) is False:
+        return f"stale: its process ({pid} on {host}) is gone (killed, or out of memory)"
+    try:
+        limit = float(env.get("stale_after") or DEFAULT_STALE_S)
+    except (TypeError, ValueError):
+        limit = DEFAULT_STALE_S
+    if beat is None or (now - beat).total_seconds() > limit:
+        return f"stale: no heartbeat for more than {limit:g} s (its process died or hung)"
+    return None
+
+
 def metric_rows(run_id: int, rows: Iterable[tuple[str, int, float]]) -> list[dict]:
     """(key, step, value) -> metrics rows; a non-finite value keeps its kind."""
     out = []
@@ -356,13 +454,19 @@ def _curve_rows(run_id: int, kind: str, xs: Iterable[float], ys: Iterable[float]
 
 
 def open_store(
-    db: str | os.PathLike | None = None, *, create: bool = True, readonly: bool = False
+    db: str | os.PathLike | None = None,
+    *,
+    create: bool = True,
+    readonly: bool = False,
+    reap: bool | None = None,
 ) -> Store:
     """Open (and, if brand-new, create at head) the store at `db`: a path or a SQLAlchemy URL.
 
     `readonly=True` (the commands that only read): never creates, never changes a byte, and
-    accepts a file the user may not write. A database that holds another application's
-    tables is not given seqbench's unless asked (`seqbench db upgrade`).
+    accepts a file the user may not write. `reap` (default: when writable) marks the runs
+    whose process died crashed (`Store.reap_stale`); the CLI's read commands ask for it too,
+    the one write they make, and only when such a run is there. A database that holds another
+    application's tables is not given seqbench's unless asked (`seqbench db upgrade`).
     Raises StoreError, leaving the file unchanged, if the database cannot be used as is.
     """
     url = resolve_url(db)
@@ -380,7 +484,16 @@ def open_store(
                 f"{where} holds another application's tables ({shown}) and no seqbench schema; "
                 "to add seqbench's tables to it, run `seqbench db upgrade`"
             )
+    if path is not None and not readonly and not needs_create:
+        problems = integrity_problems(url, quick=True)
+        if problems:
+            raise StoreError(
+                f"the store {where} is damaged ({problems[0]}); nothing was written. "
+                "`seqbench db check` lists the problems"
+            )
     store = Store(url, readonly=readonly)
+    if (not readonly if reap is None else reap) and not needs_create:
+        store.reap_stale()  # runs whose process died: crashed, before anything else reads them
     if needs_create:
         try:
             migrate.upgrade(store.engine)

@@ -10,8 +10,6 @@ invocation marks it failed and runs the point again.
 
 from __future__ import annotations
 
-import os
-import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -22,7 +20,7 @@ from sqlalchemy import and_, delete, func, insert, or_, select, update
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.store.common import utcnow
 from seqbench.store.schema import Metric, Run, Summary, Sweep, SweepPoint
-from seqbench.store.store import Store, metric_rows, summary_rows
+from seqbench.store.store import Store, metric_rows, process_alive, summary_rows
 
 DONE = ("completed", "diverged")
 LIVE = ("running",)  # a point in flight, whose driver sends heartbeats
@@ -95,15 +93,8 @@ def _point_hashes(sweep_id: int):
 
 
 def _alive(env: dict | None) -> bool:
-    if not env or env.get("driver_host") != socket.gethostname():
-        return True  # another machine's driver: only its heartbeat can tell
-    try:
-        os.kill(int(env["driver_pid"]), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, KeyError, ValueError, TypeError):
-        return True
-    return True
+    env = env or {}
+    return process_alive(env.get("driver_host"), env.get("driver_pid")) is not False
 
 
 def recover_stale(store: Store, sweep_id: int, stale_after: float) -> list[int]:
@@ -141,10 +132,15 @@ def claim(
     is locked."""
     with store.Session.begin() as s:
         if stale_after is not None:
-            point = select(SweepPoint.id).where(
-                SweepPoint.sweep_id == sweep_id, SweepPoint.config_hash == config_hash
+            # every sweep's point of this config (two sweeps of one grid under different
+            # names share its run): the lock serializes their claims on PostgreSQL, as BEGIN
+            # IMMEDIATE does on SQLite; in id order, so two claims never deadlock
+            points = (
+                select(SweepPoint.id)
+                .where(SweepPoint.config_hash == config_hash)
+                .order_by(SweepPoint.id)
             )
-            s.execute(point.with_for_update())
+            s.execute(points.with_for_update())
             live_since = utcnow() - timedelta(seconds=stale_after)
             held = and_(Run.status.in_(LIVE), Run.heartbeat_at >= live_since)
             taken = s.scalar(
@@ -182,9 +178,8 @@ RESULT_FIELDS = (
     "n_params",
     "checkpoint",
     "started_at",
-    "tags",
     "config",
-)
+)  # not tags: the claim set the config's, and `runs tag` during the run must survive its end
 
 
 def write_result(store: Store, run_id: int, record: Mapping[str, Any]) -> str:

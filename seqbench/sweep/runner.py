@@ -21,6 +21,7 @@ from seqbench.store.sweeps import DONE, PointState
 from seqbench.sweep.spec import canonical
 
 HEARTBEAT_EVERY = 2.0
+MAX_WORKERS = 4096  # processes at once, or Ray tasks in flight; beyond any machine's cores
 # A point whose worker died is run again at once, up to this many times in one sweep command
 # (a point that kills its worker every time, e.g. by memory, is then left `crashed` for the
 # next plain re-run instead of looping).
@@ -37,6 +38,9 @@ class SweepOutcome:
     skipped: int
     ran: int
     counts: dict[str, int] = field(default_factory=dict)
+    # points left without a result when the command ended (failed, crashed, interrupted,
+    # pending), this command's or an earlier one's
+    unfinished: int = 0
 
 
 def plan_sweep(store: Store, name: str, spec: dict, points: list[RunConfig], force: bool) -> int:
@@ -96,8 +100,8 @@ def executor_factory(
     `gpus` (default: every visible GPU), `runs_per_gpu` at once on each."""
     if executor not in ("local", "ray"):
         raise UsageError(f"--executor must be local or ray, got {executor!r}")
-    if workers is not None and workers <= 0:
-        raise UsageError(f"--workers must be positive, got {workers}")
+    if workers is not None and not 0 < workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must be in 1..{MAX_WORKERS}, got {workers}")
     available = visible_gpus() if available_gpus is None else available_gpus
     check_gpus(gpus, runs_per_gpu, available)
     if executor == "ray":
@@ -149,7 +153,7 @@ def run_sweep(
         live: set[int] = set()  # runs created and not yet recorded
         claim = None if force else stale_after  # --force runs every point regardless
         try:
-            _dispatch(store, sweep_id, executor, todo, counts, on_result, live, claim)
+            _dispatch(store, sweep_id, executor, todo, counts, on_result, live, claim, stale_after)
         except KeyboardInterrupt:  # Ctrl-C: the points in flight re-run first next time
             _store_streamed(store, executor)  # what they logged so far is kept
             rows.mark(store, live, "interrupted")
@@ -162,17 +166,31 @@ def run_sweep(
     rows.set_status(store, sweep_id, "completed" if done else "incomplete")
     elsewhere = counts.pop("elsewhere", 0)  # done or running in another driver meanwhile
     ran = len(todo) - elsewhere
-    return SweepOutcome(sweep_id, len(states), len(states) - ran, ran, counts)
+    unfinished = sum(p.status not in (*DONE, "running") for p in final)
+    return SweepOutcome(sweep_id, len(states), len(states) - ran, ran, counts, unfinished)
 
 
 def _dispatch(
-    store, sweep_id, executor, todo, counts, on_result, live: set[int], claim: float | None = None
+    store,
+    sweep_id,
+    executor,
+    todo,
+    counts,
+    on_result,
+    live: set[int],
+    claim: float | None = None,
+    stale_after: float = 60.0,
 ) -> None:
     queue = list(todo)
     inflight: dict[object, int] = {}
     point_of: dict[object, PointState] = {}
     crashes: dict[str, int] = {}
-    driver = {"driver_host": socket.gethostname(), "driver_pid": os.getpid()}
+    # who keeps the points' heartbeats, and after how long without one they are stale
+    driver = {
+        "driver_host": socket.gethostname(),
+        "driver_pid": os.getpid(),
+        "stale_after": stale_after,
+    }
     last_beat = time.monotonic()
     ended: set[int] = set()  # points whose streamed metrics have all arrived
     while queue or inflight:
@@ -264,10 +282,21 @@ def sweep_status(store: Store, name: str | None = None) -> list[dict]:
         out.append(
             {
                 "name": sw.name,
-                "status": sw.status,
+                "status": _computed_status(sw.status, c),
                 "total": len(states),
                 **c,
                 "created": sw.created_at,
             }
         )
     return out
+
+
+def _computed_status(stored: str, counts: dict[str, int]) -> str:
+    """A sweep's status from its points' rows (a run deleted after the sweep ended makes it
+    incomplete again): running while a point is in flight, completed when every point has a
+    result, else interrupted (as its last driver said) or incomplete."""
+    if counts["running"]:
+        return "running"
+    if not (counts["failed"] or counts["remaining"]):
+        return "completed"
+    return "interrupted" if stored == "interrupted" else "incomplete"

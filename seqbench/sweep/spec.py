@@ -23,6 +23,9 @@ SCALES = ("tiny", "small", "paper")
 GRID_KEYS = {"models", "tasks", "k", "seeds", "set"}
 
 
+MAX_POINTS = 100_000  # a grid past this is a typo in a range, not an experiment
+
+
 def parse_range(text: str) -> list[int]:
     """'1,2,4' or 'start:stop:xF' (geometric, factor F) or 'start:stop:+S' / 'start:stop:S'
     (arithmetic); stop is inclusive. Raises UsageError on anything malformed or empty."""
@@ -51,6 +54,13 @@ def parse_range(text: str) -> list[int]:
         raise UsageError(f"range {text!r}: a geometric range needs start > 0 and factor > 1")
     if not geometric and amount <= 0:
         raise UsageError(f"range {text!r}: the step must be positive")
+    import math
+
+    n = math.log(stop / start) / math.log(amount) + 1 if geometric else (stop - start) // amount + 1
+    if n > MAX_POINTS:
+        raise UsageError(
+            f"range {text!r} has {int(n):,} values; a sweep has at most {MAX_POINTS:,} points"
+        )
     vals, v = [], float(start)
     while v <= stop:
         if not vals or round(v) != vals[-1]:
@@ -291,6 +301,14 @@ def expand(grids: list[dict]) -> list[RunConfig]:
         seeds = g.get("seeds") or [0]
         axes = g.get("set") or {}
         names = list(axes)
+        size = len(models) * len(tasks) * len(ks) * len(seeds)
+        for n in names:
+            size *= len(axes[n])
+        if len(points) + size > MAX_POINTS:  # checked before a single point is built
+            raise UsageError(
+                f"the grid has {len(points) + size:,} points; a sweep has at most "
+                f"{MAX_POINTS:,} (split it into several sweeps)"
+            )
         for model, task, k, seed, *vals in itertools.product(
             models, tasks, ks, seeds, *(axes[n] for n in names)
         ):

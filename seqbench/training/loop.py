@@ -167,8 +167,8 @@ def check_memory(cfg: RunConfig, task) -> None:
     try:
         with torch.device("meta"):
             n = count_params(build_model(cfg.model, task, cfg.model_args(task.seq_len)))
-    except (NotImplementedError, RuntimeError):  # an init the meta device lacks: no estimate
-        return
+    except (NotImplementedError, RuntimeError, OverflowError, ValueError, MemoryError):
+        n = 0  # an init the meta device lacks: the activations alone must still fit
     hidden, layers = cfg.hidden or 128, cfg.layers or 1
     need = 16 * n + activation_bytes(
         cfg, cfg.batch_size, cfg.seq_len, hidden, task.in_dim, layers, 4
@@ -279,7 +279,13 @@ def train(
         run.finish("interrupted", {})
         raise
     except Exception as e:
-        run.finish("failed", {}, traceback.format_exc())
+        try:
+            run.finish("failed", {}, traceback.format_exc())
+        except Exception:  # the store itself failed (a full disk, a lost server)
+            fail = getattr(recorder, "fail", None)
+            if fail is not None:
+                fail(f"the store failed while the run was being recorded: {type(e).__name__}: {e}")
+            raise e from None
         raise RunFailedError(f"run {run_id} failed: {type(e).__name__}: {e}") from e
     finally:
         progress.on_end()
@@ -326,7 +332,9 @@ def _loop(run: _Run) -> TrainOutcome:
         if not math.isfinite(loss_v):
             buffer.append(("train_loss", step, loss_v))
             return run.finish(
-                "diverged", {"diverged_step": step, "final_train_loss": loss_v, "steps": step}
+                "diverged",
+                {"diverged_step": step, "final_train_loss": loss_v, "steps": step},
+                f"the training loss became {loss_v} at step {step}",
             )
         opt.zero_grad(set_to_none=True)
         log_now = step % LOG_EVERY == 0 or step == 1

@@ -59,13 +59,15 @@ def test_failed_and_diverged_points_are_recorded_and_the_sweep_goes_on(cli, tmp_
         "eval_size=16 --set save_checkpoint=true --quiet --name mixed --workers 2"
     ).split()
     out = cli("sweep", *grid)
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == 1, out.output  # points without a result: sweep && check fails
+    assert "2 of 4 point(s) of sweep 'mixed' have no result" in out.stderr
     store = open_store(tmp_path / "seqbench.db")
     (st,) = sweep_status(store, "mixed")
     assert st["failed"] == 2 and st["completed"] + st["diverged"] == 2 and st["diverged"] >= 1
     failed = [r for r in store.list_runs(sweep="mixed") if r.status == "failed"]
     assert all("checkpoints" in r.error for r in failed)
-    assert "ran 0" in cli("sweep", *grid).stdout  # failed points wait for --retry-failed
+    again = cli("sweep", *grid, "--allow-failed")
+    assert "ran 0" in again.stdout and again.exit_code == 0  # failed points wait for a retry
     blocker.unlink()
     retry = cli("sweep", *grid, "--retry-failed")
     assert "ran 2" in retry.stdout
