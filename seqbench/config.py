@@ -456,11 +456,11 @@ LIMITS = {
     "heads": 4096,
     # widths and lengths past any that fits in memory: refused before a model is built (a
     # smaller but still too large one meets the memory estimate)
-    "hidden": 2**24,
-    "batch_size": 2**24,
-    "seq_len": 2**26,
-    "eval_size": 2**26,
-    "params": 2**40,
+    "hidden": 2**31,
+    "batch_size": 2**31,
+    "seq_len": 2**31,
+    "eval_size": 2**31,
+    "params": 2**48,
 }
 FLOAT32_MAX = 3.4028234663852886e38
 

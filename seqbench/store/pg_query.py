@@ -20,18 +20,11 @@ from collections.abc import Callable
 from typing import Any
 
 from seqbench.errors import ReadOnlyError, StoreError
+from seqbench.store.common import VERSION_TABLE
+from seqbench.store.engine import SEQBENCH_TABLES
 
 # every relation a reader needs: `open_store` reads the version table, users the rest
-READ_TABLES = (
-    "runs",
-    "metrics",
-    "summaries",
-    "curves",
-    "sweeps",
-    "sweep_points",
-    "baselines",
-    "seqbench_alembic_version",
-)
+READ_TABLES = (*sorted(SEQBENCH_TABLES | {"sweep_points"}), VERSION_TABLE)
 READ_VIEWS = ("v_results", "v_summaries")
 
 

@@ -70,9 +70,10 @@ class StoreRecorder:
         }
         self.run_id = self.store.create_run(**{**fields, "environment": env}).id
         self._beating = threading.Event()
-        threading.Thread(
+        self._beater = threading.Thread(
             target=self._beat, args=(self._beating, every), daemon=True, name="seqbench-heartbeat"
-        ).start()
+        )
+        self._beater.start()
         return self.run_id
 
     def _beat(self, stop: threading.Event, every: float) -> None:
@@ -85,6 +86,7 @@ class StoreRecorder:
     def _stop_beating(self) -> None:
         if self._beating is not None:
             self._beating.set()
+            self._beater.join(timeout=60)  # a beat in flight lands before the run's end
 
     def log_metrics(self, rows: Iterable[tuple[str, int, float]]) -> None:
         self.store.log_metrics(self.run_id, rows)

@@ -97,6 +97,14 @@ def test_disk_full_is_one_line_the_store_stays_consistent_and_recovers(tiny_disk
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     con.close()
+    # no run is left `running`: the failed train marked itself failed, or (when even that
+    # write found no room) the next command marks it crashed, its process being gone
+    listed = _seqbench(db, "runs", "-f", "csv")
+    assert listed.returncode == 0, listed.stderr
+    con = sqlite3.connect(db)
+    statuses = [s for (s,) in con.execute("SELECT status FROM runs ORDER BY id")]
+    con.close()
+    assert statuses[0] == "completed" and "running" not in statuses, statuses
     again = _seqbench(db, *train)
     assert again.returncode == 0, again.stderr
     assert _seqbench(db, "runs", "-f", "csv").returncode == 0

@@ -27,8 +27,11 @@ def test_kill_9_of_train_is_crashed_at_the_next_command_and_can_be_deleted(db, c
         time.sleep(0.2)
         if db.exists():
             with sqlite3.connect(db) as con:
-                if con.execute("SELECT COUNT(*) FROM metrics").fetchone()[0]:
-                    break
+                try:
+                    if con.execute("SELECT COUNT(*) FROM metrics").fetchone()[0]:
+                        break
+                except sqlite3.OperationalError:  # the schema is still being created
+                    continue
     proc.send_signal(signal.SIGKILL)  # what the OOM killer does
     proc.communicate(timeout=30)
     with sqlite3.connect(db) as con:

@@ -335,6 +335,40 @@ def test_two_drivers_of_one_sweep_share_its_points(tmp_path):
     assert sum(ran) == 6
 
 
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_two_sweeps_of_one_grid_under_different_names_run_each_config_once(
+    tmp_path, backend, request
+):
+    """The claim is unique per config hash on every backend: on PostgreSQL two sweeps of the
+    same grid under different names ran one config twice (13 runs for 12 points)."""
+    db = tmp_path / "names.db" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    grid = (
+        "sweep --models rnn,gru --tasks adding --k 2,4,8 --seeds 0 --set steps=60 --set "
+        "hidden=8 --set seq_len=20 --set eval_size=32 --workers 1 --quiet"
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    procs = [
+        subprocess.Popen(
+            seqbench_cmd(db, grid, f"--name {name}"),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("one", "other")
+    ]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
+    from seqbench.store.query import run_query
+
+    _cols, per_hash = run_query(
+        str(db), "SELECT config_hash, COUNT(*) FROM runs WHERE kind = 'train' GROUP BY 1"
+    )
+    assert len(per_hash) == 6 and {n for _, n in per_hash} == {1}  # each config ran once
+
+
 def test_threads_per_worker_honours_omp_num_threads_and_affinity(monkeypatch):
     from seqbench.sweep import executors
 
