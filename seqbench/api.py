@@ -247,15 +247,17 @@ def train(
     config_file: str | None = None,
     progress: Progress | None = None,
     name: str | None = None,
+    threads: int | None = None,
     **overrides: Any,
 ) -> TrainOutcome:
     """Train one run and record it in the store; returns a TrainOutcome (run id, status,
-    summaries, resolved config). Overrides are RunConfig fields; `name` labels the run.
+    summaries, resolved config). Overrides are RunConfig fields; `name` labels the run;
+    `threads` sets torch's CPU threads (default: seqbench's choice, training/threads.py).
 
     Example: ``seqbench.train("indrnn", "adding", seq_len=100, steps=500, db="runs.db")``
     """
     cfg = make_config(model, task, overrides, config_file)
-    return train_config(cfg, db=db, progress=progress, name=name)
+    return train_config(cfg, db=db, progress=progress, name=name, threads=threads)
 
 
 def train_config(
@@ -264,16 +266,19 @@ def train_config(
     db: str | Store | None = None,
     progress: Progress | None = None,
     name: str | None = None,
+    threads: int | None = None,
 ) -> TrainOutcome:
     """Train a resolved config (make_config) and record it in the store at `db` (a path, a
-    URL or an open Store), with an optional run `name`."""
+    URL or an open Store), with an optional run `name` and torch `threads`."""
     from seqbench.store.store import Store, open_store
     from seqbench.training.loop import train as train_loop
+    from seqbench.training.threads import check_threads
 
     name = check_run_name(name)
+    check_threads(threads)
     store = db if isinstance(db, Store) else open_store(db)
     try:
-        return train_loop(cfg, store, progress=progress, name=name)
+        return train_loop(cfg, store, progress=progress, name=name, threads=threads)
     finally:
         if store is not db:
             store.dispose()

@@ -63,6 +63,7 @@ def bench_kernels(
     device: str = "cpu",
     backends: tuple[str, ...] | None = None,
     repeat: int = 3,
+    threads: int | None = None,
 ) -> tuple[list[BenchRow], float, str]:
     """Time every available backend; returns (rows, measured copy GB/s, the device used).
     With a `store` (or a function that opens it, called once the arguments are checked, so
@@ -75,6 +76,10 @@ def bench_kernels(
     for flag, v in (("seq-len", seq_len), ("batch", batch), ("hidden", hidden), ("repeat", repeat)):
         if v <= 0:
             raise UsageError(f"--{flag} must be positive, got {v}")
+    from seqbench.training.threads import apply_threads, choose_threads
+
+    # the kernels' work per step is B·N lanes, not a matmul: more threads pay for large B·N
+    n_threads, threads_from = choose_threads(threads, float(batch) * seq_len * hidden * 64)
     device = str(resolve_device(device))
     need = 8 * indrnn_bytes(batch, seq_len, hidden)  # inputs, outputs, grads, the loop's state
     if torch.device(device).type == "cpu" and need > 0.8 * available_memory():
@@ -83,6 +88,7 @@ def bench_kernels(
             f"but {available_memory() / 2**30:.1f} GiB is available: lower --seq-len, --batch "
             "or --hidden"
         )
+    apply_threads(n_threads)
     dev = torch.device(device)
     if backends is None:
         backends = ("torch", "cpu")
@@ -122,11 +128,17 @@ def bench_kernels(
             rows.append(BenchRow(f"cudnn-{kind}", ms, None, None, speed))
     if store is not None:
         params = {"seq_len": seq_len, "batch": batch, "hidden": hidden, "device": device}
-        store_bench(store() if callable(store) else store, rows, params, copy_gbps)
+        store_bench(store() if callable(store) else store, rows, params, copy_gbps, threads_from)
     return rows, copy_gbps, device
 
 
-def store_bench(store: Store, rows: list[BenchRow], params: dict, copy_gbps: float) -> list[int]:
+def store_bench(
+    store: Store,
+    rows: list[BenchRow],
+    params: dict,
+    copy_gbps: float,
+    threads_from: str | None = None,
+) -> list[int]:
     """One run of kind "bench" per row, with the timings as summaries."""
     from seqbench import environment
     from seqbench.store.common import utcnow
@@ -144,7 +156,7 @@ def store_bench(store: Store, rows: list[BenchRow], params: dict, copy_gbps: flo
             seq_len=params["seq_len"],
             config=cfg,
             config_hash=config_digest(cfg),
-            environment=environment.capture(params["device"]),
+            environment=environment.capture(params["device"], threads_from),
             started_at=utcnow(),
             wall_seconds=row.ms / 1e3,
         )

@@ -44,7 +44,9 @@ def available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
 
 
-def capture(device: str) -> dict[str, str | None]:
+def capture(device: str, threads_from: str | None = None) -> dict[str, str | None]:
+    """What a run ran on; `threads_from` says where its torch thread count came from (flag,
+    SEQBENCH_THREADS, OMP_NUM_THREADS, auto, or a sweep's share)."""
     import torch
 
     if device.startswith("cuda"):
@@ -63,4 +65,5 @@ def capture(device: str) -> dict[str, str | None]:
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "threads": str(torch.get_num_threads()),
+        "threads_from": threads_from,
     }

@@ -6,7 +6,7 @@ import contextlib
 import signal
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -90,3 +90,13 @@ def joined(values: list[str] | None) -> str | None:
     if not values:
         return None
     return ",".join(v.strip() for item in values for v in item.split(",") if v.strip())
+
+
+ThreadsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--threads",
+        help="Torch CPU threads (default: SEQBENCH_THREADS, OMP_NUM_THREADS, else seqbench's "
+        "choice: 1 for small steps, the free cores for large ones).",
+    ),
+]

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from seqbench import api
-from seqbench.cli._options import state
+from seqbench.cli._options import ThreadsOption, state
 from seqbench.cli._output import Format, FormatOption, render
 
 app = typer.Typer(
@@ -26,6 +26,7 @@ def kernels(
         list[str] | None, typer.Option(help="Only these IndRNN backends (repeatable).")
     ] = None,
     repeat: Annotated[int, typer.Option(help="Timed repeats (median is reported).")] = 3,
+    threads: ThreadsOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Time forward+backward of each IndRNN backend (and cuDNN LSTM/RNN on GPU) side by side.
@@ -43,6 +44,7 @@ def kernels(
         device=device,
         backends=tuple(backend) if backend else None,
         repeat=repeat,
+        threads=threads,
     )
     render(
         ["name", "ms", "GB/s", "of copy BW", "x torch"],

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from seqbench import api
-from seqbench.cli._options import joined, state
+from seqbench.cli._options import ThreadsOption, joined, state
 from seqbench.cli._output import Format, FormatOption, output_path, render
 
 
@@ -45,6 +45,7 @@ def stress(
     eps: Annotated[float, typer.Option(help="Verdict band: stable if |γ − 1| ≤ eps.")] = 1e-3,
     plot: Annotated[str | None, typer.Option(help="Write a PNG of both curves.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    threads: ThreadsOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Measure how gradients and state differences travel through time.
@@ -91,6 +92,7 @@ def stress(
             dtype=dtype,
             rtol=rtol,
             eps=eps,
+            threads=threads,
             **progress,
         )
     finally:

@@ -7,7 +7,12 @@ from typing import Annotated
 import typer
 
 from seqbench import api
-from seqbench.cli._options import interrupt_exit_code, sigterm_as_interrupt, state
+from seqbench.cli._options import (
+    ThreadsOption,
+    interrupt_exit_code,
+    sigterm_as_interrupt,
+    state,
+)
 from seqbench.errors import UsageError
 
 
@@ -126,6 +131,7 @@ def train(
         typer.Option("--dry-run", help="Print the resolved config as TOML; train nothing."),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    threads: ThreadsOption = None,
 ) -> None:
     """Train one model on one task and save the run (config, metrics, summaries) in the store.
 
@@ -192,7 +198,9 @@ def train(
     store = state(ctx).store()
     try:
         with sigterm_as_interrupt():
-            outcome = api.train_config(cfg, db=store, progress=_progress(quiet), name=name)
+            outcome = api.train_config(
+                cfg, db=store, progress=_progress(quiet), name=name, threads=threads
+            )
     except KeyboardInterrupt as e:
         typer.echo("interrupted: the run is saved with status 'interrupted'", err=True)
         raise typer.Exit(interrupt_exit_code(e)) from None

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.orm import sessionmaker
 
 from seqbench.errors import StoreError, UsageError
@@ -497,8 +497,8 @@ def open_store(
     if needs_create:
         try:
             migrate.upgrade(store.engine)
-        except OperationalError as e:
-            if path is not None and _created_by_another(url, e):
+        except (OperationalError, IntegrityError, ProgrammingError) as e:
+            if _created_by_another(url, e):
                 return store
             store.dispose()
             raise StoreError(f"cannot create the database at {where}: {e.orig}") from e
@@ -506,13 +506,15 @@ def open_store(
     return store
 
 
-def _created_by_another(url: str, error: OperationalError) -> bool:
-    """Two processes that find the same new SQLite file (two sweep drivers started at once)
-    both try to create it, and the loser can get "database is locked" outside SQLite's busy
-    handler. True once the winner's schema is there at head (waiting up to the busy timeout)."""
+def _created_by_another(url: str, error: Exception) -> bool:
+    """Two processes that find the same new database (two sweep drivers started at once) both
+    try to create it: the loser gets "database is locked" (SQLite, outside its busy handler)
+    or a duplicate catalog entry (PostgreSQL's CREATE TABLE racing another). True once the
+    winner's schema is there at head (waiting up to the busy timeout)."""
     import time
 
-    if "locked" not in str(error.orig):
+    text = str(getattr(error, "orig", error))
+    if not any(w in text for w in ("locked", "duplicate key", "already exists")):
         return False
     deadline = time.monotonic() + BUSY_TIMEOUT_S
     while time.monotonic() < deadline:

@@ -154,9 +154,12 @@ def save(store: Store, res: StressResult, params: dict) -> int:
         seed=res.seed,
         config=cfg,
         config_hash=config_digest(cfg),
-        environment=environment.capture("cpu"),
+        environment=environment.capture("cpu", _THREADS_FROM.get("from")),
         started_at=utcnow(),
     )
+
+
+_THREADS_FROM: dict[str, str] = {}  # where this process's thread count came from
 
 
 def stress(
@@ -174,10 +177,16 @@ def stress(
     in_dim: int = 2,
     on_result=None,
     on_start=None,
+    threads: int | None = None,
 ) -> list[StressResult]:
     """Analyse each model × seed at init, and each trained run; store and return results.
-    Everything a user can get wrong is checked before anything is written."""
+    Everything a user can get wrong is checked before anything is written. `threads`: torch's
+    CPU threads (default: seqbench's choice, training/threads.py)."""
     from seqbench.models import MODELS
+    from seqbench.training.threads import apply_threads, choose_threads, step_work
+
+    n_threads, _THREADS_FROM["from"] = choose_threads(threads, step_work(batch, seq_len, hidden, 1))
+    apply_threads(n_threads)
 
     if seq_len <= 0:
         raise UsageError(f"seq-len must be positive, got {seq_len}")

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.store.recorder import MemoryRecorder
+from seqbench.training.threads import usable_cpus
 
 
 class Finished(NamedTuple):
@@ -66,6 +67,7 @@ def _worker_init(threads: int, driver: int, gpu_slots=None, stream=None) -> None
     import torch
 
     torch.set_num_threads(threads)
+    os.environ["SEQBENCH_THREADS"] = str(threads)  # train() keeps the worker's share
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
 
     def watchdog():  # an orphaned worker (driver killed with SIGKILL) stops promptly
@@ -79,15 +81,6 @@ def _worker_init(threads: int, driver: int, gpu_slots=None, stream=None) -> None
             time.sleep(0.5)
 
     threading.Thread(target=watchdog, daemon=True).start()
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask: taskset, cgroups' cpusets), not the
-    machine's count."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
 
 
 def threads_per_worker(workers: int) -> int:

@@ -38,6 +38,7 @@ from seqbench.store.recorder import RunRecorder
 from seqbench.store.store import Store
 from seqbench.tasks import make_task
 from seqbench.tasks.base import generator, to_device
+from seqbench.training.threads import apply_threads, choose_threads, step_work
 
 LOG_EVERY = 10  # train_loss / grad_norm are logged every this many steps
 # A lower-is-better test metric this many times the task's trivial baseline is a blow-up, not a
@@ -241,6 +242,7 @@ def train(
     sweep_id: int | None = None,
     checkpoint_dir: str | Path = "checkpoints",
     name: str | None = None,
+    threads: int | None = None,
 ) -> TrainOutcome:
     """Train one run end to end and record it through `recorder` (a RunRecorder; a Store
     gets one of its own). Bad configs raise before any row is written; once the run exists,
@@ -252,6 +254,10 @@ def train(
         recorder = recorder.recorder()
     progress = progress or Progress()
     config_hash = cfg.config_hash()
+    n_threads, threads_from = choose_threads(
+        threads, step_work(cfg.batch_size, cfg.seq_len or 100, cfg.hidden, cfg.layers)
+    )
+    apply_threads(n_threads)
     cfg, task, model, device = prepare(cfg)
     run_id = recorder.start(
         kind="train",
@@ -265,7 +271,7 @@ def train(
         config_hash=config_hash,
         sweep_id=sweep_id,
         name=name,
-        environment=environment.capture(str(device)),
+        environment=environment.capture(str(device), threads_from),
         tags=cfg.tags or None,
         n_params=count_params(model),
         started_at=utcnow(),
