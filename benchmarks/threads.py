@@ -44,12 +44,12 @@ def worker(name: str, threads: int, steps: int) -> None:
 
     from seqbench.config import make_config
     from seqbench.training.loop import make_optimizer, prepare
-    from seqbench.training.threads import apply_threads
+    from seqbench.training.threads import apply_threads, choose_threads, one_thread_for
 
     over = dict(CASES[name])
     model_name = over.pop("model", name)
-    cfg = make_config(model_name, "adding", {**over, "steps": steps, "threads": threads})
-    apply_threads(cfg.threads)
+    cfg = make_config(model_name, "adding", {**over, "steps": steps})
+    apply_threads(choose_threads(threads or None, one_thread_for(cfg))[0])  # as train() does
     cfg, task, model, _device = prepare(cfg)
     opt = make_optimizer(cfg, model)
     gen = torch.Generator().manual_seed(0)

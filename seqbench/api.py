@@ -35,6 +35,7 @@ _REEXPORTS = {
     "RUN_STATUSES": "seqbench.store.common",
     # training
     "Progress": "seqbench.training.loop",
+    "check_threads": "seqbench.training.threads",
     "load_checkpoint": "seqbench.training.loop",
     # stress and kernel benchmarks
     "bench_kernels": "seqbench.bench",

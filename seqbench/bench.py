@@ -78,8 +78,7 @@ def bench_kernels(
             raise UsageError(f"--{flag} must be positive, got {v}")
     from seqbench.training.threads import apply_threads, choose_threads
 
-    # the kernels' work per step is B·N lanes, not a matmul: more threads pay for large B·N
-    n_threads, threads_from = choose_threads(threads, float(batch) * seq_len * hidden * 64)
+    n_threads, threads_from = choose_threads(threads)
     device = str(resolve_device(device))
     need = 8 * indrnn_bytes(batch, seq_len, hidden)  # inputs, outputs, grads, the loop's state
     if torch.device(device).type == "cpu" and need > 0.8 * available_memory():

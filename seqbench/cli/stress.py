@@ -80,6 +80,7 @@ def stress(
             "on_result": lambda r: bar.advance(last=f"{r.model} seed {r.seed}: {r.verdict}"),
         }
     )
+    api.check_threads(threads)  # before a store is opened
     try:
         results = api.stress(
             state(ctx).store(),

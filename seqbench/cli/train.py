@@ -162,6 +162,7 @@ def train(
         "path": path,
         "subset": subset,
     }
+    api.check_threads(threads)  # before a store is opened
     overrides = api.parse_assignments(set_)
     if "tags" in overrides:
         raise UsageError("use --tag key=value for tags")

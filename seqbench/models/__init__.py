@@ -23,6 +23,9 @@ class ModelSpec:
     check: the family's own config checks (a RunConfig or ModelArgs in, UsageError out).
     no_decay: parameter names (the last dotted part) that the family's reference code keeps
         out of weight decay (IndRNN: u and every bias).
+    small_steps: its work is a chain of one small matmul per time step (torch's fused RNN,
+        LSTM, GRU), which a second CPU thread does not speed up at small batch × width
+        (benchmarks/threads.py): the thread policy gives such steps one thread.
     """
 
     name: str
@@ -37,6 +40,7 @@ class ModelSpec:
     width_multiple_of: str | None = None
     check: Callable[[Any], None] | None = None
     no_decay: tuple[str, ...] = ()
+    small_steps: bool = False
 
 
 MODELS: Registry[ModelSpec] = Registry("model")
@@ -120,12 +124,23 @@ for _spec in (
         stable=True,
         activation_units=3,
         check=_check_rnn,
+        small_steps=True,
     ),
     ModelSpec(
-        "lstm", "LSTM, torch.nn fused (cuDNN / oneDNN)", True, _torch_rnn("lstm"), stable=True
+        "lstm",
+        "LSTM, torch.nn fused (cuDNN / oneDNN)",
+        True,
+        _torch_rnn("lstm"),
+        stable=True,
+        small_steps=True,
     ),
     ModelSpec(
-        "gru", "GRU, torch.nn fused (cuDNN / oneDNN)", True, _torch_rnn("gru"), activation_units=10
+        "gru",
+        "GRU, torch.nn fused (cuDNN / oneDNN)",
+        True,
+        _torch_rnn("gru"),
+        activation_units=10,
+        small_steps=True,
     ),
     ModelSpec(
         "indrnn",

@@ -183,9 +183,9 @@ def stress(
     Everything a user can get wrong is checked before anything is written. `threads`: torch's
     CPU threads (default: seqbench's choice, training/threads.py)."""
     from seqbench.models import MODELS
-    from seqbench.training.threads import apply_threads, choose_threads, step_work
+    from seqbench.training.threads import apply_threads, choose_threads
 
-    n_threads, _THREADS_FROM["from"] = choose_threads(threads, step_work(batch, seq_len, hidden, 1))
+    n_threads, _THREADS_FROM["from"] = choose_threads(threads)
     apply_threads(n_threads)
 
     if seq_len <= 0:

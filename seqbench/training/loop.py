@@ -38,7 +38,7 @@ from seqbench.store.recorder import RunRecorder
 from seqbench.store.store import Store
 from seqbench.tasks import make_task
 from seqbench.tasks.base import generator, to_device
-from seqbench.training.threads import apply_threads, choose_threads, step_work
+from seqbench.training.threads import apply_threads, choose_threads, one_thread_for
 
 LOG_EVERY = 10  # train_loss / grad_norm are logged every this many steps
 # A lower-is-better test metric this many times the task's trivial baseline is a blow-up, not a
@@ -254,9 +254,7 @@ def train(
         recorder = recorder.recorder()
     progress = progress or Progress()
     config_hash = cfg.config_hash()
-    n_threads, threads_from = choose_threads(
-        threads, step_work(cfg.batch_size, cfg.seq_len or 100, cfg.hidden, cfg.layers)
-    )
+    n_threads, threads_from = choose_threads(threads, one_thread_for(cfg))
     apply_threads(n_threads)
     cfg, task, model, device = prepare(cfg)
     run_id = recorder.start(

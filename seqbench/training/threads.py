@@ -2,13 +2,14 @@
 their share of the cores from the pool instead).
 
 In order: `--threads N`, then `SEQBENCH_THREADS`, then `OMP_NUM_THREADS` (as torch itself
-honours it), else seqbench's choice. The choice: one thread when a step's work is small, as it
-is for every family's default config (their ops are too short to pay for waking a second
-thread, and with a busy neighbour a second thread waits for a core: benchmarks/threads.py
-measured 7-20x slower steps that way); for larger steps, the cores that are free now (the
-usable cores less the other runnable processes, from /proc/loadavg), at least one. The count
-is recorded in the run's environment (`threads`, `threads_from`), not in its config hash:
-every count computes the same function.
+honours it), else seqbench's choice: the cores that are free now, the usable cores less the
+other runnable processes (from /proc/loadavg), at least one. On an idle 2-core machine that is
+2 threads, beside one busy neighbour 1 (benchmarks/threads.py measured a second thread beside
+a busy neighbour at 1.4-2.4x slower steps for every family's default config, and on an idle
+machine up to 1.7x faster for conv, IndRNN and transformer steps). Torch's fused RNN, LSTM and
+GRU at small batch × width (ModelSpec.small_steps) get one thread: a second one bought them
+nothing idle (0.9-1.1x) and only added noise. The count is recorded in the run's environment
+(`threads`, `threads_from`), not in its config hash: every count computes the same function.
 """
 
 from __future__ import annotations
@@ -18,10 +19,6 @@ import os
 from seqbench.errors import UsageError
 
 MAX_THREADS = 1024
-# multiply-adds of one step, roughly: batch × T × hidden² × layers. Below this one thread was
-# fastest, idle or loaded, for every case of benchmarks/threads.py (the family defaults are
-# 50 × 100 × 128² ≈ 8e7); above it the free cores are used.
-SMALL_STEP = 1e9
 
 
 def usable_cpus() -> int:
@@ -62,20 +59,30 @@ def _from_env(name: str) -> int | None:
         ) from None
 
 
-def step_work(batch_size: int, seq_len: int, hidden: int | None, layers: int | None) -> float:
-    return float(batch_size) * seq_len * (hidden or 128) ** 2 * (layers or 1)
+# batch × width² below which a chain of per-step matmuls (ModelSpec.small_steps) runs on one
+# thread: the family defaults are 50 × 128² ≈ 8e5; at 256 × 512² ≈ 7e7 two threads were 1.7×
+# faster (benchmarks/threads.py)
+SMALL_STEP = 2**24
 
 
-def choose_threads(explicit: int | None = None, work: float = 0.0) -> tuple[int, str]:
+def one_thread_for(cfg) -> bool:
+    """Whether the config's steps are too small for a second thread (its family, or a
+    window's base, is a chain of small per-step matmuls at this batch and width)."""
+    from seqbench.models import base_spec
+
+    return base_spec(cfg).small_steps and cfg.batch_size * (cfg.hidden or 128) ** 2 < SMALL_STEP
+
+
+def choose_threads(explicit: int | None = None, small: bool = False) -> tuple[int, str]:
     """(threads, where the number came from: flag, SEQBENCH_THREADS, OMP_NUM_THREADS or
-    auto) for a step of `work` multiply-adds."""
+    auto). `small`: steps that one thread does fastest (one_thread_for)."""
     if check_threads(explicit) is not None:
         return explicit, "flag"
     for name in ("SEQBENCH_THREADS", "OMP_NUM_THREADS"):
         n = _from_env(name)
         if n is not None:
             return n, name
-    if work < SMALL_STEP:
+    if small:
         return 1, "auto"
     cores = usable_cpus()
     return max(1, min(cores, cores - busy_cpus())), "auto"
