@@ -109,7 +109,10 @@ def report(
     for note in rep.notes:
         typer.echo(f"note: {note}", err=True)
     if fit_decay:
-        render(*api.fit_decay(rep), fmt, title=f"decay of the {metric} gap in k")
+        decay_notes: list[str] = []
+        render(*api.fit_decay(rep, notes=decay_notes), fmt, title=f"decay of the {metric} gap in k")
+        for note in decay_notes:
+            typer.echo(f"note: {note}", err=True)
     else:
         if compare and rep.compare:
             cols, rows, best = api.comparison_rows(rep, ci=ci)

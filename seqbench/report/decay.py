@@ -38,8 +38,12 @@ def _paired_gaps(runs: pd.DataFrame, full: pd.DataFrame, x: str, sign: float) ->
     return pd.DataFrame({"mean": g.mean(), "min": g.min(), "n": g.count()}).reset_index()
 
 
-def fit_decay(rep: Report, x: str = "k") -> tuple[list[str], list[list]]:
-    """(columns, rows): one row per task × other --by values × model with an x axis."""
+def fit_decay(
+    rep: Report, x: str = "k", notes: list[str] | None = None
+) -> tuple[list[str], list[list]]:
+    """(columns, rows): one row per task × other --by values × model with an x axis. For a
+    row whose rate is nan, `notes` (if given) gets one line saying which points the fit
+    needed and which it had."""
     if x not in rep.by:
         raise UsageError(f"--fit-decay needs --by {x} (the context axis)")
     if rep.frame is None:
@@ -61,6 +65,16 @@ def fit_decay(rep: Report, x: str = "k") -> tuple[list[str], list[list]]:
             use = (gaps["mean"] > floor) & (gaps["min"] > 0)
             ks = gaps[x].to_numpy(float)[use.to_numpy()]
             rate = half = math.nan
+            if len(ks) < 2 and notes is not None:
+                where = " ".join(f"{b}={v}" for b, v in zip(["task", *others], key, strict=True))
+                all_k = ",".join(str(int(k)) for k in gaps[x])
+                clear = ",".join(str(int(k)) for k in ks) or "none"
+                notes.append(
+                    f"{where} {model}: no decay rate: the fit needs at least 2 values of {x} "
+                    f"whose gap to the {'full model' if len(full) else 'best value'} stands "
+                    f"clear of noise (every seed's gap > 0, mean gap > {floor:.3g}); of "
+                    f"{x} = {all_k} it had {clear}"
+                )
             if len(ks) >= 2:
                 slope = float(np.polyfit(ks, np.log(gaps["mean"][use].to_numpy(float)), 1)[0])
                 rate = math.exp(slope)

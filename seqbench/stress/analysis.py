@@ -4,7 +4,10 @@
   random unit readout of the last output): one backward pass over a length-T sequence.
 - Rates: the per-step gain γ = exp(slope of log g against L) fitted on the finite, positive
   part; the memory horizon = the largest L with g(L) ≥ rtol·g(0); the verdict exploding
-  (γ > 1 + ε), vanishing (γ < 1 − ε) or stable.
+  (γ > 1 + ε, or an overflow), finite-context (the gradient is exactly zero past the horizon:
+  the output depends on the last horizon + 1 inputs and nothing earlier), vanishing (γ < 1 − ε
+  and the gradient falls below rtol·g(0) within the T lags measured) or stable (a gradient that
+  stays above the threshold to the last lag is not vanishing, whatever the fit says).
 - Truncation error: e(k) = mean over the batch of ‖y_{T-1}(x) − y_{T-1}(x_{T-k..T-1})‖, the
   full model against the same model run from a zero state on only the last k inputs; for a
   λ-contractive model e(k) = O(λ^k) (Miller & Hardt), and the fitted decay rate estimates λ.
@@ -23,10 +26,16 @@ import torch
 class Rates:
     gain: float  # γ per step; nan when fewer than two finite positive points
     horizon: int  # largest lag whose gradient is ≥ rtol of the lag-0 gradient
-    verdict: str  # exploding | vanishing | stable | undetermined
+    verdict: str  # exploding | finite-context | vanishing | stable | undetermined
 
 
-VERDICT_CODES = {"vanishing": -1.0, "stable": 0.0, "exploding": 1.0, "undetermined": math.nan}
+VERDICT_CODES = {
+    "vanishing": -1.0,
+    "stable": 0.0,
+    "exploding": 1.0,
+    "finite-context": 2.0,
+    "undetermined": math.nan,
+}
 
 
 def grad_vs_lag(backbone, x: torch.Tensor, readout: torch.Tensor) -> np.ndarray:
@@ -59,16 +68,22 @@ def rates(g: np.ndarray, rtol: float = 1e-6, eps: float = 1e-3, floor_rel: float
         horizon = int(above.max()) if above.size else 0
     else:
         horizon = 0
+    nonzero = np.nonzero(g != 0)[0]
+    last = int(nonzero.max()) if nonzero.size else -1  # the earliest input that matters at all
     if not np.all(np.isfinite(g)) and np.any(~np.isfinite(g) & ~np.isnan(g)):
         verdict = "exploding"  # overflowed to inf: no fit needed
+    elif 0 <= last == horizon < len(g) - 1 and np.all(np.isfinite(g)):
+        # above the threshold up to lag `last`, exactly zero after it: a finite context (an
+        # underflow instead fades below the threshold before it reaches zero)
+        verdict = "finite-context"
     elif math.isnan(gain):
         verdict = "undetermined"
     elif gain > 1 + eps:
         verdict = "exploding"
-    elif gain < 1 - eps:
+    elif gain < 1 - eps and horizon < len(g) - 1:
         verdict = "vanishing"
     else:
-        verdict = "stable"
+        verdict = "stable"  # within ε, or above the threshold to the last lag measured
     return Rates(gain, horizon, verdict)
 
 

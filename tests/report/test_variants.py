@@ -283,3 +283,19 @@ def test_an_old_baseline_without_configs_still_checks_by_variant(cli, adding_by_
     ok = cli("check", "--baseline", path, "--fail-on-missing", "-f", "json")
     assert ok.exit_code == 0, ok.output
     assert {r["status"] for r in json.loads(ok.stdout)} == {"pass"}
+
+
+def test_fit_decay_says_why_it_cannot_fit(cli, store, db):
+    """`rate nan` came with no reason: now one note names the points needed and those had."""
+    for seed in (0, 1):
+        _run(store, "rnn", "teacher", 0.01, seed=seed, teacher_lam=0.5)
+        for k, v in ((1, 0.5), (2, 0.0101), (4, 0.01)):  # only k = 1 stands clear of noise
+            _run(store, "window", "teacher", v, k=k, seed=seed, teacher_lam=0.5)
+    rep = build_report(str(db), compare=["window", "rnn"], by="teacher_lam,k")
+    notes: list[str] = []
+    _cols, (row,) = fit_decay(rep, notes=notes)
+    assert math.isnan(row[-3])
+    (note,) = notes
+    assert "needs at least 2 values of k" in note and "of k = 1,2,4 it had 1" in note
+    r = cli("report", "--compare", "window", "rnn", "--by", "teacher_lam,k", "--fit-decay")
+    assert r.exit_code == 0 and "no decay rate" in r.stderr

@@ -34,17 +34,35 @@ class LinearRNN(Backbone):
 
 
 @pytest.mark.parametrize(
-    ("lam", "verdict"), [(0.9, "vanishing"), (1.0, "stable"), (1.05, "exploding")]
+    ("lam", "T", "verdict"),
+    [
+        (0.9, 200, "vanishing"),  # 0.9^199 ≈ 8e-10: below rtol 1e-6 within the window
+        (0.9, 120, "stable"),  # 0.9^119 ≈ 4e-6: above the threshold to the last lag
+        (0.99, 2000, "vanishing"),
+        (0.998, 2000, "stable"),  # γ outside ε, but 0.998^1999 ≈ 0.02: never below rtol·g(0)
+        (1.0, 120, "stable"),
+        (1.05, 120, "exploding"),
+    ],
 )
-def test_linear_rnn_gradient_is_exactly_lambda_to_the_lag(lam, verdict):
+def test_linear_rnn_gradient_is_exactly_lambda_to_the_lag(lam, T, verdict):
     bb = LinearRNN(6, lam)
-    x = torch.randn(1, 120, 6, dtype=torch.float64)
+    x = torch.randn(1, T, 6, dtype=torch.float64)
     readout = torch.zeros(6, dtype=torch.float64)
     readout[0] = 1.0
     g = grad_vs_lag(bb, x, readout)
-    np.testing.assert_allclose(g, lam ** np.arange(120), rtol=1e-9)
+    np.testing.assert_allclose(g, lam ** np.arange(T), rtol=1e-9)
     r = rates(g)
     assert r.gain == pytest.approx(lam, rel=1e-9) and r.verdict == verdict
+
+
+def test_a_finite_context_model_is_called_so():
+    """A gradient that is exactly zero past some lag is a finite context, not vanishing."""
+    g = np.concatenate([np.full(13, 0.5), np.zeros(67)])
+    r = rates(g)
+    assert (r.verdict, r.horizon) == ("finite-context", 12)
+    assert rates(np.full(80, 0.5)).verdict == "stable"
+    underflow = np.concatenate([0.5 * 0.5 ** np.arange(40), np.zeros(40)])  # fades, then 0
+    assert rates(underflow).verdict == "vanishing"
 
 
 def test_linear_rnn_truncation_error_decays_like_lambda():
