@@ -18,7 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from seqbench.config import RunConfig, load_toml, make_config, parse_assignments
+from seqbench.config import (
+    RunConfig,
+    check_label,
+    load_toml,
+    make_config,
+    parse_assignments,
+)
 from seqbench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -135,8 +141,9 @@ def reader_role(
         raise UsageError("a reader role is for a PostgreSQL store (--db postgresql+psycopg://…)")
     valid_role_name(role)
     if execute:
-        open_store_checked = _reexport("open_store")
-        open_store_checked(db, readonly=True).dispose()  # a seqbench store at head
+        from seqbench.store.store import open_store
+
+        open_store(db, readonly=True).dispose()  # a seqbench store at head
     return create_reader_role(url, role, password, execute=execute)
 
 
@@ -146,10 +153,6 @@ def check_store(db: str | None) -> list[str]:
     from seqbench.store.engine import integrity_problems
 
     return integrity_problems(db)
-
-
-def _reexport(name: str):
-    return getattr(importlib.import_module(_REEXPORTS[name]), name)
 
 
 def schema_history() -> list:
@@ -309,8 +312,8 @@ def sweep_plan(
     every point resolved and validated (nothing is written)."""
     from seqbench.sweep import spec as specs
 
-    if name is not None and (not name.strip() or len(name) > 200 or not name.isprintable()):
-        raise UsageError(f"a sweep name is 1-200 printable characters, got {name!r}")
+    if name is not None:
+        check_label("sweep", name)
     sources = [bool(preset), bool(spec), bool(models or tasks or k or set_)]
     if sum(sources) == 0:
         raise UsageError("give --models and --tasks, a --spec file or a --preset")
@@ -469,8 +472,7 @@ def check_run_name(name: str | None) -> str | None:
     (a number names a run by its id)."""
     if name is None:
         return None
-    if not name.strip() or len(name) > 200 or not name.isprintable():
-        raise UsageError(f"a run name is 1-200 printable characters, got {name!r}")
+    check_label("run", name)
     if name.isascii() and name.isdecimal():
         raise UsageError(f"a run name cannot be a number ({name!r} would read as a run id)")
     if re.fullmatch(r"[0-9a-fA-F-]+", name):

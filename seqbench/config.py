@@ -465,6 +465,14 @@ LIMITS = {
 FLOAT32_MAX = 3.4028234663852886e38
 
 
+def check_label(what: str, name: str) -> str:
+    """A name people give (a run, a sweep, a baseline): 1-200 printable characters, not all
+    spaces; else a one-line UsageError."""
+    if not isinstance(name, str) or not name.strip() or len(name) > 200 or not name.isprintable():
+        raise UsageError(f"a {what} name is 1-200 printable characters, got {name!r}")
+    return name
+
+
 def validate(cfg: RunConfig) -> None:
     """Every check a config can fail before a run exists (the model- and task-specific ones
     follow in make_backbone / make_task, also before the run row is written)."""

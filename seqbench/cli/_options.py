@@ -97,6 +97,6 @@ ThreadsOption = Annotated[
     typer.Option(
         "--threads",
         help="Torch CPU threads (default: SEQBENCH_THREADS, OMP_NUM_THREADS, else seqbench's "
-        "choice: 1 for small steps, the free cores for large ones).",
+        "choice: the cores no other process is using; 1 for small RNN/LSTM/GRU steps).",
     ),
 ]

@@ -21,6 +21,7 @@ from xml.etree import ElementTree as ET
 
 import pandas as pd
 
+from seqbench.config import check_label
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.report.frames import (
     differing_fields,
@@ -107,18 +108,11 @@ def _k(v) -> int | None:
 
 
 def _current(db, metric, sweep, where):
-    """Completed and diverged runs with `metric` (`diverged` marks the latter), k as an int or
-    None, each run's experiment key alongside."""
-    parts = [
-        results_frame(db, metric, sweep=sweep, where=where, statuses=(status,)).assign(
-            diverged=status == "diverged"
-        )
-        for status in ("completed", "diverged")
-    ]
-    parts = [d for d in parts if not d.empty]
-    if not parts:
-        return results_frame(db, metric, sweep=sweep, where=where)
-    df = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    """Completed and diverged runs with `metric`, k as an int or None, each run's experiment
+    key alongside."""
+    df = results_frame(db, metric, sweep=sweep, where=where, statuses=("completed", "diverged"))
+    if df.empty:
+        return df
     df["k"] = pd.Series([_k(k) for k in df["k"]], index=df.index, dtype=object)  # None, not NaN
     df["experiment"] = [experiment_key(c) for c in df["config"]]
     return df
@@ -127,7 +121,7 @@ def _current(db, metric, sweep, where):
 def _median(g) -> float:
     """The median over a group's runs; nan when any of them diverged (its value, finite or not,
     is no result), so a point whose runs diverged is a regression, never a pass."""
-    if "diverged" in g and g["diverged"].any():
+    if (g["status"] == "diverged").any():
         return math.nan
     vals = g["value"].astype(float)
     return math.nan if vals.isna().any() else float(vals.median())
@@ -172,7 +166,7 @@ def save_baseline(
     """Store the current medians as baseline `name` (replacing an older one of that name).
     A point whose runs diverged (or whose median is not finite) is left out, never saved with
     a diverged value: its label goes to `skipped`."""
-    check_baseline_name(name)
+    check_label("baseline", name)
     cur = current_medians(store.url, metrics, sweep=sweep, where=where)
     points, left_out = [], []
     for (m, t, k, var, metric), (v, _, ex) in sorted(cur.items(), key=lambda kv: str(kv[0])):
@@ -188,13 +182,6 @@ def save_baseline(
         raise SeqbenchError(f"no completed runs match: nothing to save as a baseline{why}")
     write_points(store, name, points)
     return points
-
-
-def check_baseline_name(name: str) -> str:
-    """A baseline name: 1-200 printable characters, not all spaces."""
-    if not isinstance(name, str) or not name.strip() or len(name) > 200 or not name.isprintable():
-        raise UsageError(f"a baseline name is 1-200 printable characters, got {name!r}")
-    return name
 
 
 def write_points(store: Store, name: str, points: list[Point]) -> None:

@@ -71,7 +71,7 @@ def results_frame(
     where: str | None = None,
     statuses: tuple[str, ...] = ("completed",),
 ) -> pd.DataFrame:
-    """Columns: run_id, model, task, k, seq_len, seed, sweep, config (a dict), value
+    """Columns: run_id, model, task, k, seq_len, seed, sweep, status, config (a dict), value
     (non-finite restored). One row per config hash (seed included): a (config, seed) trained
     again is one sample, its newest run, not several."""
     cols, rows = result_rows(

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seqbench.errors import ReadOnlyError, StoreError, UsageError
-from seqbench.store.common import readable_sqlite
+from seqbench.store.common import readable_sqlite, sqlite_uri
 
 _WRITE_ACTIONS = {
     sqlite3.SQLITE_INSERT: "INSERT",
@@ -337,8 +337,6 @@ def _batches(fetchmany, size: int = FETCH_BATCH):
 
 
 def _run_sqlite(path, sql: str, params: dict[str, Any], limits: _Limits):
-    from seqbench.store.common import sqlite_uri
-
     con = sqlite3.connect(sqlite_uri(path, "ro"), uri=True, timeout=30)
     deadline = time.monotonic() + limits.timeout
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
@@ -53,7 +54,8 @@ class StoreRecorder:
     def __init__(self, store):
         self.store = store
         self.run_id: int | None = None
-        self._beating: threading.Event | None = None
+        self._beating: threading.Event | None = None  # set: the heartbeat thread stops
+        self._beater: threading.Thread | None = None
 
     def start(self, **fields: Any) -> int:
         """Create the run, with its process and stale limit in its environment, and start a
@@ -108,8 +110,6 @@ class StoreRecorder:
         status and the error, tried `attempts` times `wait` s apart. False if even that could
         not be written: the run stays `running`, its heartbeat stops, and the next command
         marks it crashed."""
-        import time
-
         self._stop_beating()
         for i in range(attempts):
             try:

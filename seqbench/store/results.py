@@ -30,11 +30,11 @@ def result_rows(
     statuses: tuple[str, ...] = ("completed",),
 ) -> tuple[list[str], list[tuple]]:
     """(columns, rows) of the training runs with summary `metric` (run_id, model, task, k,
-    seq_len, seed, sweep, config, config_hash, value, value_kind); `sweep` selects the
+    seq_len, seed, sweep, status, config, config_hash, value, value_kind); `sweep` selects the
     sweep's points, whichever sweep (or plain train) produced their runs."""
     sql = [
         "SELECT r.id AS run_id, r.model, r.task, r.k, r.seq_len, r.seed, sw.name AS sweep,",
-        "  r.config, r.config_hash, s.value, s.value_kind",
+        "  r.status, r.config, r.config_hash, s.value, s.value_kind",
         "FROM runs r JOIN summaries s ON s.run_id = r.id AND s.key = :metric",
         "LEFT JOIN sweeps sw ON sw.id = r.sweep_id",
         "WHERE r.kind = 'train' AND r.archived_at IS NULL",

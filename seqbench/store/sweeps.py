@@ -20,7 +20,7 @@ from sqlalchemy import and_, delete, func, insert, or_, select, update
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.store.common import utcnow
 from seqbench.store.schema import Metric, Run, Summary, Sweep, SweepPoint
-from seqbench.store.store import Store, metric_rows, process_alive, summary_rows
+from seqbench.store.store import Store, metric_rows, stale_reason, summary_rows
 
 DONE = ("completed", "diverged")
 LIVE = ("running",)  # a point in flight, whose driver sends heartbeats
@@ -92,22 +92,22 @@ def _point_hashes(sweep_id: int):
     return select(SweepPoint.config_hash).where(SweepPoint.sweep_id == sweep_id)
 
 
-def _alive(env: dict | None) -> bool:
-    env = env or {}
-    return process_alive(env.get("driver_host"), env.get("driver_pid")) is not False
-
-
 def recover_stale(store: Store, sweep_id: int, stale_after: float) -> list[int]:
     """Mark this sweep's running rows failed when their heartbeat is older than stale_after
-    seconds or their driver process on this host is gone; return their ids."""
-    cutoff = utcnow() - timedelta(seconds=stale_after)
+    seconds or their driver process on this host is gone (store.stale_reason, with this
+    invocation's limit); return their ids."""
+    now = utcnow()
     with store.Session.begin() as s:
         rows = s.execute(
             select(Run.id, Run.heartbeat_at, Run.environment).where(
                 Run.config_hash.in_(_point_hashes(sweep_id)), Run.status.in_(LIVE)
             )
         ).all()
-        stale = [rid for rid, hb, env in rows if hb is None or hb < cutoff or not _alive(env)]
+        stale = [
+            rid
+            for rid, hb, env in rows
+            if stale_reason({**(env or {}), "stale_after": stale_after}, hb, now)
+        ]
         if stale:
             error = "stale: no heartbeat from its sweep driver (crashed or killed)"
             s.execute(

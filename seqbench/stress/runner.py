@@ -133,7 +133,7 @@ def trained_backbone(store: Store, run_ref: str):
     return model.backbone, task.in_dim, run, cfg
 
 
-def save(store: Store, res: StressResult, params: dict) -> int:
+def save(store: Store, res: StressResult, params: dict, threads_from: str | None = None) -> int:
     from seqbench import environment
 
     cfg = {**params, "model": res.model, "seed": res.seed, "source": res.source}
@@ -154,12 +154,9 @@ def save(store: Store, res: StressResult, params: dict) -> int:
         seed=res.seed,
         config=cfg,
         config_hash=config_digest(cfg),
-        environment=environment.capture("cpu", _THREADS_FROM.get("from")),
+        environment=environment.capture("cpu", threads_from),
         started_at=utcnow(),
     )
-
-
-_THREADS_FROM: dict[str, str] = {}  # where this process's thread count came from
 
 
 def stress(
@@ -185,7 +182,7 @@ def stress(
     from seqbench.models import MODELS
     from seqbench.training.threads import apply_threads, choose_threads
 
-    n_threads, _THREADS_FROM["from"] = choose_threads(threads)
+    n_threads, threads_from = choose_threads(threads)
     apply_threads(n_threads)
 
     if seq_len <= 0:
@@ -239,7 +236,7 @@ def stress(
             rtol=rtol,
             eps=eps,
         )
-        res.run_id = save(store, res, params)
+        res.run_id = save(store, res, params, threads_from)
         results.append(res)
         if on_result:
             on_result(res)
