@@ -115,7 +115,10 @@ def report(
             typer.echo(f"note: {note}", err=True)
     else:
         if compare and rep.compare:
-            cols, rows, best = api.comparison_rows(rep, ci=ci)
+            pair_notes: list[str] = []
+            cols, rows, best = api.comparison_rows(rep, ci=ci, notes=pair_notes)
+            for note in pair_notes:
+                typer.echo(f"note: {note}", err=True)
         else:
             cols, rows, best = api.leaderboard_rows(rep)
         cell_cols = set(rep.models) if compare and rep.compare else set()

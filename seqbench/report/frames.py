@@ -70,12 +70,22 @@ def results_frame(
     sweep: str | None = None,
     where: str | None = None,
     statuses: tuple[str, ...] = ("completed",),
+    without_metric: bool = False,
 ) -> pd.DataFrame:
     """Columns: run_id, model, task, k, seq_len, seed, sweep, status, config (a dict), value
-    (non-finite restored). One row per config hash (seed included): a (config, seed) trained
-    again is one sample, its newest run, not several."""
+    (non-finite restored), has_value (False for a run without the metric, which only
+    `without_metric` brings). One row
+    per config hash (seed included): a (config, seed) trained again is one sample, its newest
+    run (whatever its outcome), not several."""
     cols, rows = result_rows(
-        db, metric, tasks=tasks, models=models, sweep=sweep, where=where, statuses=statuses
+        db,
+        metric,
+        tasks=tasks,
+        models=models,
+        sweep=sweep,
+        where=where,
+        statuses=statuses,
+        without_metric=without_metric,
     )
     df = pd.DataFrame(rows, columns=cols)
     if not df.empty:
@@ -85,7 +95,11 @@ def results_frame(
     df = df.drop(columns=["config_hash"])
     if df.empty:
         return df.drop(columns=["value_kind"])
-    df["value"] = [join_float(v, k) for v, k in zip(df["value"], df["value_kind"], strict=True)]
+    df["has_value"] = df["value_kind"].notna()
+    df["value"] = [
+        join_float(v, k) if has else math.nan
+        for v, k, has in zip(df["value"], df["value_kind"], df["has_value"], strict=True)
+    ]
     # SQLite hands JSON back as text, PostgreSQL's driver as a dict
     df["config"] = [json.loads(c) if isinstance(c, str) else (c or {}) for c in df["config"]]
     return df.drop(columns=["value_kind"])

@@ -11,14 +11,52 @@ import pandas as pd
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.report.frames import (
     add_config_columns,
+    canonical,
+    differing_fields,
     label_variants,
     metric_direction,
+    not_experiment,
     parse_by,
     results_frame,
     row_baselines,
+    shown,
     unset_to_none,
 )
 from seqbench.store.results import summary_keys
+
+# The statuses of a run that ran to an outcome: completed, or lost to a divergence or failure
+# (an interrupted run is the user's choice, not an outcome of the config).
+RAN = ("completed", "diverged", "failed", "crashed")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ran: int  # seeds (one sample per config and seed) that ran to an outcome
+    diverged: int
+    failed: int  # failed or crashed
+
+    @property
+    def lost(self) -> int:
+        return self.diverged + self.failed
+
+    def text(self, n: int) -> str:
+        """'2 of 5, 3 diverged' (n the completed seeds in the mean); '' when none was lost."""
+        if not self.lost:
+            return ""
+        parts = [f"{c} {w}" for c, w in ((self.diverged, "diverged"), (self.failed, "failed")) if c]
+        return f"{n} of {self.ran}, {', '.join(parts)}"
+
+
+class Cell(tuple):
+    """(mean, std, n) of a report cell, with the cell's Outcome (if any) as `.outcome`: it
+    unpacks as the 3-tuple every layout reads, and prints the seeds lost beside n."""
+
+    outcome: Outcome | None
+
+    def __new__(cls, mean: float, std: float, n: int, outcome: Outcome | None = None):
+        cell = super().__new__(cls, (mean, std, n))
+        cell.outcome = outcome
+        return cell
 
 
 @dataclass
@@ -34,6 +72,11 @@ class Report:
     frame: pd.DataFrame | None = None  # one row per run (value, seed, the --by fields)
     # models whose runs in one cell differed beyond the seed: {model: [fields, variant labels]}
     variants: dict[str, list] | None = None
+    # (row key, model label) -> Outcome: the seeds that ran in the cell, how many diverged or
+    # failed (only the completed ones are in the mean)
+    outcomes: dict[tuple, Outcome] | None = None
+    # one line per model whose rows rest on different configs besides the --by fields
+    row_notes: list[str] | None = None
 
     @property
     def notes(self) -> list[str]:
@@ -48,7 +91,10 @@ class Report:
             f"{m}: runs differ in {', '.join(fs)} beyond the seed, so each config is reported "
             f"apart ({shown(labels)}); --by {fs[0]} groups by it, --where picks one"
             for m, (fs, labels) in (self.variants or {}).items()
-        ]
+        ] + list(self.row_notes or [])
+
+    def outcome(self, key: tuple, model: str) -> Outcome | None:
+        return (self.outcomes or {}).get((unset_to_none(tuple(key)), model))
 
     @property
     def group(self) -> list[str]:
@@ -89,7 +135,20 @@ def build_report(
     bys = parse_by(by)
     if compare is not None and len(compare) < 1:
         raise UsageError("--compare needs at least one model")
-    df = results_frame(db, metric, tasks=tasks, models=compare, sweep=sweep, where=where)
+    every = results_frame(
+        db,
+        metric,
+        tasks=tasks,
+        models=compare,
+        sweep=sweep,
+        where=where,
+        statuses=RAN,
+        without_metric=True,
+    )
+    if not every.empty:  # a completed run without the metric is not a sample of it at all
+        every = every[(every["status"] != "completed") | every["has_value"]]
+    done = (every["status"] == "completed") & every["has_value"] if not every.empty else None
+    df = every[done] if done is not None else every
     if df.empty:
         known = summary_keys(db)
         if known and metric not in known:
@@ -109,18 +168,64 @@ def build_report(
                 f"no completed runs for model {', '.join(repr(m) for m in missing)}"
                 f"{' on ' + ', '.join(tasks) if tasks else ''} with metric {metric!r}"
             )
-    df = add_config_columns(df, bys)
+    every = add_config_columns(every.copy(), bys)
     for b in bys:  # unhashable config values (lists) group by their text
-        if df[b].map(lambda v: isinstance(v, (list, dict))).any():
-            df[b] = df[b].map(str)
+        if every[b].map(lambda v: isinstance(v, (list, dict))).any():
+            every[b] = every[b].map(str)
     group = ["task"] + [b for b in bys if b != "model"]
-    df, variants = label_variants(df, group)  # never a mean over different configs
+    every, variants = label_variants(every, group)  # never a mean over different configs
+    df = every[(every["status"] == "completed") & every["has_value"]]
     stats = _agg(df, [*group, "model"])
-    models = compare or sorted(set(df["family"]))
+    outcomes = _outcomes(every, group)
+    models = compare or sorted(set(every["family"]))
     models = [v for m in models for v in (variants[m][1] if m in variants else [m])]
     base = row_baselines(db, sorted(set(df["task"])), group, sweep=sweep, where=where)
     compared = bool(compare) and "model" not in bys
-    return Report(stats, metric, bys, models, compared, base, df, variants)
+    notes = row_differences(df, group)
+    return Report(stats, metric, bys, models, compared, base, df, variants, outcomes, notes)
+
+
+def _outcomes(every: pd.DataFrame, group: list[str]) -> dict[tuple, Outcome]:
+    """Outcome per (row key, model label), for the cells where some seed diverged or failed."""
+    out = {}
+    for key, g in every.groupby([*group, "model"], dropna=False, sort=False):
+        diverged = int((g["status"] == "diverged").sum())
+        failed = int(g["status"].isin(["failed", "crashed"]).sum())
+        if diverged or failed:
+            key = unset_to_none(tuple(key))
+            out[(key[:-1], key[-1])] = Outcome(len(g), diverged, failed)
+    return out
+
+
+def row_differences(df: pd.DataFrame, group: list[str]) -> list[str]:
+    """One note per (model, task) whose rows rest on different configs besides the --by
+    fields and the seed: the k = 20 row of 5000-step runs between k = 16 and 32 rows of
+    500-step ones reads as a k effect but is a steps effect. Names the fields and which rows
+    have which values (within a row, label_variants has already split differing configs)."""
+    if len(group) < 2:
+        return []
+    skip = not_experiment() | set(group)
+    notes = []
+    for (model, task), g in df.groupby(["model", "task"], sort=True):
+        rows = list(g.groupby(group[1:], dropna=False, sort=True))
+        if len(rows) < 2:
+            continue
+        vary = sorted(differing_fields([r[1]["config"].iloc[0] for r in rows], skip))
+        if not vary:
+            continue
+        by_values: dict[str, list[str]] = {}
+        for key, r in rows:
+            key = _row_key(group[1:], key)
+            cfg = r["config"].iloc[0]
+            values = " ".join(f"{f}={shown(cfg.get(f))}" for f in vary)
+            row = ", ".join(f"{n}={shown(v)}" for n, v in zip(group[1:], key, strict=True))
+            by_values.setdefault(values, []).append(row)
+        parts = "; ".join(f"{', '.join(rs)}: {v}" for v, rs in by_values.items())
+        notes.append(
+            f"{model} on {task}: rows differ in {', '.join(vary)}, not only in "
+            f"{', '.join(group[1:])} ({parts}); compare them with care, or --where one config"
+        )
+    return notes
 
 
 INT_AXES = ("k", "seq_len")  # integer run columns that pandas turns into floats beside a blank
@@ -175,14 +280,7 @@ def _full_model_cells(rep: Report, wide: pd.DataFrame) -> dict[tuple, tuple]:
 def _seed_values(rep: Report, model: str, key: tuple, full: bool = False) -> pd.Series:
     """One value per seed of `model` in the row `key` (with `full`: its runs without a k, the
     full model that stands as the reference in every k row)."""
-    df = rep.frame[rep.frame["model"] == model]
-    for name, v in zip(rep.group, key, strict=True):
-        if name == "k" and full:
-            df = df[df["k"].isna()]
-        elif v is None or (isinstance(v, float) and v != v):
-            df = df[df[name].isna()]
-        else:
-            df = df[df[name] == v]
+    df = _in_row(rep, rep.frame[rep.frame["model"] == model], key, full)
     return df.groupby("seed")["value"].mean()
 
 
@@ -196,46 +294,120 @@ def _paired(rep: Report, key: tuple, a: str, b: str):
     return paired(va, vb)
 
 
+# Config fields two families can share (the task's and the training budget's); a model field
+# (hidden, layers, lr, ...) differs between families by design and is never matched on.
+def _comparable() -> set[str]:
+    from seqbench.config import TASK_FIELDS
+
+    return set(TASK_FIELDS) | {"steps", "epochs", "batch_size"}
+
+
+def compared_pairs(rep: Report) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+    """(the (A, B) column pairs the difference and ratio compare, the fields a pair must agree
+    on in a row, a note per variant left without a partner). A and B are the first two
+    compared families. Where either is split into variants, each variant of A is compared with
+    each of B that ran with the same values of the task and budget fields they vary in
+    (seq_len, steps, ...); model fields (width, lr) may differ, as they do between families.
+    Never a variant of A with another variant of A."""
+    families = list(dict.fromkeys(_family_of(rep, m) for m in rep.models))
+    if len(families) < 2:
+        return [], [], []
+    fa, fb = families[:2]
+    la = [m for m in rep.models if _family_of(rep, m) == fa]
+    lb = [m for m in rep.models if _family_of(rep, m) == fb]
+    varying = {f for fam in (fa, fb) for f in (rep.variants or {}).get(fam, [[]])[0]}
+    match = sorted(varying & _comparable())
+    pairs = [(a, b) for a in la for b in lb if _values(rep, a, match) & _values(rep, b, match)]
+    paired = {m for pair in pairs for m in pair}
+    notes = [
+        f"{m}: no {other} runs with the same {', '.join(match)} to compare it with"
+        for labels, other in ((la, fb), (lb, fa))
+        for m in labels
+        if m not in paired and len(la) * len(lb) > 1
+    ]
+    return pairs, match, notes
+
+
+def _family_of(rep: Report, label: str) -> str:
+    for fam, (_, labels) in (rep.variants or {}).items():
+        if label in labels:
+            return fam
+    return label
+
+
+def _values(rep: Report, label: str, names: list[str], key: tuple | None = None) -> set:
+    """The values of `names` that `label`'s runs have (in the row `key`, if given; a full
+    model's runs stand in every k row)."""
+    df = rep.frame[rep.frame["model"] == label]
+    if key is not None:
+        row = _in_row(rep, df, key)
+        df = row if len(row) or "k" not in rep.group else _in_row(rep, df, key, full=True)
+    return {tuple(canonical(c.get(n)) for n in names) for c in df["config"]}
+
+
+def _in_row(rep: Report, df: pd.DataFrame, key: tuple, full: bool = False) -> pd.DataFrame:
+    for name, v in zip(rep.group, key, strict=True):
+        if name == "k" and full:
+            df = df[df["k"].isna()]
+        elif v is None or (isinstance(v, float) and v != v):
+            df = df[df[name].isna()]
+        else:
+            df = df[df[name] == v]
+    return df
+
+
 def comparison_rows(
-    rep: Report, ci: bool = False
+    rep: Report, ci: bool = False, notes: list[str] | None = None
 ) -> tuple[list[str], list[list], list[int | None]]:
-    """(columns, rows, index of the best model column per row) for a --compare report. With
-    `ci`, the difference column is the paired comparison across the seeds both models ran (a
-    report.stats.Paired: mean difference, its 95% interval, p), or None without a common
-    seed."""
+    """(columns, rows, index of the best model column per row) for a --compare report. Each
+    model cell is a Cell (mean, std, n, and the seeds lost to a divergence or failure). The
+    difference and ratio columns compare the pairs of compared_pairs (their notes are added
+    to `notes`). With `ci`, a difference is the paired comparison across the seeds both
+    models ran (a report.stats.Paired: mean difference, its 95% interval, p), or None without
+    a common seed."""
     group = rep.group
     wide = rep.stats.pivot_table(
         index=group, columns="model", values=["mean", "std", "n"], dropna=False, aggfunc="first"
     )
+    pairs, match, pair_notes = compared_pairs(rep)
+    if notes is not None:
+        notes.extend(pair_notes)
     cols = [*group, *rep.models]
-    two = len(rep.models) >= 2
-    if two:
-        a, b = rep.models[:2]
+    for a, b in pairs:
         cols += [f"{a} - {b}", f"{a} / {b}"]
     cols.append("baseline")
     full = _full_model_cells(rep, wide)
+    keys = list(wide.index)
+    for key, _m in rep.outcomes or {}:  # rows whose every seed was lost
+        idx = key if len(group) > 1 else key[0]
+        if idx not in keys and not any(_row_key(group, k) == key for k in keys):
+            keys.append(idx)
     rows, best = [], []
-    for idx, _ in wide.iterrows():
+    for idx in keys:
         key = _row_key(group, idx)  # unset (k of a full model): blank
         task = key[0]
         direction = metric_direction(rep.metric, task)
+        present = idx in wide.index
         means = {
-            m: wide.loc[idx, ("mean", m)] if ("mean", m) in wide.columns else np.nan
+            m: wide.loc[idx, ("mean", m)] if present and ("mean", m) in wide.columns else np.nan
             for m in rep.models
         }
         cells = []
         for m in rep.models:
             mu = means[m]
-            if pd.isna(mu) and ("n", m) in wide.columns and pd.isna(wide.loc[idx, ("n", m)]):
+            outcome = rep.outcome(key, m)
+            if pd.isna(mu) and (
+                not present or ("n", m) not in wide.columns or pd.isna(wide.loc[idx, ("n", m)])
+            ):
                 ref = full.get((m, _without_k(group, key))) if "k" in group else None
-                if ref is not None and key[group.index("k")] is not None:
-                    cells.append(ref)  # the full model as every k row's reference
+                if ref is not None and key[group.index("k")] is not None and outcome is None:
+                    cells.append(Cell(*ref))  # the full model as every k row's reference
                     means[m] = ref[0]
-                else:
-                    cells.append(None)
+                else:  # no completed seed: the lost ones, if any
+                    cells.append(Cell(math.nan, math.nan, 0, outcome) if outcome else None)
                 continue
             sd, n = wide.loc[idx, ("std", m)], int(wide.loc[idx, ("n", m)])
-            cells.append((float(mu), float(sd), n))
+            cells.append(Cell(float(mu), float(sd), n, outcome))
         if all(c is None for c in cells):
             continue  # a combination of --by values that no run has (pivot's full product)
         finite = [(i, c[0]) for i, c in enumerate(cells) if c and math.isfinite(c[0])]
@@ -244,12 +416,14 @@ def comparison_rows(
             fn = max if direction == "higher" else min
             pick = fn(finite, key=lambda t: t[1])[0]
         row = [*key, *cells]
-        if two:
-            ma, mb = means[rep.models[0]], means[rep.models[1]]
+        for a, b in pairs:
+            ma, mb = means[a], means[b]
             both = not (pd.isna(ma) or pd.isna(mb))
+            if both and match and not _values(rep, a, match, key) & _values(rep, b, match, key):
+                both = False  # in this row they ran with different T (or budget)
             diff = float(ma - mb) if both else None
             if ci and both:
-                diff = _paired(rep, key, *rep.models[:2])
+                diff = _paired(rep, key, a, b)
             row += [diff, float(ma / mb) if both and mb != 0 else None]
         row.append(_baseline_for(rep, key))
         rows.append(row)
@@ -259,7 +433,7 @@ def comparison_rows(
 
 def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | None]]:
     group = rep.group
-    cols = [*group, "rank", "model", "mean", "std", "n", "baseline"]
+    cols = [*group, "rank", "model", "mean", "std", "n", "lost", "baseline"]
     rows, best = [], []
     for key, g in rep.stats.groupby(group, dropna=False, sort=True):
         key = _row_key(group, key)
@@ -277,6 +451,7 @@ def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | Non
                     float(r["mean"]),
                     float(r["std"]),
                     int(r["n"]),
+                    _lost_text(rep.outcome(key, r["model"]), int(r["n"])),
                     _baseline_for(rep, key),
                 ]
             )
@@ -284,14 +459,22 @@ def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | Non
     return cols, rows, best
 
 
+def _lost_text(outcome: Outcome | None, n: int) -> str | None:
+    """The leaderboard's `lost` cell: '3 of 5: 3 diverged', blank when no seed was lost."""
+    if outcome is None or not outcome.lost:
+        return None
+    return f"{outcome.lost} of {outcome.ran}: " + outcome.text(n).split(", ", 1)[1]
+
+
 def flat_rows(cols, rows, cell_cols, ci: bool = False) -> tuple[list[str], list[list]]:
-    """Machine-readable layout: each (mean, std, n) cell of `cell_cols` becomes three columns
-    (five with `ci`: the 95% interval's ends too); a paired difference becomes five."""
+    """Machine-readable layout: each (mean, std, n) cell of `cell_cols` becomes its columns
+    mean, std, n (the completed seeds), with `ci` the 95% interval's ends, then ran (the seeds
+    that ran) and lost (diverged or failed); a paired difference becomes five."""
     from seqbench.report.stats import Paired, interval
 
     cells = {i for i, c in enumerate(cols) if c in cell_cols}
     paired = {i for i, c in enumerate(cols) if any(isinstance(r[i], Paired) for r in rows)}
-    cell_parts = ["mean", "std", "n", *(["ci_lo", "ci_hi"] if ci else [])]
+    cell_parts = ["mean", "std", "n", *(["ci_lo", "ci_hi"] if ci else []), "ran", "lost"]
     out_cols: list[str] = []
     for i, c in enumerate(cols):
         if i in cells:
@@ -307,7 +490,12 @@ def flat_rows(cols, rows, cell_cols, ci: bool = False) -> tuple[list[str], list[
             if i in cells:
                 vals = list(v) if v else [None, None, None]
                 if ci:
-                    vals += list(interval(*v)) if v else [None, None]
+                    vals += list(interval(*v)) if v and v[2] else [None, None]
+                outcome = getattr(v, "outcome", None)
+                if outcome is not None:
+                    vals += [outcome.ran, outcome.lost]
+                else:
+                    vals += [v[2], 0] if v else [None, None]
                 new += vals
             elif i in paired:
                 p = v if isinstance(v, Paired) else None
@@ -326,10 +514,14 @@ def format_cell(v, ci: bool = False) -> str | None:
         return v.text()
     if isinstance(v, tuple):
         mu, sd, n = v
+        outcome = getattr(v, "outcome", None)
+        count = f"n={outcome.text(n)}" if outcome is not None and outcome.lost else f"n={n}"
+        if n == 0:
+            return f"– ({count})"
         if n == 1:
-            return f"{mu:.4g} (n=1)"
+            return f"{mu:.4g} ({count})"
         if ci:
             lo, hi = interval(mu, sd, n)
-            return f"{mu:.4g} [{lo:.3g}, {hi:.3g}] (n={n})"
-        return f"{mu:.4g} ± {sd:.2g} (n={n})"
+            return f"{mu:.4g} [{lo:.3g}, {hi:.3g}] ({count})"
+        return f"{mu:.4g} ± {sd:.2g} ({count})"
     return v

@@ -28,14 +28,17 @@ def result_rows(
     sweep: str | None = None,
     where: str | None = None,
     statuses: tuple[str, ...] = ("completed",),
+    without_metric: bool = False,
 ) -> tuple[list[str], list[tuple]]:
     """(columns, rows) of the training runs with summary `metric` (run_id, model, task, k,
     seq_len, seed, sweep, status, config, config_hash, value, value_kind); `sweep` selects the
-    sweep's points, whichever sweep (or plain train) produced their runs."""
+    sweep's points, whichever sweep (or plain train) produced their runs. `without_metric`:
+    runs that lack the summary too (a failed run), with value NULL: a report counts them."""
+    join = "LEFT JOIN" if without_metric else "JOIN"
     sql = [
         "SELECT r.id AS run_id, r.model, r.task, r.k, r.seq_len, r.seed, sw.name AS sweep,",
         "  r.status, r.config, r.config_hash, s.value, s.value_kind",
-        "FROM runs r JOIN summaries s ON s.run_id = r.id AND s.key = :metric",
+        f"FROM runs r {join} summaries s ON s.run_id = r.id AND s.key = :metric",
         "LEFT JOIN sweeps sw ON sw.id = r.sweep_id",
         "WHERE r.kind = 'train' AND r.archived_at IS NULL",
     ]

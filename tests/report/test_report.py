@@ -35,7 +35,7 @@ def filled(store, db):
         base = 1 / 6 if task == "adding" else 0.1
         store.set_summaries(r.id, {"test_metric": v, "baseline": base})
     bad = add_run(store, k=4, seed=9, seq_len=100, status="failed")
-    store.set_summaries(bad.id, {"test_metric": 99.0})  # failed runs are not reported
+    store.set_summaries(bad.id, {"test_metric": 99.0})  # counted as lost, never in a mean
     return db
 
 
@@ -186,13 +186,14 @@ def test_nan_result_regresses(cli, store, db):
 def test_cli_report_formats_and_plot(cli, filled, tmp_path):
     t = cli("report", "--compare", "rnn", "tcn", "--task", "adding", "--by", "k")
     assert t.exit_code == 0, t.output
-    assert "0.18 ± 0.02 (n=3)" in t.stdout
+    assert "0.18 ± 0.02 (n=3 of 4, 1 failed)" in t.stdout
     j = json.loads(
         cli(
             "report", "rnn,tcn", "--compare", "--task", "adding", "--by", "k", "--format", "json"
         ).stdout
     )
     assert j[0]["rnn_n"] == 3 and j[0]["tcn_mean"] == pytest.approx(0.06)
+    assert (j[0]["rnn_ran"], j[0]["rnn_lost"], j[0]["tcn_lost"]) == (4, 1, 0)
     md = cli("report", "--format", "markdown").stdout
     assert md.startswith("| task | rank | model |")
     png = tmp_path / "r.png"

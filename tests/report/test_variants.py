@@ -219,9 +219,14 @@ def test_a_cell_never_averages_runs_of_different_configs(cli, store, db):
     assert out.exit_code == 0, out.output
     assert "lstm (seq_len=100 steps=200)" in out.stdout and "0.3" in out.stdout
     assert "note: lstm: runs differ in seq_len, steps" in out.stderr
-    # by T, each cell holds one experiment (T and steps change together here): no variants
+    # by T, each cell holds one experiment (T and steps change together here): no variants,
+    # but the rows' budgets differ, and the note says so
     by_t = build_report(str(db), compare=["lstm", "tcn"], by="seq_len")
-    assert by_t.models == ["lstm", "tcn"] and by_t.notes == []
+    assert by_t.models == ["lstm", "tcn"]
+    assert by_t.notes == [
+        "lstm on adding: rows differ in steps, not only in seq_len (seq_len=50: steps=20; "
+        "seq_len=100: steps=200); compare them with care, or --where one config"
+    ]
 
 
 def test_a_row_mixing_experiments_with_different_baselines_shows_none(store, db):
