@@ -7,13 +7,15 @@
 #
 # The store is $SEQBENCH_DB (default ./seqbench.db); an interrupted sweep resumes where it
 # stopped. --scale small takes about 80 minutes on a 2-core CPU (the three presets in turn).
+# PRESETS="bai-tcn miller-hardt" runs (and writes the tables and baselines of) those alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scale=${1:-small}
 sb=${SEQBENCH:-.venv/bin/seqbench}
 out=docs/reproductions/$scale
 mkdir -p "$out"
-presets=(indrnn-adding bai-tcn miller-hardt)
+read -r -a presets <<<"${PRESETS:-indrnn-adding bai-tcn miller-hardt}"
+wanted() { [[ " ${presets[*]} " == *" $1 "* ]]; }
 
 if [ "${2:-}" != "--report-only" ]; then
   for preset in "${presets[@]}"; do
@@ -23,22 +25,28 @@ fi
 
 md() { "$@" --format markdown; }
 # 1. IndRNN (Li et al.): adding problem against T
-md $sb report --compare indrnn lstm rnn --task adding --sweep "indrnn-adding-$scale" \
-  --by seq_len --plot "$out/indrnn-adding.png" >"$out/indrnn-adding.md"
+if wanted indrnn-adding; then
+  md $sb report --compare indrnn lstm rnn --task adding --sweep "indrnn-adding-$scale" \
+    --by seq_len --plot "$out/indrnn-adding.png" >"$out/indrnn-adding.md"
+fi
 # 2. Miller & Hardt: teacher with true λ, window(k) against the full RNN; chorales against k
-md $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" \
-  --by teacher_lam,k >"$out/teacher-k.md"
-$sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" \
-  --by k,teacher_lam --plot "$out/teacher-k.png" >/dev/null
-md $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" \
-  --by teacher_lam,k --fit-decay >"$out/teacher-decay.md"
-md $sb report --compare lstm rnn window tcn --task chorales --sweep "miller-hardt-$scale" \
-  --by k,stable --plot "$out/chorales-k.png" >"$out/chorales-k.md"
-md $sb report --compare lstm rnn --task ptb-char --sweep "miller-hardt-$scale" --by stable --ci \
-  >"$out/ptb-char.md"
+if wanted miller-hardt; then
+  md $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" \
+    --by teacher_lam,k >"$out/teacher-k.md"
+  $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" \
+    --by k,teacher_lam --plot "$out/teacher-k.png" >/dev/null
+  md $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" \
+    --by teacher_lam,k --fit-decay >"$out/teacher-decay.md"
+  md $sb report --compare lstm rnn window tcn --task chorales --sweep "miller-hardt-$scale" \
+    --by k,stable --plot "$out/chorales-k.png" >"$out/chorales-k.md"
+  md $sb report --compare lstm rnn --task ptb-char --sweep "miller-hardt-$scale" --by stable \
+    --ci >"$out/ptb-char.md"
+fi
 # 3. Bai et al.: TCN against LSTM/GRU/RNN on each task
-md $sb report --compare tcn lstm gru rnn --sweep "bai-tcn-$scale" \
-  --plot "$out/bai-tcn.png" >"$out/bai-tcn.md"
+if wanted bai-tcn; then
+  md $sb report --compare tcn lstm gru rnn --sweep "bai-tcn-$scale" \
+    --plot "$out/bai-tcn.png" >"$out/bai-tcn.md"
+fi
 
 for preset in "${presets[@]}"; do
   $sb baseline save "$preset-$scale" --sweep "$preset-$scale" --rtol 0.1 --atol 0.01

@@ -170,6 +170,7 @@ class ModelInfo:
     hidden: int
     n_params: int
     description: str
+    context: str  # the family's context rule (what a run stores as k)
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,7 @@ def model_catalog() -> list[ModelInfo]:
         args = ModelArgs(seq_len=100, **spec.defaults)
         n = count_params(build_model(name, task, args))
         kind = "recurrent" if spec.recurrent else "feedforward"
-        out.append(ModelInfo(name, kind, args.hidden, n, spec.description))
+        out.append(ModelInfo(name, kind, args.hidden, n, spec.description, spec.context_rule))
     return out
 
 

@@ -90,8 +90,17 @@ class RunConfig:
         return asdict(self)
 
     def config_hash(self) -> str:
-        """sha256 of the canonical JSON of every field that changes the experiment."""
+        """sha256 of the canonical JSON of every field that changes the experiment. A
+        feedforward config whose network changed when contexts became exact (store revision
+        0006: a TCN given k = 4 had context 13, now 4) hashes its context too, so that no run
+        of the old network dedupes with one of the new; unchanged networks keep their hash."""
         d = {k: v for k, v in self.to_dict().items() if k not in NOT_HASHED}
+        from seqbench.models.context import context, legacy_context
+
+        if self.model != "" and self.task != "":
+            old = legacy_context(self)
+            if old is not None and old != context(self):
+                d["context"] = context(self)
         blob = json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -101,10 +110,18 @@ class RunConfig:
         return {k: v for k, v in self.to_dict().items() if k not in ("model", "task")}
 
     def model_args(self, seq_len: int | None = None) -> ModelArgs:
-        """The model's hyperparameters, built for length `seq_len` (default: the config's)."""
+        """The model's hyperparameters, built for length `seq_len` (default: the config's T)."""
         values = {n: getattr(self, n) for n in MODEL_FIELDS}
         values["seq_len"] = seq_len if seq_len is not None else self.seq_len
         return ModelArgs(**{k: v for k, v in values.items() if v is not None or k in _NULLABLE})
+
+    def fed_steps(self) -> int:
+        """How many steps a sequence of this config has: T, plus the task's extra steps (copy:
+        T + 20). A context is capped at it (the models are built for T)."""
+        from seqbench.tasks import TASKS
+
+        extra = TASKS.get(self.task).extra_steps if self.task in TASKS else 0
+        return self.seq_len + extra
 
     def task_args(self) -> TaskArgs:
         return TaskArgs(**{n: getattr(self, n) for n in TASK_FIELDS})

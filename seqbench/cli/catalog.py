@@ -16,12 +16,18 @@ def register(app: typer.Typer) -> None:
 def models(fmt: FormatOption = Format.table) -> None:
     """List the models with a one-line description and their size at the default width.
 
-    Parameter counts are for the adding task (2 inputs, 1 output) at T = 100.
+    Parameter counts are for the adding task (2 inputs, 1 output) at T = 100. The context
+    column is the family's rule for what a run stores as k: a feedforward model's output at t
+    depends on exactly the last k inputs; a recurrent model's k is its truncated
+    backpropagation, and no k (NULL) means full backpropagation.
 
     Example: seqbench models --format markdown
     """
-    rows = [(m.name, m.kind, m.hidden, m.n_params, m.description) for m in api.model_catalog()]
-    render(["model", "kind", "hidden", "params", "description"], rows, fmt)
+    rows = [
+        (m.name, m.kind, m.hidden, m.n_params, m.context, m.description)
+        for m in api.model_catalog()
+    ]
+    render(["model", "kind", "hidden", "params", "context k", "description"], rows, fmt)
 
 
 def tasks(fmt: FormatOption = Format.table) -> None:

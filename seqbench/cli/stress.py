@@ -32,6 +32,16 @@ def stress(
     ] = None,
     seq_len: Annotated[int, typer.Option(help="Sequence length T.")] = 5000,
     hidden: Annotated[int, typer.Option(help="Width H of fresh models.")] = 128,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            "--k", help="Context of fresh feedforward models (as `train --k` builds them)."
+        ),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Any other model field of fresh models, key=value."),
+    ] = None,
     batch: Annotated[int, typer.Option(help="Sequences averaged over.")] = 4,
     seeds: Annotated[
         list[str] | None, typer.Option("--seeds", "--seed", help="Seeds: 0,1,2.")
@@ -55,7 +65,12 @@ def stress(
     spectra, and the truncation error ‖y_T(full) − y_T(last k)‖ for k = 1, 2, 4, …, T with its
     decay rate. Everything is stored as runs of kind 'stress' (curves + summaries).
 
+    Fresh models are built as `train` builds them on the adding task, with --hidden, --k
+    (feedforward models' context) and --set; the stored run's k is the model's context.
+
     Example: seqbench stress --models rnn,lstm,indrnn,tcn --seq-len 5000 --plot stress.png
+
+    Example: seqbench stress --models tcn,gcnn --k 16 --seq-len 80 --set kernel_size=3
     """
     from seqbench.errors import UsageError
 
@@ -94,6 +109,8 @@ def stress(
             rtol=rtol,
             eps=eps,
             threads=threads,
+            k=k,
+            overrides=api.parse_assignments(set_),
             **progress,
         )
     finally:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seqbench.errors import UsageError
+from seqbench.models import context as ctx
 from seqbench.registry import Registry
 
 
@@ -26,6 +27,10 @@ class ModelSpec:
     small_steps: its work is a chain of one small matmul per time step (torch's fused RNN,
         LSTM, GRU), which a second CPU thread does not speed up at small batch × width
         (benchmarks/threads.py): the thread policy gives such steps one thread.
+    context: a feedforward family's exact context (models/context.py) for a config and the
+        steps it is fed, before the cap at those steps; None for a recurrent family, whose
+        stored k is its truncation length.
+    context_rule: that rule in words, for `seqbench models` and the docs.
     """
 
     name: str
@@ -41,6 +46,8 @@ class ModelSpec:
     check: Callable[[Any], None] | None = None
     no_decay: tuple[str, ...] = ()
     small_steps: bool = False
+    context: Callable[[Any, int], int] | None = None
+    context_rule: str = "full backpropagation; k: truncated BPTT of k steps"
 
 
 MODELS: Registry[ModelSpec] = Registry("model")
@@ -90,12 +97,14 @@ def _check_rnn(c) -> None:
         raise UsageError(f"rnn nonlinearity must be tanh or relu, got {c.nonlinearity!r}")
 
 
-def _check_conv(name: str, min_kernel: int):
+def _check_conv(name: str):
     def check(c) -> None:
-        if c.kernel_size < min_kernel:
-            raise UsageError(f"{name}: kernel_size must be at least {min_kernel}")
+        if c.kernel_size < 2:  # kernel 1 is a per-step network: it has no context to size
+            raise UsageError(f"{name}: kernel_size must be at least 2, got {c.kernel_size}")
         if c.levels is not None and c.k is not None:
             raise UsageError(f"{name}: give k (context) or levels, not both")
+        if c.levels is not None and c.levels < 1:
+            raise UsageError(f"{name}: levels must be at least 1, got {c.levels}")
 
     return check
 
@@ -111,6 +120,8 @@ def _check_window(c) -> None:
 
 
 def _check_transformer(c) -> None:
+    if c.layers is None or c.layers < 1:
+        raise UsageError(f"transformer: layers must be at least 1, got {c.layers}")
     if c.hidden % c.heads:
         raise UsageError(f"transformer: hidden ({c.hidden}) must divide by heads ({c.heads})")
 
@@ -155,12 +166,14 @@ for _spec in (
     ),
     ModelSpec(
         "tcn",
-        "Temporal convolutional network (Bai et al. 2018), context k = receptive field",
+        "Temporal convolutional network (Bai et al. 2018), dilated residual blocks",
         False,
         _tcn,
         {"hidden": 30, "kernel_size": 7},
         activation_units=8,
-        check=_check_conv("tcn", 1),
+        check=_check_conv("tcn"),
+        context=ctx.tcn_context,
+        context_rule="exactly k (last level resized); levels L: 1 + 2(K−1)(2^L − 1); neither: T",
     ),
     ModelSpec(
         "gcnn",
@@ -169,7 +182,9 @@ for _spec in (
         _gcnn,
         {"hidden": 64, "kernel_size": 5},
         activation_units=6,
-        check=_check_conv("gcnn", 2),
+        check=_check_conv("gcnn"),
+        context=ctx.gcnn_context,
+        context_rule="exactly k (last kernel cropped); levels L: 1 + L(K−1); neither: min(T, 32)",
     ),
     ModelSpec(
         "window",
@@ -178,15 +193,19 @@ for _spec in (
         _window,
         wraps_base=True,
         check=_check_window,
+        context=ctx.window_context,
+        context_rule="exactly k (the base run on the last k inputs); no k: min(T, 32)",
     ),
     ModelSpec(
         "transformer",
-        "Causal transformer with attention restricted to the last k positions",
+        "Causal pre-norm transformer, sliding-window attention",
         False,
         _transformer,
         {"hidden": 64, "layers": 2},
         width_multiple_of="heads",
         check=_check_transformer,
+        context=ctx.transformer_context,
+        context_rule="exactly k (k − 1 split over the layers' windows); no k: T",
     ),
 ):
     MODELS.register(_spec.name, _spec)
@@ -260,39 +279,55 @@ def build_model(name: str, task, args):
     return SequenceModel(backbone, task.out_dim, task.readout, embed)
 
 
-def fit_hidden(name: str, task, args, target: int, tol: float = 0.05) -> int:
-    """The width whose parameter count is closest to `target` (within tol, else an error)."""
+def fit_size(name: str, task, args, target: int, tol: float = 0.05) -> dict[str, int]:
+    """The size fields that bring the model's parameter count within `tol` of `target`: the
+    width, and for a family whose width must be a multiple of another field (transformer:
+    heads), that field too when no multiple of its given value lands (fewer heads, down to
+    one: a transformer's parameter count does not depend on its heads). The depth is never
+    changed: for the convolutional families it is their context k. Refuses, naming the
+    budgets that are reachable around the target, when nothing lands.
+
+    Returns {"hidden": H} or {"hidden": H, "heads": h}: the run records what it trained."""
     import torch
 
     from seqbench.models.base import count_params
 
     spec = MODELS.get(name)
 
-    def n_params(h: int) -> int:
+    def n_params(h: int, extra: dict) -> int:
         with torch.device("meta"):
-            return count_params(build_model(name, task, args.with_(hidden=rounded(h))))
+            return count_params(build_model(name, task, args.with_(hidden=h, **extra)))
 
-    def rounded(h: int) -> int:  # the width rule of the family, if any
-        if spec.width_multiple_of is None:
-            return h
-        m = getattr(args, spec.width_multiple_of)
-        return max(m, h - h % m)
+    def bracket(multiple: int, extra: dict) -> list[tuple[int, int]]:
+        """(width, count) of the widths (multiples of `multiple`) just below and at-or-above
+        the target."""
+        lo, hi = 1, 8192 // multiple + 1
+        while lo < hi:  # smallest i with n_params(multiple·i) >= target
+            mid = (lo + hi) // 2
+            if n_params(multiple * mid, extra) < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        return [(multiple * i, n_params(multiple * i, extra)) for i in (lo - 1, lo) if i >= 1]
 
-    lo, hi = 1, 8192
-    if n_params(lo) > target:
-        raise UsageError(f"{name}: even width 1 has more than {target} parameters")
-    while lo < hi:  # smallest h with n_params(h) >= target
-        mid = (lo + hi) // 2
-        if n_params(mid) < target:
-            lo = mid + 1
-        else:
-            hi = mid
-    best = min((h for h in (lo - 1, lo) if h >= 1), key=lambda h: abs(n_params(h) - target))
-    best = rounded(best)
-    got = n_params(best)
-    if abs(got - target) > tol * target:
-        raise UsageError(
-            f"{name}: no width gives {target} parameters within {tol:.0%} (closest: {got} "
-            f"at hidden={best})"
-        )
-    return best
+    field_name = spec.width_multiple_of
+    given = getattr(args, field_name) if field_name else 1
+    options = [d for d in range(given, 0, -1) if given % d == 0] if field_name else [1]
+    reachable: set[int] = set()
+    for m in options:  # the given heads first, then fewer
+        extra = {field_name: m} if field_name else {}
+        near = bracket(m, extra)
+        reachable |= {n for _, n in near}
+        h, got = min(near, key=lambda hn: abs(hn[1] - target))
+        if abs(got - target) <= tol * target:
+            return {"hidden": h, **extra}
+    shown = ", ".join(str(n) for n in sorted(reachable))
+    raise UsageError(
+        f"{name}: no width gives {target} parameters within {tol:.0%} (the depth is kept: "
+        f"it sets the context); the nearest reachable budgets are {shown}"
+    )
+
+
+def fit_hidden(name: str, task, args, target: int, tol: float = 0.05) -> int:
+    """The width of fit_size (for a caller that changes nothing else)."""
+    return fit_size(name, task, args, target, tol)["hidden"]

@@ -14,19 +14,16 @@ from torch import nn
 from torch.nn.utils.parametrizations import weight_norm
 
 from seqbench.models.base import Backbone, ModelArgs
+from seqbench.models.context import (
+    Level,
+    gcnn_kernels,
+    plan_span,
+    tcn_levels_for,
+    tcn_plan,
+    tcn_receptive_field,
+)
 
-
-def tcn_receptive_field(kernel_size: int, levels: int) -> int:
-    """1 + 2(K-1)(2^L - 1): two convolutions per level, dilation 2^i at level i."""
-    return 1 + 2 * (kernel_size - 1) * (2**levels - 1)
-
-
-def tcn_levels_for(k: int, kernel_size: int) -> int:
-    """The fewest levels whose receptive field covers k inputs."""
-    levels = 1
-    while tcn_receptive_field(kernel_size, levels) < k:
-        levels += 1
-    return levels
+__all__ = ["TCN", "GatedCNN", "tcn_levels_for", "tcn_receptive_field"]
 
 
 class CausalConv1d(nn.Module):
@@ -44,6 +41,8 @@ class CausalConv1d(nn.Module):
 
 class TemporalBlock(nn.Module):
     """Two rounds of [weight-normalised dilated causal conv -> ReLU -> dropout] + residual.
+    `convs` gives each conv's (kernel, dilation): Bai et al.'s are (K, 2^i) twice; the last
+    level of a TCN with context k is resized (models/context.py: tcn_plan).
 
     init "reference" (the default) is what locuslab/TCN's code does: its `init_weights` draws
     conv.weight from N(0, 0.01) *after* weight_norm, which recomputes the weight from g and v
@@ -57,14 +56,14 @@ class TemporalBlock(nn.Module):
         self,
         c_in: int,
         c_out: int,
-        kernel_size: int,
-        dilation: int,
+        convs: Level,
         dropout: float,
         init: str = "reference",
     ):
         super().__init__()
-        self.conv1 = CausalConv1d(c_in, c_out, kernel_size, dilation, wn=True)
-        self.conv2 = CausalConv1d(c_out, c_out, kernel_size, dilation, wn=True)
+        (k1, d1), (k2, d2) = convs
+        self.conv1 = CausalConv1d(c_in, c_out, k1, d1, wn=True)
+        self.conv2 = CausalConv1d(c_out, c_out, k2, d2, wn=True)
         self.drop = nn.Dropout(dropout)
         self.downsample = nn.Conv1d(c_in, c_out, 1) if c_in != c_out else None
         self.init = init
@@ -94,8 +93,9 @@ class TemporalBlock(nn.Module):
 class TCN(Backbone):
     """Temporal convolutional network: L levels of :class:`TemporalBlock`, dilation 2^i.
 
-    Receptive field 1 + 2(K-1)(2^L - 1). L comes from `levels`, else the fewest levels covering
-    `k`, else covering the sequence length.
+    `levels` L: Bai et al.'s network, receptive field 1 + 2(K-1)(2^L - 1). A context k < T:
+    the fewest levels covering k, the last resized so that the context is exactly k. Neither:
+    the fewest levels covering the sequence length (tcn_plan).
     """
 
     translation_invariant = True
@@ -103,16 +103,13 @@ class TCN(Backbone):
     def __init__(self, in_dim: int, args: ModelArgs):
         super().__init__()
         K = args.kernel_size
-        if args.levels is not None:
-            levels = args.levels
-        else:
-            levels = tcn_levels_for(args.k if args.k is not None else args.seq_len, K)
-        self.levels, self.kernel_size = levels, K
-        chans = [in_dim] + [args.hidden] * levels
+        self.plan = tcn_plan(K, args.levels, args.k, args.seq_len)
+        self.levels, self.kernel_size = len(self.plan), K
+        chans = [in_dim] + [args.hidden] * self.levels
         self.blocks = nn.Sequential(
             *(
-                TemporalBlock(chans[i], chans[i + 1], K, 2**i, args.dropout, args.init)
-                for i in range(levels)
+                TemporalBlock(chans[i], chans[i + 1], convs, args.dropout, args.init)
+                for i, convs in enumerate(self.plan)
             )
         )
         self.out_dim = args.hidden
@@ -123,7 +120,7 @@ class TCN(Backbone):
 
     @property
     def receptive_field(self) -> float:
-        return tcn_receptive_field(self.kernel_size, self.levels)
+        return 1 + plan_span(self.plan)
 
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         y = self.blocks(x.transpose(1, 2))  # (B, D, T) -> (B, H, T)
@@ -166,8 +163,10 @@ class GLUBlock(nn.Module):
 
 class GatedCNN(Backbone):
     """Gated convolutional network (no dilation): a weight-normalised input projection to H
-    channels, then L :class:`GLUBlock` layers with residuals; receptive field 1 + L(K-1).
-    L comes from `levels`, else the fewest layers covering k (default k = min(T, 32)).
+    channels, then L :class:`GLUBlock` layers with residuals; receptive field 1 + Σ(K_i - 1).
+    `levels` L: L layers of kernel K. Else the context k (default min(T, 32)): the fewest
+    layers covering k, the last with its kernel cropped so the context is exactly k
+    (gcnn_kernels).
 
     As in fairseq's `fconv_lm`: every linear map and conv is weight-normalised with bias 0;
     the projection and the head start N(0, (1 − p)/fan_in), p the dropout. fairseq's output
@@ -178,19 +177,14 @@ class GatedCNN(Backbone):
 
     def __init__(self, in_dim: int, args: ModelArgs):
         super().__init__()
-        K = args.kernel_size
-        if args.levels is not None:
-            layers = args.levels
-        else:
-            k = args.k if args.k is not None else min(args.seq_len, 32)
-            layers = max(1, math.ceil((k - 1) / (K - 1)))
-        self.n_layers, self.kernel_size = layers, K
+        self.kernels = gcnn_kernels(args.kernel_size, args.levels, args.k, args.seq_len)
+        self.n_layers, self.kernel_size = len(self.kernels), args.kernel_size
         H = args.hidden
         self.p = args.dropout
         self.inp = weight_norm(nn.Conv1d(in_dim, H, 1))  # fc1: a linear map at every step
         _weight_normed_normal_(self.inp, math.sqrt((1 - self.p) / in_dim))
         self.drop = nn.Dropout(args.dropout)
-        self.blocks = nn.Sequential(*(GLUBlock(H, K, args.dropout) for _ in range(layers)))
+        self.blocks = nn.Sequential(*(GLUBlock(H, n, args.dropout) for n in self.kernels))
         self.out_dim = H
 
     def init_head_(self, head: nn.Linear) -> None:
@@ -201,7 +195,7 @@ class GatedCNN(Backbone):
 
     @property
     def receptive_field(self) -> float:
-        return 1 + self.n_layers * (self.kernel_size - 1)
+        return 1 + sum(n - 1 for n in self.kernels)
 
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         h = self.inp(x.transpose(1, 2))  # (B, D, T) -> (B, H, T)

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbench.models.base import Backbone, ModelArgs
+from seqbench.models.context import transformer_windows
 
 
 def sinusoidal_positions(T: int, d: int, device) -> torch.Tensor:
@@ -90,7 +91,10 @@ def blockwise_attention(
 
 
 class WindowTransformer(Backbone):
-    """Pre-norm transformer encoder; position t attends to t-k+1..t.
+    """Pre-norm transformer encoder with a window per layer: position t of layer i attends to
+    t-w_i+1..t. Context k < T: the windows' w_i − 1 add up to k − 1 (transformer_windows), so
+    the stack's output at t sees exactly x_{t-k+1..t}; no k (or k ≥ T): every layer is causal
+    over the whole sequence.
 
     The layers are torch's nn.TransformerEncoderLayer (their parameters, norms, feed-forward
     and dropouts); only the attention is evaluated blockwise (window_attention) instead of
@@ -109,28 +113,28 @@ class WindowTransformer(Backbone):
             norm_first=True,
         )
         self.encoder = nn.TransformerEncoder(layer, args.layers, enable_nested_tensor=False)
-        self.k = args.k if args.k is not None else args.seq_len
+        self.windows = transformer_windows(args.layers, args.k, args.seq_len)
         self.out_dim = args.hidden
 
     @property
     def receptive_field(self) -> float:
-        return 1 + (self.k - 1) * len(self.encoder.layers)
+        return 1 + sum(w - 1 for w in self.windows)
 
-    def _attention(self, x: torch.Tensor, mha: nn.MultiheadAttention) -> torch.Tensor:
+    def _attention(self, x: torch.Tensor, mha: nn.MultiheadAttention, window: int) -> torch.Tensor:
         """mha's projections and dropout around window_attention; x: (B, T, E)."""
         B, T, E = x.shape
         heads = mha.num_heads
         qkv = F.linear(x, mha.in_proj_weight, mha.in_proj_bias)  # (B, T, 3E)
         q, k, v = (t.reshape(B, T, heads, E // heads).transpose(1, 2) for t in qkv.chunk(3, -1))
         p = mha.dropout if self.training else 0.0
-        out = window_attention(q, k, v, self.k, dropout_p=p)  # (B, heads, T, d)
+        out = window_attention(q, k, v, window, dropout_p=p)  # (B, heads, T, d)
         return mha.out_proj(out.transpose(1, 2).reshape(B, T, E))
 
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         _B, T, _ = x.shape
         h = self.inp(x) + sinusoidal_positions(T, self.inp.out_features, x.device)  # (B, T, H)
-        for layer in self.encoder.layers:  # nn.TransformerEncoderLayer with norm_first=True
-            h = h + layer.dropout1(self._attention(layer.norm1(h), layer.self_attn))
+        for layer, w in zip(self.encoder.layers, self.windows, strict=True):  # norm_first=True
+            h = h + layer.dropout1(self._attention(layer.norm1(h), layer.self_attn, w))
             ff = layer.linear2(layer.dropout(layer.activation(layer.linear1(layer.norm2(h)))))
             h = h + layer.dropout2(ff)
         return h, None

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from seqbench.models.base import Backbone, ModelArgs
+from seqbench.models.context import default_window
 
 
 class Window(Backbone):
@@ -23,7 +24,7 @@ class Window(Backbone):
     def __init__(self, in_dim: int, args: ModelArgs, make_base):
         super().__init__()
         self.base = make_base(args.base, in_dim, args.with_(k=None))
-        self.k = args.k if args.k is not None else min(args.seq_len, 32)
+        self.k = args.k if args.k is not None else default_window(args.seq_len)
         self.out_dim = self.base.out_dim
 
     @property

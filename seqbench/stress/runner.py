@@ -96,18 +96,31 @@ def check_memory(
 
 
 def fresh_backbone(
-    model: str, seq_len: int, hidden: int | None, seed: int, in_dim: int, check=None
+    model: str,
+    seq_len: int,
+    hidden: int | None,
+    seed: int,
+    in_dim: int,
+    check=None,
+    k: int | None = None,
+    overrides: dict | None = None,
 ):
-    """A freshly initialised backbone and its config; `check(cfg)` runs before anything is
-    allocated (the memory estimate)."""
+    """A freshly initialised backbone and its config (the model's defaults on the adding task,
+    T = seq_len, then `hidden`, `k` and `overrides`, any config fields as --set gives them);
+    `check(cfg)` runs before anything is allocated (the memory estimate)."""
     from seqbench.config import resolve
     from seqbench.models import make_backbone
 
-    cfg = resolve(model, "adding", {"seq_len": seq_len, **({"hidden": hidden} if hidden else {})})
+    over = {**(overrides or {}), "seq_len": seq_len}
+    if hidden:
+        over["hidden"] = hidden
+    if k is not None:
+        over["k"] = k
+    cfg = resolve(model, "adding", over)
     if check is not None:
         check(cfg)
     torch.manual_seed(seed)
-    return make_backbone(model, in_dim, cfg.model_args(seq_len)), cfg
+    return make_backbone(model, in_dim, cfg.model_args()), cfg
 
 
 def trained_backbone(store: Store, run_ref: str):
@@ -133,7 +146,15 @@ def trained_backbone(store: Store, run_ref: str):
     return model.backbone, task.in_dim, run, cfg
 
 
-def save(store: Store, res: StressResult, params: dict, threads_from: str | None = None) -> int:
+def save(
+    store: Store,
+    res: StressResult,
+    params: dict,
+    threads_from: str | None = None,
+    k: int | None = None,
+) -> int:
+    """Store one result as a run of kind 'stress'; `k` is the analysed model's context (its
+    stored k, as a training run's)."""
     from seqbench import environment
 
     cfg = {**params, "model": res.model, "seed": res.seed, "source": res.source}
@@ -150,6 +171,7 @@ def save(store: Store, res: StressResult, params: dict, threads_from: str | None
         kind="stress",
         model=res.model,
         task="stress",
+        k=k,
         seq_len=params["seq_len"],
         seed=res.seed,
         config=cfg,
@@ -175,10 +197,14 @@ def stress(
     on_result=None,
     on_start=None,
     threads: int | None = None,
+    k: int | None = None,
+    overrides: dict | None = None,
 ) -> list[StressResult]:
     """Analyse each model × seed at init, and each trained run; store and return results.
     Everything a user can get wrong is checked before anything is written. `threads`: torch's
-    CPU threads (default: seqbench's choice, training/threads.py)."""
+    CPU threads (default: seqbench's choice, training/threads.py). `k` and `overrides` (config
+    fields by name, as `--set` gives them) configure the fresh models: a TCN at k = 16 is
+    analysed as it would train at k = 16, without a training run."""
     from seqbench.models import MODELS
     from seqbench.training.threads import apply_threads, choose_threads
 
@@ -194,24 +220,44 @@ def stress(
     if dtype not in ("float32", "float64"):
         raise UsageError(f"dtype must be float32 or float64, got {dtype!r}")
     tdtype = getattr(torch, dtype)
+    if k is not None and k < 1:
+        raise UsageError(f"k must be at least 1, got {k}")
+    from seqbench.models.context import context
+
     for m in models:
         MODELS.get(m)
+    flags = {"model": "--models", "seq_len": "--seq-len", "hidden": "--hidden", "k": "--k"}
+    for key in overrides or {}:
+        if key in flags:
+            raise UsageError(f"--set {key}: give it as {flags[key]}")
+        if key == "task":
+            raise UsageError("--set task: stress analyses models on random inputs, not a task")
+    if k is not None:
+        recurrent = [m for m in models if MODELS.get(m).recurrent]
+        if recurrent:
+            raise UsageError(
+                f"--k sets a feedforward model's context; {', '.join(recurrent)} "
+                "is measured through full backpropagation: stress it without --k"
+            )
     jobs = []  # (label, make) built up front so bad input fails before any write
     for m in models:
         for s in seeds:
-            bb, _cfg = fresh_backbone(
+            bb, cfg = fresh_backbone(
                 m,
                 seq_len,
                 hidden,
                 s,
                 in_dim,
                 check=lambda c: check_memory(c, batch, seq_len, c.hidden, in_dim, c.layers, tdtype),
+                k=k,
+                overrides=overrides,
             )
-            jobs.append((m, s, "init", bb, in_dim))
+            jobs.append((m, s, "init", bb, in_dim, context(cfg)))
     for ref in runs:
         bb, d, run, cfg = trained_backbone(store, ref)
         check_memory(cfg, batch, seq_len, bb.out_dim, d, cfg.layers, tdtype)
-        jobs.append((run.model, run.seed or 0, f"run {run.id}", bb, d))
+        context_k = run.k if bb.recurrent else min(bb.receptive_field, seq_len)  # at this T
+        jobs.append((run.model, run.seed or 0, f"run {run.id}", bb, d, context_k))
     params = {
         "seq_len": seq_len,
         "batch": batch,
@@ -219,11 +265,13 @@ def stress(
         "dtype": dtype,
         "rtol": rtol,
         "eps": eps,
+        **({"k": k} if k is not None else {}),
+        **({"set": dict(overrides)} if overrides else {}),
     }
     results = []
     if on_start:
         on_start(len(jobs))
-    for m, s, source, bb, d in jobs:
+    for m, s, source, bb, d, context_k in jobs:
         res = analyse(
             bb,
             model=m,
@@ -236,7 +284,7 @@ def stress(
             rtol=rtol,
             eps=eps,
         )
-        res.run_id = save(store, res, params, threads_from)
+        res.run_id = save(store, res, params, threads_from, k=context_k)
         results.append(res)
         if on_result:
             on_result(res)

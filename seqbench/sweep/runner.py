@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from seqbench.config import RunConfig
 from seqbench.errors import UsageError
+from seqbench.models.context import context
 from seqbench.store import sweeps as rows
 from seqbench.store.common import utcnow
 from seqbench.store.store import Store
@@ -202,7 +203,7 @@ def _dispatch(
                 status="running",
                 model=cfg["model"],
                 task=cfg["task"],
-                k=cfg.get("k"),
+                k=context(RunConfig(**cfg)),  # as train() records it
                 seq_len=cfg.get("seq_len"),
                 seed=cfg.get("seed"),
                 config=cfg,

@@ -17,7 +17,9 @@ class TaskSpec:
     """name; target: "module:Class" of the Task; metric (e.g. mse, acc, bpc) and whether
     higher is better; the default (or, with fixed_seq_len, the only) length T; min_seq_len;
     how the trivial baseline is defined (for `seqbench tasks`); check: the task's own config
-    checks (a RunConfig or TaskArgs in, UsageError out)."""
+    checks (a RunConfig or TaskArgs in, UsageError out); extra_steps: how many steps past T a
+    sequence has (copy: T blanks between 10 symbols and 10 answers are T + 20 steps), so the
+    model sees T + extra_steps."""
 
     name: str
     target: str
@@ -29,6 +31,7 @@ class TaskSpec:
     min_seq_len: int = 1
     fixed_seq_len: bool = False
     check: Callable[[Any], None] | None = None
+    extra_steps: int = 0
 
     def load(self) -> type:
         module, _, cls = self.target.partition(":")
@@ -68,6 +71,7 @@ for _spec in (
         "ce",
         100,
         baseline_note="memoryless: 10·ln 8/(T+20)",
+        extra_steps=20,
     ),
     TaskSpec(
         "digits",

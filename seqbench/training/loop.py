@@ -28,11 +28,12 @@ from seqbench.errors import RunFailedError, UsageError
 from seqbench.models import (
     activation_bytes,
     build_model,
-    fit_hidden,
+    fit_size,
     param_groups,
     uses_indrnn_kernel,
 )
 from seqbench.models.base import count_params
+from seqbench.models.context import context
 from seqbench.store.common import utcnow
 from seqbench.store.recorder import RunRecorder
 from seqbench.store.store import Store
@@ -104,9 +105,7 @@ def prepare(cfg: RunConfig):
     task = make_task(cfg.task, cfg.task_args())
     cfg = replace(cfg, seq_len=task.seq_len)
     if cfg.params is not None:
-        cfg = replace(
-            cfg, hidden=fit_hidden(cfg.model, task, cfg.model_args(task.seq_len), cfg.params)
-        )
+        cfg = replace(cfg, **fit_size(cfg.model, task, cfg.model_args(), cfg.params))
     if cfg.epochs is not None:
         n_train = getattr(task, "n_train", None)
         if n_train is None:
@@ -117,7 +116,7 @@ def prepare(cfg: RunConfig):
         cfg = replace(cfg, steps=cfg.epochs * math.ceil(n_train / cfg.batch_size))
     check_memory(cfg, task)
     torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model, task, cfg.model_args(task.seq_len)).to(device)
+    model = build_model(cfg.model, task, cfg.model_args()).to(device)
     return cfg, task, model, device
 
 
@@ -167,7 +166,7 @@ def check_memory(cfg: RunConfig, task) -> None:
     _ = (task.vocab, task.in_dim, task.out_dim, task.readout)
     try:
         with torch.device("meta"):
-            n = count_params(build_model(cfg.model, task, cfg.model_args(task.seq_len)))
+            n = count_params(build_model(cfg.model, task, cfg.model_args()))
     except (NotImplementedError, RuntimeError, OverflowError, ValueError, MemoryError):
         n = 0  # an init the meta device lacks: the activations alone must still fit
     hidden, layers = cfg.hidden or 128, cfg.layers or 1
@@ -262,7 +261,7 @@ def train(
         status="running",
         model=cfg.model,
         task=cfg.task,
-        k=cfg.k,
+        k=context(cfg),  # the context the model has, not only the one asked for
         seq_len=cfg.seq_len,
         seed=cfg.seed,
         config=cfg.to_dict(),

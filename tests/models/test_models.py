@@ -118,9 +118,10 @@ def test_tcn_output_is_independent_of_inputs_beyond_its_receptive_field(teacher)
     assert not torch.allclose(m(x)[:, t], m(near)[:, t])
 
 
-def test_tcn_k_chooses_levels(teacher):
-    m = _model("tcn", teacher, k=100, kernel_size=7)
-    assert m.backbone.receptive_field >= 100 and m.backbone.levels == 4
+def test_tcn_k_chooses_levels_and_resizes_the_last(teacher):
+    m = _model("tcn", teacher, k=20, kernel_size=7)  # 1 level sees 13: a second adds 7 lags
+    assert m.backbone.receptive_field == 20 and m.backbone.levels == 2
+    assert m.backbone.plan[-1] == ((7, 1), (2, 1))  # 6·1 + 1·1 = 7
     with pytest.raises(UsageError, match="not both"):
         _model("tcn", teacher, k=100, levels=3)
 
@@ -398,8 +399,8 @@ def test_last_step_readout_on_the_receptive_field_equals_the_full_run(name, addi
     ("T", "k"), [(1, 1), (7, 1), (7, 3), (40, 8), (40, 40), (37, 64), (50, 7), (60, 3), (100, 5)]
 )
 def test_window_attention_equals_the_dense_band(T, k):
-    """The blockwise O(T·k) transformer computes exactly what torch's encoder computes with
-    the dense band mask, output and parameter gradients alike."""
+    """The blockwise O(T·k) transformer computes exactly what torch's encoder layers compute
+    with the dense band mask of each layer's window, output and parameter gradients alike."""
     from seqbench.models.transformer import band_mask, sinusoidal_positions
 
     torch.manual_seed(1)
@@ -407,8 +408,9 @@ def test_window_attention_equals_the_dense_band(T, k):
     bb.eval()
     x = _x((2, T, 3), seed=2)
     got = bb(x)[0]
-    h = bb.inp(x) + sinusoidal_positions(T, 16, x.device)
-    ref = bb.encoder(h, mask=band_mask(T, k))
+    ref = bb.inp(x) + sinusoidal_positions(T, 16, x.device)
+    for layer, w in zip(bb.encoder.layers, bb.windows, strict=True):
+        ref = layer(ref, src_mask=band_mask(T, w))
     torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
     gw = torch.autograd.grad(got.pow(2).sum(), list(bb.parameters()))
     rw = torch.autograd.grad(ref.pow(2).sum(), list(bb.parameters()))
