@@ -43,6 +43,11 @@ def band_mask(T: int, k: int, device=None) -> torch.Tensor:
 # DENSE_UP_TO·T·k anyway. Measured (B=32, 4 heads, k=32, forward+backward): dense 4.3 ms vs
 # blocks 8.3 at T=100; 228 vs 107 at T=1000.
 DENSE_UP_TO = 8
+# Chunks are at least this long: a window of 2 (an exact context split over the layers gives
+# small ones) in chunks of 2 is hundreds of tiny matmuls; any chunk ≥ the window is exact.
+# Measured (benchmarks/context_cost.py, windows 3 and 2, T = 256): 57 ms per step in chunks of
+# at least 32 (dense below T = 256), 38 in chunks of at least 8.
+MIN_CHUNK = 8
 
 
 def window_attention(
@@ -55,7 +60,7 @@ def window_attention(
     bounded by the window, not T.
     """
     T = q.shape[2]
-    if DENSE_UP_TO * window >= T:
+    if DENSE_UP_TO * max(window, MIN_CHUNK) >= T:
         allowed = ~band_mask(T, window, q.device)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout_p)
     return blockwise_attention(q, k, v, window, dropout_p)
@@ -64,10 +69,11 @@ def window_attention(
 def blockwise_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, dropout_p: float = 0.0
 ) -> torch.Tensor:
-    """window_attention in O(T·window): chunks of w = min(window, T) positions attend to
-    themselves and the previous chunk, T·2w scores instead of T²."""
+    """window_attention in O(T·window): chunks of w = min(max(window, MIN_CHUNK), T)
+    positions attend to themselves and the previous chunk (w ≥ window: every key a query may
+    see is there), T·2w scores instead of T²."""
     B, H, T, d = q.shape
-    w = min(window, T)
+    w = min(max(window, MIN_CHUNK), T)
     n = -(-T // w)
     pad = n * w - T
     if pad:  # pad the end: padded queries are dropped, padded keys lie in no real window

@@ -432,7 +432,21 @@ def test_window_attention_sees_exactly_its_window():
 
 
 @pytest.mark.parametrize(
-    ("T", "k"), [(1, 1), (2, 1), (9, 2), (40, 3), (64, 8), (65, 8), (100, 7), (33, 32), (257, 32)]
+    ("T", "k"),
+    [
+        (1, 1),
+        (2, 1),
+        (9, 2),
+        (40, 3),
+        (64, 8),
+        (65, 8),
+        (100, 7),
+        (33, 32),
+        (257, 32),
+        (200, 2),
+        (129, 5),
+        (97, 40),
+    ],
 )
 def test_blockwise_attention_equals_dense_sdpa(T, k):
     """The O(T·k) blocks against one dense call with the band mask, on every chunking: T a
