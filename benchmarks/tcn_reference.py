@@ -24,7 +24,7 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from seqbench.config import make_config
+from seqbench.configure import make_config
 from seqbench.models import build_model, make_backbone
 from seqbench.tasks import make_task
 from seqbench.tasks.base import generator

@@ -42,7 +42,7 @@ def worker(name: str, threads: int, steps: int) -> None:
     """One case on `threads` torch threads: print the median step time (s) as JSON."""
     import torch
 
-    from seqbench.config import make_config
+    from seqbench.configure import make_config
     from seqbench.training.loop import make_optimizer, prepare
     from seqbench.training.threads import apply_threads, choose_threads, one_thread_for
 

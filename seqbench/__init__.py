@@ -4,7 +4,7 @@ The library surface lives in :mod:`seqbench.api`; ``seqbench.train`` is re-expor
 ``import seqbench`` (and ``seqbench --help``) stays free of torch.
 """
 
-__version__ = "0.1.0"
+from seqbench._version import __version__
 
 __all__ = ["__version__", "train"]
 

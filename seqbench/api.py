@@ -22,9 +22,11 @@ from seqbench.config import (
     RunConfig,
     check_label,
     load_toml,
-    make_config,
     parse_assignments,
+    split_assignment,
+    split_list,
 )
+from seqbench.configure import make_config
 from seqbench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -39,6 +41,7 @@ _REEXPORTS = {
     "upgrade_store": "seqbench.store.store",
     "RUN_KINDS": "seqbench.store.common",
     "RUN_STATUSES": "seqbench.store.common",
+    "describe_database_error": "seqbench.store.common",
     # training
     "Progress": "seqbench.training.loop",
     "check_threads": "seqbench.training.threads",
@@ -80,22 +83,35 @@ __all__ = [
     "RunConfig",
     "SweepPlan",
     "TaskInfo",
+    "archive_runs",
+    "check_run_name",
+    "check_store",
     "config_toml",
+    "count_runs",
+    "curve_runs",
+    "default_layers",
+    "delete_runs",
+    "list_runs",
     "load_toml",
     "make_config",
     "model_catalog",
+    "name_run",
     "parse_assignments",
+    "reader_role",
     "run_config",
     "run_details",
     "run_sweep",
-    "check_store",
-    "reader_role",
+    "schema_history",
+    "split_assignment",
+    "split_list",
     "store_is_current",
     "store_revision",
     "sweep_grid",
     "sweep_plan",
     "sweep_status",
+    "tag_runs",
     "task_catalog",
+    "task_metric",
     "train",
     "train_config",
     *_REEXPORTS,
@@ -401,10 +417,9 @@ def run_config(store: Store, ref: str) -> RunConfig:
     run = store.require_run(ref)
     if run.kind != "train":
         raise UsageError(f"run {run.id} is a {run.kind} run; --from-run takes a training run")
-    conf = {k: v for k, v in (run.config or {}).items() if k not in ("model", "task")}
-    if conf.get("epochs") is not None:
-        conf["steps"] = None
-    return make_config(run.model, run.task, conf)
+    from seqbench.configure import stored_config
+
+    return stored_config(run.model, run.task, run.config)
 
 
 # -- runs ----------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from seqbench.store.store import Store, config_digest
+from seqbench.config import digest
+from seqbench.store.store import Store
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def store_bench(
             task="kernel",
             seq_len=params["seq_len"],
             config=cfg,
-            config_hash=config_digest(cfg),
+            config_hash=digest(cfg),
             environment=environment.capture(params["device"], threads_from),
             started_at=utcnow(),
             wall_seconds=row.ms / 1e3,

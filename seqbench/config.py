@@ -1,9 +1,7 @@
-"""RunConfig: everything that defines a training run, resolved and hashed.
-
-Resolution order (later wins): global defaults < model family defaults < paper defaults for the
-(model, task) pair (PAIR_DEFAULTS) < a TOML config file < command-line flags and --set. The fully
-resolved config is stored with the run; its stable hash (tags and output options excluded) is
-the de-duplication key for sweeps.
+"""RunConfig: everything that defines a training run, its fields' types, limits and defaults
+(the global ones, PAIR_DEFAULTS and TASK_DEFAULTS), the checks that need no model or task, and
+the one digest of a config. The ground of seqbench: it imports nothing of seqbench but errors.
+configure.py resolves and hashes a config with the families and tasks in view.
 """
 
 from __future__ import annotations
@@ -89,20 +87,10 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def config_hash(self) -> str:
-        """sha256 of the canonical JSON of every field that changes the experiment. A
-        feedforward config whose network changed when contexts became exact (store revision
-        0006: a TCN given k = 4 had context 13, now 4) hashes its context too, so that no run
-        of the old network dedupes with one of the new; unchanged networks keep their hash."""
-        d = {k: v for k, v in self.to_dict().items() if k not in NOT_HASHED}
-        from seqbench.models.context import context, legacy_context
-
-        if self.model != "" and self.task != "":
-            old = legacy_context(self)
-            if old is not None and old != context(self):
-                d["context"] = context(self)
-        blob = json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()
+    def hashed(self) -> dict[str, Any]:
+        """The fields that make the experiment (all but where and how it runs, NOT_HASHED):
+        what configure.config_hash hashes."""
+        return {k: v for k, v in self.to_dict().items() if k not in NOT_HASHED}
 
     def overrides(self) -> dict[str, Any]:
         """Every field but model and task, as make_config takes them (resolving these gives
@@ -114,14 +102,6 @@ class RunConfig:
         values = {n: getattr(self, n) for n in MODEL_FIELDS}
         values["seq_len"] = seq_len if seq_len is not None else self.seq_len
         return ModelArgs(**{k: v for k, v in values.items() if v is not None or k in _NULLABLE})
-
-    def fed_steps(self) -> int:
-        """How many steps a sequence of this config has: T, plus the task's extra steps (copy:
-        T + 20). A context is capped at it (the models are built for T)."""
-        from seqbench.tasks import TASKS
-
-        extra = TASKS.get(self.task).extra_steps if self.task in TASKS else 0
-        return self.seq_len + extra
 
     def task_args(self) -> TaskArgs:
         return TaskArgs(**{n: getattr(self, n) for n in TASK_FIELDS})
@@ -206,6 +186,11 @@ _NULLABLE = {"k", "levels"}  # None is a value for these (no context given, no d
 
 # Where and how a run executes, not what it computes.
 NOT_HASHED = {"tags", "save_checkpoint", "device", "backend"}
+# Labels and outputs: what no run's computation reads (a diff of two runs shows the rest).
+NOT_COMPUTED = {"tags", "save_checkpoint"}
+# Fields that never make two runs different experiments: where and how they ran, and the seed
+# (what a report cell averages over); model and task are the cell's own keys.
+NOT_EXPERIMENT = {"model", "task", "seed", *NOT_HASHED}
 FIELDS = {f.name: f for f in fields(RunConfig)}
 _HINTS = typing.get_type_hints(RunConfig)
 
@@ -373,14 +358,26 @@ def _toml_value(v: Any) -> str:
     return json.dumps(str(v))  # a TOML basic string
 
 
+def split_list(values: str | list[str] | None) -> list[str]:
+    """The one list rule of seqbench's flags: comma-separated, or the flag repeated, or both
+    ('rnn,lstm' = ['rnn', 'lstm'] = ['rnn', 'lstm,']); items stripped, empty ones dropped."""
+    if values is None:
+        return []
+    items = [values] if isinstance(values, str) else values
+    return [v.strip() for item in items for v in str(item).split(",") if v.strip()]
+
+
+def split_assignment(item: str, what: str = "--set", form: str = "key=value") -> tuple[str, str]:
+    """'key=value' -> ('key', 'value'), both stripped; a one-line UsageError naming the flag
+    without an '=' or a key."""
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise UsageError(f"{what} expects {form}, got {item!r}")
+    return key.strip(), value.strip()
+
+
 def parse_assignments(items: list[str] | None, what: str = "--set") -> dict[str, Any]:
-    out = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"{what} expects key=value, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
+    return dict(split_assignment(item, what) for item in items or [])
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
@@ -393,57 +390,6 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise UsageError(f"config file {str(p)!r} does not parse: {e}") from None
     return {k: coerce(k, v) for k, v in data.items()}
-
-
-def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
-    """Defaults < family < pair < `overrides` (already merged file + flags), validated."""
-    from seqbench.models import MODELS
-    from seqbench.tasks import TASKS
-
-    spec = MODELS.get(model)
-    task_spec = TASKS.get(task)
-    values: dict[str, Any] = {}
-    values.update(spec.defaults)
-    values.update(TASK_DEFAULTS.get(task, {}))
-    values.update(PAIR_DEFAULTS.get((model, task), {}))
-    for k, v in overrides.items():
-        values[k] = coerce(k, v)
-    if overrides.get("params") is not None and "hidden" not in overrides:
-        values.pop("hidden", None)
-    if overrides.get("k") is not None and "levels" not in overrides:
-        values.pop("levels", None)  # a context k asked for sizes the depth, not a default
-    if values.get("seq_len") is None:
-        values["seq_len"] = task_spec.default_seq_len
-    for name in ("hidden", "layers", "kernel_size"):
-        if values.get(name) is None:  # unset, or "none" given: the default, not a None
-            values[name] = FIELDS[name].default
-    if values.get("epochs") is not None and "steps" not in overrides:
-        values["steps"] = None
-    cfg = RunConfig(model=model, task=task, **values)
-    validate(cfg)
-    return cfg
-
-
-def make_config(
-    model: str,
-    task: str,
-    overrides: Mapping[str, Any] | None = None,
-    config_file: str | None = None,
-) -> RunConfig:
-    """Resolve a RunConfig: defaults < family < paper pair < config file < overrides."""
-    merged: dict[str, Any] = {}
-    if config_file:
-        merged.update(load_toml(config_file))
-    merged.update(overrides or {})
-    for key, given in (("model", model), ("task", task)):
-        # a config file may name the model and task too: it must agree with the command's
-        named = merged.pop(key, None)
-        if named is not None and named != given:
-            where = f"the config file says {key} = {named!r}" if config_file else f"{key}={named!r}"
-            raise UsageError(f"{where}, but the {key} asked for is {given!r}")
-    tags = dict(merged.pop("tags", None) or {})
-    cfg = resolve(model, task, merged)
-    return RunConfig(**{**cfg.to_dict(), "tags": tags})
 
 
 # Float fields: every one must be finite (json has no Infinity, and an inf lr is no experiment).
@@ -490,9 +436,9 @@ def check_label(what: str, name: str) -> str:
     return name
 
 
-def validate(cfg: RunConfig) -> None:
-    """Every check a config can fail before a run exists (the model- and task-specific ones
-    follow in make_backbone / make_task, also before the run row is written)."""
+def check_fields(cfg: RunConfig) -> None:
+    """The checks of a config's fields that need no model or task (finite, in range, one of
+    the choices); configure.validate adds the family's and the task's."""
     import math
 
     for name in FLOAT_FIELDS:
@@ -535,7 +481,10 @@ def validate(cfg: RunConfig) -> None:
         raise UsageError(f"init must be one of {', '.join(INITS)}, got {cfg.init!r}")
     if not 0 <= cfg.dropout < 1:
         raise UsageError(f"dropout must be in [0, 1), got {cfg.dropout}")
-    from seqbench import models, tasks
 
-    models.validate(cfg)
-    tasks.validate(cfg)
+
+def digest(d: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of `d`: the one hash of seqbench's configs (a run's, and
+    the plain dicts of stress and bench runs)."""
+    blob = json.dumps(dict(d), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from importlib import metadata
 
-from seqbench import __version__
+from seqbench._version import __version__
 
 
 def _version(pkg: str) -> str | None:

@@ -107,3 +107,84 @@ def test_the_store_is_the_ground_floor():
         for mod, line, _ in _imports(ast.parse(path.read_text())):
             if mod.startswith("seqbench."):
                 assert mod.startswith(("seqbench.store", "seqbench.errors")), f"{_rel(path)}:{line}"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PKG.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the seqbench modules it imports, lazy (function-level) imports included and
+    `if TYPE_CHECKING` ones left out; `from seqbench.models import MODELS` is an edge to
+    seqbench.models, `from seqbench.store import sweeps` one to seqbench.store.sweeps."""
+    known = {_module_name(p): p for p in _modules()}
+
+    def target(mod: str) -> str | None:
+        while mod and mod not in known:
+            mod = mod.rpartition(".")[0]
+        return mod or None
+
+    graph: dict[str, set[str]] = {m: set() for m in known}
+    for name, path in known.items():
+        tree = ast.parse(path.read_text())
+        typing_only = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                typing_only |= {id(n) for b in node.body for n in ast.walk(b)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            found = []
+            if isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                subs = [f"{node.module}.{a.name}" for a in node.names]
+                found = [s if s in known else node.module for s in subs]
+            for mod in found:
+                t = target(mod) if mod.startswith("seqbench") else None
+                if t and t != name:
+                    graph[name].add(t)
+    return graph
+
+
+def test_the_import_graph_has_no_cycle():
+    """config is the ground and nothing imports upward: no module reaches itself again through
+    the modules it imports, lazy imports included (docs/architecture.md)."""
+    graph = _import_graph()
+    cycles, state = [], {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = "open"
+        for t in sorted(graph[m]):
+            if state.get(t) == "open":
+                cycles.append(" -> ".join([*path[path.index(t) :], t]))
+            elif t not in state:
+                visit(t, [*path, t])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == []
+
+
+def test_config_imports_nothing_of_seqbench_but_errors():
+    graph = _import_graph()
+    assert graph["seqbench.config"] <= {"seqbench.errors"}
+
+
+def test_the_facade_exports_what_it_defines():
+    """api.__all__ is every public function and class api.py defines or re-exports, and each
+    name in it resolves."""
+    import seqbench.api as api
+
+    tree = ast.parse((PKG / "api.py").read_text())
+    defined = {
+        n.name
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")
+    }
+    assert defined <= set(api.__all__), sorted(defined - set(api.__all__))
+    for name in api.__all__:
+        assert getattr(api, name) is not None

@@ -89,7 +89,7 @@ def joined(values: list[str] | None) -> str | None:
     lstm` (and the singular spelling, `--model`) are the same thing everywhere."""
     if not values:
         return None
-    return ",".join(v.strip() for item in values for v in item.split(",") if v.strip())
+    return ",".join(api.split_list(values))
 
 
 ThreadsOption = Annotated[

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from seqbench import __version__
+from seqbench import __version__, api
 from seqbench.cli import bench, catalog, db, query, report, runs, stress, sweep, train
 from seqbench.cli._options import AppState, interrupt_exit_code, sigterm_as_interrupt, state
 from seqbench.errors import SeqbenchError
@@ -92,23 +92,9 @@ def one_line(message: str) -> str:
 
 
 def _database_error(e: BaseException) -> str | None:
-    """One line for a failure of the database itself (disk full, a file gone, a corrupt page,
-    a lost server) or of the disk under it; None for anything else (a bug: the traceback)."""
-    import errno
-    import sqlite3
-
-    orig = getattr(e, "orig", None)  # SQLAlchemy wraps the driver's exception
-    if type(e).__module__.startswith("sqlalchemy") and orig is not None:
-        e = orig
-    if isinstance(e, sqlite3.Error) or type(e).__module__.startswith("psycopg"):
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        return (
-            f"the database failed: {first} (each write is one transaction; a run it left "
-            "`running` is marked crashed by the next command)"
-        )
-    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
-        return f"cannot write: {e.strerror}"
-    return None
+    """One line for a failure of the database or the disk under it (store/common.py tells
+    them apart); None for anything else (a bug: the traceback)."""
+    return api.describe_database_error(e)
 
 
 app = typer.Typer(

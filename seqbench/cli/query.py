@@ -10,7 +10,6 @@ import typer
 from seqbench import api
 from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, render
-from seqbench.errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
@@ -51,9 +50,7 @@ def query(
         sql = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
     params = {}
     for p in param or []:
-        name, sep, value = p.partition("=")
-        if not sep or not name:
-            raise UsageError(f"--param expects NAME=VALUE, got {p!r}")
+        name, value = api.split_assignment(p, "--param", "NAME=VALUE")
         params[name] = api.coerce_param(value)
     cols, rows = api.run_query(
         state(ctx).db,

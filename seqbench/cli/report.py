@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _split(values: list[str] | None) -> list[str]:
-    return [v for item in values or [] for v in item.split(",") if v]
+    return api.split_list(values)
 
 
 def report(

@@ -19,7 +19,7 @@ DEFAULT_MODELS = ["rnn", "lstm", "gru", "indrnn", "tcn"]
 
 
 def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
+    return api.split_list(value)
 
 
 def stress(

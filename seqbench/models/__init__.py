@@ -211,6 +211,20 @@ for _spec in (
     MODELS.register(_spec.name, _spec)
 
 
+def context(c, steps: int) -> int | None:
+    """The context a config's model has on sequences of `steps` steps (T, or T + 20 for copy:
+    configure.fed_steps): what its run stores as k.
+
+    Feedforward models (built for the config's T): their exact context (ModelSpec.context),
+    capped at the steps they are fed, so a model given no k, or a k ≥ T, records its receptive
+    field capped there. Recurrent models: the truncation length of backpropagation (None: full
+    backpropagation through time)."""
+    rule = MODELS.get(c.model).context
+    if rule is None:
+        return c.k
+    return min(rule(c, c.seq_len), steps)
+
+
 def base_spec(c) -> ModelSpec:
     """The spec of the family that does the recurrent work: the window's base, else the
     model's own."""

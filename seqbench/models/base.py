@@ -15,14 +15,11 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from seqbench.config import MODEL_FIELDS, ModelArgs
+from seqbench.config import ModelArgs
 
-__all__ = ["MODEL_ARG_NAMES", "Backbone", "ModelArgs", "SequenceModel", "count_params"]
+__all__ = ["Backbone", "ModelArgs", "SequenceModel", "count_params"]
 
 Readout = Literal["all", "last"]
-
-
-MODEL_ARG_NAMES = set(MODEL_FIELDS)
 
 
 class Backbone(nn.Module):

@@ -2,8 +2,9 @@
 
 A feedforward model's output at t depends on x_{t-k+1..t} and nothing earlier, where k is the
 context the user gave (`--k`), and k ≥ T means the whole sequence. The layer plans below are
-what the backbones build; `context(c)` is what a run records as its k (tests/models/
-test_context.py measures it from the gradient of the outputs).
+what the backbones build; models.context(c, steps) is what a run records as its k (tests/
+models/test_context.py measures it from the gradient of the outputs). Torch-free, and free of
+seqbench's other modules.
 
 A stack of causal convolutions depends on the Minkowski sum of its layers' tap lags: a conv
 of kernel n and dilation d has lags {0, d, …, (n−1)d}, and the sum of such sets is contiguous,
@@ -109,22 +110,6 @@ def default_window(seq_len: int) -> int:
     return min(seq_len, 32)
 
 
-def context(c) -> int | None:
-    """The context a RunConfig's model has on its sequences (c.seq_len resolved): what its run
-    stores as k.
-
-    Feedforward models (built for the task's T): their exact context, capped at the steps they
-    are fed (T; copy: T + 20), so a model given no k, or a k ≥ T, records its receptive field
-    capped there. Recurrent models: the truncation length of backpropagation (None: full
-    backpropagation through time)."""
-    from seqbench.models import MODELS
-
-    rule = MODELS.get(c.model).context
-    if rule is None:
-        return c.k
-    return min(rule(c, c.seq_len), c.fed_steps())
-
-
 def tcn_context(c, T: int) -> int:
     return 1 + plan_span(tcn_plan(c.kernel_size, c.levels, c.k, T))
 
@@ -141,11 +126,11 @@ def window_context(c, T: int) -> int:
     return default_window(T) if c.k is None else c.k
 
 
-def legacy_context(c) -> int | None:
+def legacy_context(c, steps: int) -> int | None:
     """The context the config's network had before contexts were exact (store revision
     0006, whose migration holds the same rules): where it differs from context(c), the
-    network is another one, and config_hash keeps the two apart. None for the other
-    families (recurrent ones, and any family added since)."""
+    network is another one, and config_hash keeps the two apart. `steps`: the steps fed (the
+    cap). None for the other families (recurrent ones, and any family added since)."""
     if c.model not in ("tcn", "gcnn", "transformer", "window"):
         return None
     T, k, K = c.seq_len, c.k, c.kernel_size
@@ -160,4 +145,4 @@ def legacy_context(c) -> int | None:
         rf = 1 + ((k if k is not None else T) - 1) * c.layers
     else:
         rf = window_context(c, T)
-    return min(rf, c.fed_steps())
+    return min(rf, steps)

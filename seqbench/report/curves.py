@@ -8,10 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from seqbench.config import NOT_COMPUTED
 from seqbench.report.frames import curves_frame, metric_direction
-
-# fields that never make two runs different experiments
-_NOT_COMPARED = {"tags", "save_checkpoint"}
 
 
 @dataclass
@@ -30,7 +28,7 @@ def diff_runs(store, a_ref: str, b_ref: str) -> RunDiff:
     config = [
         (k, ca.get(k), cb.get(k))
         for k in sorted(set(ca) | set(cb))
-        if k not in _NOT_COMPARED
+        if k not in NOT_COMPUTED  # device and backend differences are shown
         and json.dumps(ca.get(k), sort_keys=True) != json.dumps(cb.get(k), sort_keys=True)
     ]
     sa, sb = store.summaries(a.id), store.summaries(b.id)

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from seqbench.errors import UsageError
-from seqbench.store.common import join_float
+from seqbench.store.common import decode_json, join_float
 from seqbench.store.results import result_rows
 
 GROUP_AXES = ("k", "seq_len", "model")
@@ -24,10 +24,9 @@ def config_fields() -> list[str]:
 
 def parse_by(by: str | list[str] | None) -> list[str]:
     """'k,stable' or ['k', 'stable'] -> ['k', 'stable'], each a run column or config field."""
-    if by is None:
-        return []
-    items = by if isinstance(by, list) else [by]
-    out = [b.strip() for item in items for b in item.split(",") if b.strip()]
+    from seqbench.config import split_list
+
+    out = split_list(by)
     allowed = list(GROUP_AXES) + [f for f in config_fields() if f not in GROUP_AXES]
     for b in out:
         if b not in allowed:
@@ -100,17 +99,15 @@ def results_frame(
         join_float(v, k) if has else math.nan
         for v, k, has in zip(df["value"], df["value_kind"], df["has_value"], strict=True)
     ]
-    # SQLite hands JSON back as text, PostgreSQL's driver as a dict
-    df["config"] = [json.loads(c) if isinstance(c, str) else (c or {}) for c in df["config"]]
+    df["config"] = [decode_json(c) for c in df["config"]]
     return df.drop(columns=["value_kind"])
 
 
-# Config fields that never make two runs different experiments (the seed is what a cell
-# averages over; the rest say where and how a run executed).
 def not_experiment() -> set[str]:
-    from seqbench.config import NOT_HASHED
+    """Config fields that never make two runs different experiments (config.NOT_EXPERIMENT)."""
+    from seqbench.config import NOT_EXPERIMENT
 
-    return {"model", "task", "seed", *NOT_HASHED}
+    return set(NOT_EXPERIMENT)
 
 
 def canonical(v) -> str:
@@ -216,13 +213,6 @@ def row_baselines(
     return out
 
 
-def _json(v) -> dict:
-    """SQLite hands JSON back as text, PostgreSQL's driver as a dict; NULL is {}."""
-    if isinstance(v, str):
-        v = json.loads(v)
-    return v if isinstance(v, dict) else {}
-
-
 def runs_frame(db: str | None = None, *, summaries: bool = True, **filters) -> pd.DataFrame:
     """One row per run (filters: model, task, status, sweep, kind; archived=False leaves
     archived runs out, True gives only them, None both), indexed by run_id: its columns (name
@@ -233,8 +223,8 @@ def runs_frame(db: str | None = None, *, summaries: bool = True, **filters) -> p
 
     cols, rows = run_rows(db, **filters)
     df = pd.DataFrame(rows, columns=cols)
-    configs = [_json(c) for c in df.pop("config")] if not df.empty else []
-    tags = [_json(t) for t in df.pop("tags")] if not df.empty else []
+    configs = [decode_json(c) for c in df.pop("config")] if not df.empty else []
+    tags = [decode_json(t) for t in df.pop("tags")] if not df.empty else []
     for prefix, dicts in (("config", configs), ("tags", tags)):
         if dicts:
             flat = pd.DataFrame(dicts).add_prefix(f"{prefix}.")

@@ -8,11 +8,13 @@ new, old or non-SQLite store) goes through `store.open_store`.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from seqbench.errors import StoreError
 
@@ -133,3 +135,59 @@ def readable_sqlite(db: str | os.PathLike | None) -> Path | None:
         return None
     rev, _tables = sqlite_revision_readonly(path)
     return path if rev == HEAD_REVISION else None
+
+
+# A run's process sends a heartbeat every HEARTBEAT_S seconds (SEQBENCH_HEARTBEAT_S) from a
+# thread of its own; a run whose last one is older than its stale limit (kept in its environment
+# as stale_after, STALE_BEATS heartbeats) is stale. DEFAULT_STALE_S covers rows that say none.
+HEARTBEAT_S = 10.0
+STALE_BEATS = 6
+DEFAULT_STALE_S = 120.0
+
+
+def heartbeat_interval() -> float:
+    raw = os.environ.get("SEQBENCH_HEARTBEAT_S", "")
+    try:
+        value = float(raw) if raw else HEARTBEAT_S
+    except ValueError:
+        return HEARTBEAT_S
+    return value if 0 < value < 86_400 else HEARTBEAT_S
+
+
+def decode_json(v: Any) -> dict:
+    """A JSON column as a dict: SQLite hands JSON back as text, PostgreSQL's driver as a dict;
+    NULL (or anything not an object) is {}."""
+    if isinstance(v, str):
+        v = json.loads(v) if v else {}
+    return v if isinstance(v, dict) else {}
+
+
+def describe_database_error(e: BaseException) -> str | None:
+    """One line for a failure of the database itself (disk full, a file gone, a corrupt page,
+    a lost server) or of the disk under it; None for anything else (a bug: the traceback).
+    The drivers' and SQLAlchemy's exceptions are told apart here, in store/, by class."""
+    import errno
+    import sqlite3
+
+    from sqlalchemy.exc import SQLAlchemyError
+
+    orig = getattr(e, "orig", None)  # SQLAlchemy wraps the driver's exception
+    if isinstance(e, SQLAlchemyError) and orig is not None:
+        e = orig
+    driver = isinstance(e, sqlite3.Error)
+    if not driver:
+        try:
+            import psycopg
+
+            driver = isinstance(e, psycopg.Error)
+        except ImportError:
+            pass
+    if driver:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return (
+            f"the database failed: {first} (each write is one transaction; a run it left "
+            "`running` is marked crashed by the next command)"
+        )
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+        return f"cannot write: {e.strerror}"
+    return None

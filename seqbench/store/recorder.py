@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from seqbench.store.common import utcnow
+from seqbench.store.common import STALE_BEATS, heartbeat_interval, utcnow
 
 Curves = Mapping[str, tuple[Iterable[float], Iterable[float]]]
 
@@ -61,8 +61,6 @@ class StoreRecorder:
         """Create the run, with its process and stale limit in its environment, and start a
         thread that keeps its heartbeat while the process lives (a slow step or a long
         evaluation does not make it stale; kill -9 does)."""
-        from seqbench.store.store import STALE_BEATS, heartbeat_interval
-
         every = heartbeat_interval()
         env = {
             **(fields.get("environment") or {}),

@@ -21,6 +21,7 @@ from sqlalchemy.orm import sessionmaker
 from seqbench.errors import StoreError, UsageError
 from seqbench.store import migrate
 from seqbench.store.common import (
+    DEFAULT_STALE_S,
     HEAD_REVISION,
     join_float,
     split_float,
@@ -38,15 +39,6 @@ from seqbench.store.engine import (
     sqlite_path,
 )
 from seqbench.store.schema import Curve, Metric, Run, Summary
-
-
-def config_digest(config: Mapping[str, Any]) -> str:
-    """sha256 of a config dict's canonical JSON (the key for runs without a RunConfig)."""
-    import hashlib
-    import json
-
-    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 class Store:
@@ -376,23 +368,6 @@ def _run_filter(
     for key, value in (tags or {}).items():  # JSON field access, per dialect
         q = q.where(Run.tags[key].as_string() == str(value))
     return q
-
-
-# A run's process sends a heartbeat every HEARTBEAT_S seconds (SEQBENCH_HEARTBEAT_S) from a
-# thread of its own; a run whose last one is older than its stale limit (kept in its environment
-# as stale_after, STALE_BEATS heartbeats) is stale. DEFAULT_STALE_S covers rows that say none.
-HEARTBEAT_S = 10.0
-STALE_BEATS = 6
-DEFAULT_STALE_S = 120.0
-
-
-def heartbeat_interval() -> float:
-    raw = os.environ.get("SEQBENCH_HEARTBEAT_S", "")
-    try:
-        value = float(raw) if raw else HEARTBEAT_S
-    except ValueError:
-        return HEARTBEAT_S
-    return value if 0 < value < 86_400 else HEARTBEAT_S
 
 
 def process_alive(host: str | None, pid: Any) -> bool | None:

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from seqbench.config import digest
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.store.common import utcnow
-from seqbench.store.store import Store, config_digest
+from seqbench.store.store import Store
 from seqbench.stress.analysis import (
     VERDICT_CODES,
     decay_rate,
@@ -108,7 +109,7 @@ def fresh_backbone(
     """A freshly initialised backbone and its config (the model's defaults on the adding task,
     T = seq_len, then `hidden`, `k` and `overrides`, any config fields as --set gives them);
     `check(cfg)` runs before anything is allocated (the memory estimate)."""
-    from seqbench.config import resolve
+    from seqbench.configure import resolve
     from seqbench.models import make_backbone
 
     over = {**(overrides or {}), "seq_len": seq_len}
@@ -125,7 +126,7 @@ def fresh_backbone(
 
 def trained_backbone(store: Store, run_ref: str):
     """The backbone of a trained run, from its checkpoint (weights only)."""
-    from seqbench.config import make_config
+    from seqbench.configure import stored_config
     from seqbench.training.loop import load_checkpoint, prepare
 
     run = store.require_run(run_ref)
@@ -135,12 +136,7 @@ def trained_backbone(store: Store, run_ref: str):
         )
     if not os.path.exists(run.checkpoint):
         raise SeqbenchError(f"run {run.id}: checkpoint {run.checkpoint} is missing")
-    conf = dict(run.config)
-    conf.pop("model"), conf.pop("task")
-    conf["device"] = "cpu"
-    if conf.get("epochs") is not None:
-        conf["steps"] = None  # prepare() derives steps from epochs again
-    cfg = make_config(run.model, run.task, conf)
+    cfg = stored_config(run.model, run.task, run.config, device="cpu")
     _, task, model, _ = prepare(cfg)
     model.load_state_dict(load_checkpoint(run.checkpoint)["state_dict"])
     return model.backbone, task.in_dim, run, cfg
@@ -175,7 +171,7 @@ def save(
         seq_len=params["seq_len"],
         seed=res.seed,
         config=cfg,
-        config_hash=config_digest(cfg),
+        config_hash=digest(cfg),
         environment=environment.capture("cpu", threads_from),
         started_at=utcnow(),
     )
@@ -222,7 +218,7 @@ def stress(
     tdtype = getattr(torch, dtype)
     if k is not None and k < 1:
         raise UsageError(f"k must be at least 1, got {k}")
-    from seqbench.models.context import context
+    from seqbench.configure import stored_k
 
     for m in models:
         MODELS.get(m)
@@ -252,7 +248,7 @@ def stress(
                 k=k,
                 overrides=overrides,
             )
-            jobs.append((m, s, "init", bb, in_dim, context(cfg)))
+            jobs.append((m, s, "init", bb, in_dim, stored_k(cfg)))
     for ref in runs:
         bb, d, run, cfg = trained_backbone(store, ref)
         check_memory(cfg, batch, seq_len, bb.out_dim, d, cfg.layers, tdtype)

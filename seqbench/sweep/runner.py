@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from seqbench.config import RunConfig
+from seqbench.configure import config_hash, stored_k
 from seqbench.errors import UsageError
-from seqbench.models.context import context
 from seqbench.store import sweeps as rows
 from seqbench.store.common import utcnow
 from seqbench.store.store import Store
@@ -47,7 +47,7 @@ class SweepOutcome:
 def plan_sweep(store: Store, name: str, spec: dict, points: list[RunConfig], force: bool) -> int:
     """Create (or reuse) the sweep row and its points; refuse a reused name with another spec
     unless force. One transaction."""
-    planned = [(c.config_hash(), c.to_dict()) for c in points]
+    planned = [(config_hash(c), c.to_dict()) for c in points]
     return rows.plan(store, name, canonical(spec), planned, force)
 
 
@@ -203,7 +203,7 @@ def _dispatch(
                 status="running",
                 model=cfg["model"],
                 task=cfg["task"],
-                k=context(RunConfig(**cfg)),  # as train() records it
+                k=stored_k(RunConfig(**cfg)),  # as train() records it
                 seq_len=cfg.get("seq_len"),
                 seed=cfg.get("seed"),
                 config=cfg,

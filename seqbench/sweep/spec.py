@@ -16,7 +16,7 @@ from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
-from seqbench.config import FIELDS, RunConfig, coerce
+from seqbench.config import FIELDS, RunConfig, coerce, split_assignment, split_list
 from seqbench.errors import SeqbenchError, UnknownNameError, UsageError
 
 SCALES = ("tiny", "small", "paper")
@@ -83,11 +83,9 @@ def parse_values(field: str, text: str) -> list[Any]:
 
 
 def _csv(text: str | list | None) -> list[str]:
-    if text is None:
-        return []
     if isinstance(text, list):
         return [str(t) for t in text]
-    return [t.strip() for t in text.split(",") if t.strip()]
+    return split_list(text)
 
 
 def grid_from_flags(models, tasks, k, seeds, sets: list[str] | None) -> dict:
@@ -97,10 +95,8 @@ def grid_from_flags(models, tasks, k, seeds, sets: list[str] | None) -> dict:
     grid["seeds"] = parse_range(seeds) if seeds else [0]
     axes = {}
     for item in sets or []:
-        key, sep, val = item.partition("=")
-        if not sep:
-            raise UsageError(f"--set expects key=v1,v2, got {item!r}")
-        axes[key.strip()] = parse_values(key.strip(), val)
+        key, val = split_assignment(item, "--set", "key=v1,v2")
+        axes[key] = parse_values(key, val)
     if axes:
         grid["set"] = axes
     return grid
@@ -150,7 +146,7 @@ def load_spec_file(path: str) -> dict:
 # Each preset maps a scale to its grids. tiny: minutes on a CPU; small: ~1 hour on 2 cores;
 # paper: the papers' sizes, for a GPU.
 def _miller_hardt(scale: str) -> list[dict]:
-    """Two parts. (1) The teacher task for several true λ (< 1 stable, > 1 not): the full RNN
+    """Three parts. (1) The teacher task for several true λ (< 1 stable, > 1 not): the full RNN
     next to its k-truncated window model for k = 1, 2, 4, …; the gap should shrink like λ^k
     (`seqbench report --fit-decay`). (2) Chorales (real music): metric against k for
     RNN/LSTM (trained with truncated BPTT of length k, or full), stable and unstable, the
@@ -288,7 +284,7 @@ def preset_grids(name: str, scale: str) -> list[dict]:
 def expand(grids: list[dict]) -> list[RunConfig]:
     """All points of all grids as resolved, validated RunConfigs, duplicates removed, in order.
     Raises (before anything is written) on an empty grid or any invalid point."""
-    from seqbench.config import make_config
+    from seqbench.configure import config_hash, make_config
     from seqbench.training.loop import preflight
 
     points: list[RunConfig] = []
@@ -321,7 +317,7 @@ def expand(grids: list[dict]) -> list[RunConfig]:
             except SeqbenchError as e:
                 e.args = (f"grid point {model}/{task} {over}: {e}",)
                 raise
-            h = cfg.config_hash()
+            h = config_hash(cfg)
             if h not in seen:
                 seen.add(h)
                 points.append(cfg)

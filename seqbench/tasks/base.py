@@ -16,9 +16,7 @@ import torch
 
 from seqbench.config import TaskArgs
 
-__all__ = ["SPLITS", "Task", "TaskArgs", "generator"]
-
-SPLITS = ("train", "valid", "test")
+__all__ = ["Task", "TaskArgs", "generator"]
 
 
 def cache_dir() -> Path:

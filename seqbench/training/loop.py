@@ -24,6 +24,8 @@ import torch
 
 from seqbench import environment
 from seqbench.config import RunConfig
+from seqbench.configure import config_hash as hash_of
+from seqbench.configure import stored_k
 from seqbench.errors import RunFailedError, UsageError
 from seqbench.models import (
     activation_bytes,
@@ -33,7 +35,6 @@ from seqbench.models import (
     uses_indrnn_kernel,
 )
 from seqbench.models.base import count_params
-from seqbench.models.context import context
 from seqbench.store.common import utcnow
 from seqbench.store.recorder import RunRecorder
 from seqbench.store.store import Store
@@ -252,7 +253,7 @@ def train(
     if isinstance(recorder, Store):
         recorder = recorder.recorder()
     progress = progress or Progress()
-    config_hash = cfg.config_hash()
+    config_hash = hash_of(cfg)
     n_threads, threads_from = choose_threads(threads, one_thread_for(cfg))
     apply_threads(n_threads)
     cfg, task, model, device = prepare(cfg)
@@ -261,7 +262,7 @@ def train(
         status="running",
         model=cfg.model,
         task=cfg.task,
-        k=context(cfg),  # the context the model has, not only the one asked for
+        k=stored_k(cfg),  # the context the model has, not only the one asked for
         seq_len=cfg.seq_len,
         seed=cfg.seed,
         config=cfg.to_dict(),

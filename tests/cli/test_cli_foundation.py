@@ -6,6 +6,7 @@ import pytest
 
 from seqbench import __version__
 from seqbench.cli.main import app
+from seqbench.configure import config_hash
 from tests.conftest import sha256
 
 
@@ -151,13 +152,13 @@ def test_runs_sweep_selects_what_report_sweep_reads(cli, store):
     """A sweep's point trained earlier by a plain `train` belongs to the sweep for both."""
     import json
 
-    from seqbench.config import make_config
+    from seqbench.configure import make_config
     from seqbench.store import sweeps
     from tests.conftest import add_run
 
     cfg = make_config("rnn", "adding", {"steps": 3})
-    sweeps.plan(store, "s", {"grids": []}, [(cfg.config_hash(), cfg.to_dict())], False)
-    run = add_run(store, {"test_metric": 0.5}, config_hash=cfg.config_hash(), config=cfg.to_dict())
+    sweeps.plan(store, "s", {"grids": []}, [(config_hash(cfg), cfg.to_dict())], False)
+    run = add_run(store, {"test_metric": 0.5}, config_hash=config_hash(cfg), config=cfg.to_dict())
     add_run(store, {"test_metric": 0.9}, config_hash="other")
     listed = json.loads(cli("runs", "--sweep", "s", "-f", "json").stdout)
     assert [r["id"] for r in listed] == [run.id]

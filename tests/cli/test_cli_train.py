@@ -190,7 +190,8 @@ def test_stress_has_progress_and_quiet(cli, monkeypatch):
 def test_train_help_lists_every_default_layer(cli):
     """--help shows where each default comes from: family, task and (model, task) pair, with
     the values resolution uses (the same tables config.resolve reads)."""
-    from seqbench.config import PAIR_DEFAULTS, make_config
+    from seqbench.config import PAIR_DEFAULTS
+    from seqbench.configure import make_config
 
     out = cli("train", "--help").stdout
     flat = " ".join(out.replace("│", " ").split())

@@ -226,7 +226,7 @@ def test_deep_indrnn_init_and_layout(teacher):
 
 def test_weight_decay_spares_what_the_reference_spares(teacher):
     """IndRNN's scripts keep u and every bias out of weight decay; other families decay all."""
-    from seqbench.config import make_config
+    from seqbench.configure import make_config
     from seqbench.models import param_groups
 
     cfg = make_config("indrnn", "digits", {"weight_decay": 1e-4})

@@ -6,6 +6,7 @@ import json
 import pytest
 from sqlalchemy import create_engine, text
 
+from seqbench.configure import config_hash
 from seqbench.store import migrate
 
 OLD_RUNS = [
@@ -121,10 +122,10 @@ def _old_hash(cfg) -> str:
 def test_only_a_changed_network_gets_a_new_hash(model, over, changed):
     """A config whose network changed never dedupes with a run of the old one; an unchanged
     network keeps its hash (its old runs stay done in a resumed sweep)."""
-    from seqbench.config import resolve
+    from seqbench.configure import resolve
 
     cfg = resolve(model, "adding", {"seq_len": 100, **over})
-    assert (cfg.config_hash() != _old_hash(cfg)) is changed
+    assert (config_hash(cfg) != _old_hash(cfg)) is changed
 
 
 @pytest.mark.parametrize("model", ["tcn", "gcnn", "transformer", "window"])
@@ -149,7 +150,7 @@ def test_the_migration_and_the_hash_know_the_same_old_rules():
     import itertools
     from pathlib import Path
 
-    from seqbench.config import resolve
+    from seqbench.configure import fed_steps, resolve
     from seqbench.models.context import legacy_context
 
     path = Path(migrate.migrations_dir()) / "versions" / "0006_feedforward_context_k.py"
@@ -165,4 +166,5 @@ def test_the_migration_and_the_hash_know_the_same_old_rules():
     for model, task, k, T in grid:
         cfg = resolve(model, task, {"seq_len": T, **({"k": k} if k else {})})
         stored = cfg.to_dict()
-        assert mod._old_context(model, task, stored) == legacy_context(cfg), (model, task, k, T)
+        old = legacy_context(cfg, fed_steps(cfg))
+        assert mod._old_context(model, task, stored) == old, (model, task, k, T)

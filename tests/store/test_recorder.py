@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from seqbench.config import make_config
+from seqbench.configure import config_hash, make_config
 from seqbench.store import sweeps
 from seqbench.store.recorder import MemoryRecorder, StoreRecorder
 from seqbench.training.loop import train
@@ -61,11 +61,11 @@ def test_a_sweep_point_row_is_created_once(store):
     """The driver claims the row; the worker records into memory; the driver writes the
     record into that same row."""
     cfg = make_config("rnn", "adding", FAST)
-    sweep_id = sweeps.plan(store, "s", {"grids": []}, [(cfg.config_hash(), cfg.to_dict())], False)
+    sweep_id = sweeps.plan(store, "s", {"grids": []}, [(config_hash(cfg), cfg.to_dict())], False)
     run_id = sweeps.claim(
         store,
         sweep_id,
-        cfg.config_hash(),
+        config_hash(cfg),
         {"kind": "train", "model": "rnn", "task": "adding", "config": {}},
         60.0,
     )
@@ -78,4 +78,4 @@ def test_a_sweep_point_row_is_created_once(store):
     assert run.status == "completed" and run.config["hidden"] == 4 and run.n_params > 0
     assert store.summaries(run_id)["steps"] == 3
     # a second driver finds the point taken
-    assert sweeps.claim(store, sweep_id, cfg.config_hash(), {"kind": "train"}, 60.0) is None
+    assert sweeps.claim(store, sweep_id, config_hash(cfg), {"kind": "train"}, 60.0) is None

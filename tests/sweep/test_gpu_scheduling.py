@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from seqbench.config import make_config
+from seqbench.configure import make_config
 from seqbench.errors import UsageError
 from seqbench.sweep.executors import LocalExecutor, gpu_slots
 from seqbench.sweep.runner import check_gpus, executor_factory, plan_sweep, run_sweep

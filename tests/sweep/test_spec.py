@@ -1,5 +1,6 @@
 import pytest
 
+from seqbench.configure import config_hash
 from seqbench.errors import UnknownNameError, UsageError
 from seqbench.sweep.spec import PRESETS, expand, grid_from_flags, parse_range, preset_grids
 
@@ -30,7 +31,7 @@ def test_expand_is_the_product_and_dedupes():
     grid = grid_from_flags("rnn,tcn", "adding", "1:4:x2", "0,1", ["hidden=8,16"])
     points = expand([grid, grid])  # the second copy adds nothing
     assert len(points) == 2 * 1 * 3 * 2 * 2
-    assert len({p.config_hash() for p in points}) == len(points)
+    assert len({config_hash(p) for p in points}) == len(points)
     assert {p.hidden for p in points} == {8, 16}
 
 

@@ -264,7 +264,7 @@ def test_registry_entries_load_their_classes():
 )
 def test_task_rules_hold_for_configs_and_for_task_args(task, kw, msg):
     """One rule, two doors: a config (before any run row) and the library's make_task."""
-    from seqbench.config import resolve
+    from seqbench.configure import resolve
 
     with pytest.raises(UsageError, match=msg):
         resolve("rnn", task, {**kw, "steps": 1})
@@ -277,7 +277,7 @@ def test_resolving_a_config_imports_no_torch():
     import sys
 
     code = (
-        "import sys; from seqbench.config import resolve; "
+        "import sys; from seqbench.configure import resolve; "
         "c = resolve('tcn', 'digits', {'stable': False}); "
         "assert c.seq_len == 64 and c.hidden == 25, c; "
         "print('torch' in sys.modules)"

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from seqbench import api
-from seqbench.config import make_config
+from seqbench.configure import config_hash, make_config
 from seqbench.errors import UsageError
 
 FAST = {"seq_len": 12, "steps": 3, "eval_size": 16, "k": 4}
@@ -27,7 +27,7 @@ def test_bf16_trains_every_model_on_cpu(model, store):
 def test_precision_is_part_of_the_config_hash():
     fp32 = make_config("rnn", "adding", FAST)
     bf16 = make_config("rnn", "adding", {**FAST, "precision": "bf16"})
-    assert fp32.precision == "fp32" and fp32.config_hash() != bf16.config_hash()
+    assert fp32.precision == "fp32" and config_hash(fp32) != config_hash(bf16)
 
 
 def test_fp16_on_cpu_is_refused_before_any_row(store):

@@ -69,7 +69,7 @@ def test_stress_and_bench_take_threads_too(cli):
 
 
 def test_small_fused_rnn_steps_get_one_thread(monkeypatch):
-    from seqbench.config import make_config
+    from seqbench.configure import make_config
 
     for name in ("OMP_NUM_THREADS", "SEQBENCH_THREADS"):
         monkeypatch.delenv(name, raising=False)

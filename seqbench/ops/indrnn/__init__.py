@@ -19,8 +19,6 @@ from seqbench.errors import UsageError
 from seqbench.ops.indrnn.cpu import indrnn_cpu
 from seqbench.ops.indrnn.naive import indrnn_naive
 
-__all__ = ["BACKENDS", "indrnn", "numba_available", "resolve_backend", "triton_available"]
-
 
 def numba_available(device: torch.device) -> tuple[bool, str]:
     """(usable, reason if not) for the Numba backend on tensors of `device`. Looks numba up

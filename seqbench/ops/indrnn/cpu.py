@@ -4,7 +4,8 @@ Forward:  h_t = relu(x_t + u ⊙ h_{t-1})
 Backward: g ← (g_out_t + g) ⊙ 1[h_t > 0];  dx_t = g;  g ← g ⊙ u;  dh0 = g at the end;
           du = Σ_{t,b} dx_t ⊙ h_{t-1}, computed after the loop in one vectorised reduction.
 The ReLU mask comes from h_t > 0, so x is not saved. Time-major buffers keep each step's slice
-contiguous. This is the default on CPU; it also runs on any device torch supports.
+contiguous. The fallback on CPU when numba is not installed (numba is the default there);
+it also runs on any device torch supports.
 """
 
 from __future__ import annotations

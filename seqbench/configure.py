@@ -1,0 +1,137 @@
+"""From flags and files to a validated RunConfig, and its hash: the layer above config.py that
+knows the model families and tasks (their defaults, their checks, the context a feedforward
+model has). config.py is the ground (it imports nothing of seqbench but errors); models,
+tasks and ops import config, and this module imports all of them.
+
+Resolution order (later wins): global defaults < model family defaults < paper defaults for
+the (model, task) pair (config.PAIR_DEFAULTS) < a TOML config file < command-line flags and
+--set. The fully resolved config is stored with the run; config_hash is the de-duplication
+key for sweeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from seqbench import models, tasks
+from seqbench.config import (
+    FIELDS,
+    PAIR_DEFAULTS,
+    TASK_DEFAULTS,
+    RunConfig,
+    check_fields,
+    coerce,
+    digest,
+    load_toml,
+)
+from seqbench.errors import UsageError
+from seqbench.models import MODELS
+from seqbench.models.context import legacy_context
+from seqbench.tasks import TASKS
+
+__all__ = [
+    "config_hash",
+    "fed_steps",
+    "make_config",
+    "resolve",
+    "stored_config",
+    "stored_k",
+    "validate",
+]
+
+
+def validate(cfg: RunConfig) -> None:
+    """Every check a config can fail before a run exists: its fields (config.check_fields),
+    then the family's and the task's (the model- and task-specific ones that need torch follow
+    in make_backbone / make_task, also before the run row is written)."""
+    check_fields(cfg)
+    models.validate(cfg)
+    tasks.validate(cfg)
+
+
+def fed_steps(cfg: RunConfig) -> int:
+    """How many steps a sequence of this config has: T, plus the task's extra steps (copy:
+    T + 20). A context is capped at it (the models are built for T)."""
+    extra = TASKS.get(cfg.task).extra_steps if cfg.task in TASKS else 0
+    return cfg.seq_len + extra
+
+
+def stored_k(cfg: RunConfig) -> int | None:
+    """What a run of `cfg` stores as k: a feedforward model's exact context capped at the
+    steps it is fed, a recurrent model's truncation length (models.context)."""
+    return models.context(cfg, fed_steps(cfg))
+
+
+def config_hash(cfg: RunConfig) -> str:
+    """sha256 of the canonical JSON of every field that changes the experiment
+    (RunConfig.hashed). A feedforward config whose network changed when contexts became exact
+    (store revision 0006: a TCN given k = 4 had context 13, now 4) hashes its context too, so
+    that no run of the old network dedupes with one of the new; unchanged networks keep their
+    hash."""
+    d = cfg.hashed()
+    old = legacy_context(cfg, fed_steps(cfg))
+    if old is not None and old != stored_k(cfg):
+        d["context"] = stored_k(cfg)
+    return digest(d)
+
+
+def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
+    """Defaults < family < pair < `overrides` (already merged file + flags), validated."""
+    spec = MODELS.get(model)
+    task_spec = TASKS.get(task)
+    values: dict[str, Any] = {}
+    values.update(spec.defaults)
+    values.update(TASK_DEFAULTS.get(task, {}))
+    values.update(PAIR_DEFAULTS.get((model, task), {}))
+    for k, v in overrides.items():
+        values[k] = coerce(k, v)
+    if overrides.get("params") is not None and "hidden" not in overrides:
+        values.pop("hidden", None)
+    if overrides.get("k") is not None and "levels" not in overrides:
+        values.pop("levels", None)  # a context k asked for sizes the depth, not a default
+    if values.get("seq_len") is None:
+        values["seq_len"] = task_spec.default_seq_len
+    for name in ("hidden", "layers", "kernel_size"):
+        if values.get(name) is None:  # unset, or "none" given: the default, not a None
+            values[name] = FIELDS[name].default
+    if values.get("epochs") is not None and "steps" not in overrides:
+        values["steps"] = None
+    cfg = RunConfig(model=model, task=task, **values)
+    validate(cfg)
+    return cfg
+
+
+def make_config(
+    model: str,
+    task: str,
+    overrides: Mapping[str, Any] | None = None,
+    config_file: str | None = None,
+) -> RunConfig:
+    """Resolve a RunConfig: defaults < family < paper pair < config file < overrides."""
+    merged: dict[str, Any] = {}
+    if config_file:
+        merged.update(load_toml(config_file))
+    merged.update(overrides or {})
+    for key, given in (("model", model), ("task", task)):
+        # a config file may name the model and task too: it must agree with the command's
+        named = merged.pop(key, None)
+        if named is not None and named != given:
+            where = f"the config file says {key} = {named!r}" if config_file else f"{key}={named!r}"
+            raise UsageError(f"{where}, but the {key} asked for is {given!r}")
+    tags = dict(merged.pop("tags", None) or {})
+    cfg = resolve(model, task, merged)
+    return RunConfig(**{**cfg.to_dict(), "tags": tags})
+
+
+def stored_config(
+    model: str, task: str, config: Mapping[str, Any] | None, **over: Any
+) -> RunConfig:
+    """A stored run's config resolved again by this seqbench (a field the run predates takes
+    today's default), with `over` on top (e.g. device="cpu"); steps derived from epochs are
+    derived again. The one loader of stored configs (`train --from-run`, `stress --run`)."""
+    conf = {k: v for k, v in (config or {}).items() if k not in ("model", "task")}
+    conf.update(over)
+    if conf.get("epochs") is not None:
+        conf["steps"] = None  # prepare() derives steps from epochs again
+    return make_config(model, task, conf)
