@@ -42,6 +42,7 @@ _REEXPORTS = {
     "RUN_KINDS": "seqbench.store.common",
     "RUN_STATUSES": "seqbench.store.common",
     "describe_database_error": "seqbench.store.common",
+    "float_text": "seqbench.store.common",
     # training
     "Progress": "seqbench.training.loop",
     "check_threads": "seqbench.training.threads",

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from seqbench import api
+
 
 class Format(enum.StrEnum):
     table = "table"
@@ -39,7 +41,7 @@ def _plain(v: Any) -> Any:
     """JSON-safe value: nan/inf become the strings 'nan', 'inf', '-inf' (JSON has no NaN)."""
     v = _scalar(v)
     if isinstance(v, float) and not math.isfinite(v):
-        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+        return api.float_text(v)
     if isinstance(v, datetime):
         return v.isoformat(sep=" ", timespec="seconds")
     return v

@@ -32,6 +32,7 @@ from seqbench.report.frames import (
     shown,
 )
 from seqbench.store import baselines as stored
+from seqbench.store.common import float_text
 from seqbench.store.store import Store
 
 CHECK_STATUSES = ("pass", "regressed", "improved", "missing")
@@ -198,7 +199,7 @@ def list_baselines(db: str | None) -> tuple[list[str], list[tuple]]:
 
 
 def _json_value(v: float):
-    return v if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+    return float_text(v)
 
 
 def export_baseline(store: Store, name: str, path: str | Path) -> int:

@@ -35,14 +35,20 @@ def utcnow() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+def float_text(x: float) -> float | str:
+    """The one codec of non-finite floats as text: nan, inf, -inf become 'nan', 'inf', '-inf'
+    (JSON has none of them); a finite float is itself. The store's value_kind column, the
+    baseline files and the CLI's json/csv output all use it."""
+    x = float(x)
+    if math.isfinite(x):
+        return x
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
 def split_float(x: float) -> tuple[float | None, str]:
     """float -> (value or None, value_kind) so that nan/inf/-inf round-trip exactly."""
-    x = float(x)
-    if math.isnan(x):
-        return None, "nan"
-    if math.isinf(x):
-        return None, "inf" if x > 0 else "-inf"
-    return x, "finite"
+    text = float_text(x)
+    return (text, "finite") if isinstance(text, float) else (None, text)
 
 
 def join_float(value: float | None, kind: str) -> float:
