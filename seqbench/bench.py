@@ -69,7 +69,7 @@ def bench_kernels(
     """Time every available backend; returns (rows, measured copy GB/s, the device used).
     With a `store` (or a function that opens it, called once the arguments are checked, so
     bad input creates no store), each row is stored as a run of kind "bench"."""
-    from seqbench.environment import available_memory
+    from seqbench.environment import require_memory
     from seqbench.errors import UsageError
     from seqbench.ops.indrnn import indrnn, numba_available, triton_available
     from seqbench.training.loop import resolve_device
@@ -82,11 +82,9 @@ def bench_kernels(
     n_threads, threads_from = choose_threads(threads)
     device = str(resolve_device(device))
     need = 8 * indrnn_bytes(batch, seq_len, hidden)  # inputs, outputs, grads, the loop's state
-    if torch.device(device).type == "cpu" and need > 0.8 * available_memory():
-        raise UsageError(
-            f"bench at T={seq_len}, B={batch}, N={hidden} needs about {need / 2**30:.1f} GiB "
-            f"but {available_memory() / 2**30:.1f} GiB is available: lower --seq-len, --batch "
-            "or --hidden"
+    if torch.device(device).type == "cpu":
+        require_memory(
+            need, f"bench at T={seq_len}, B={batch}, N={hidden}", "--seq-len, --batch or --hidden"
         )
     apply_threads(n_threads)
     dev = torch.device(device)

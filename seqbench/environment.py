@@ -44,6 +44,21 @@ def available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
 
 
+def require_memory(need: int, what: str, lower: str, detail: str = "") -> None:
+    """The one memory check before a command allocates: a UsageError when `need` bytes exceed
+    80% of what is available, "WHAT needs about X GiB (DETAIL) but Y GiB is available: lower
+    LOWER"."""
+    from seqbench.errors import UsageError
+
+    have = available_memory()
+    if need > 0.8 * have:
+        detail = f" ({detail})" if detail else ""
+        raise UsageError(
+            f"{what} needs about {need / 2**30:.1f} GiB{detail} but {have / 2**30:.1f} GiB "
+            f"is available: lower {lower}"
+        )
+
+
 def capture(device: str, threads_from: str | None = None) -> dict[str, str | None]:
     """What a run ran on; `threads_from` says where its torch thread count came from (flag,
     SEQBENCH_THREADS, OMP_NUM_THREADS, auto, or a sweep's share)."""

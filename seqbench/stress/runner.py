@@ -85,15 +85,13 @@ def check_memory(
 
     need = activation_bytes(cfg, batch, seq_len, hidden, in_dim, layers, dtype.itemsize)
     need += 4 * hidden * (hidden + in_dim) * max(layers, 1) * dtype.itemsize * 2  # weights+grads
-    from seqbench.environment import available_memory
+    from seqbench.environment import require_memory
 
-    have = available_memory()
-    if need > 0.8 * have:
-        raise UsageError(
-            f"stress {cfg.model} at T={seq_len}, B={batch}, H={hidden} needs about "
-            f"{need / 2**30:.1f} GiB but {have / 2**30:.1f} GiB is available: "
-            "lower --seq-len, --batch or --hidden"
-        )
+    require_memory(
+        need,
+        f"stress {cfg.model} at T={seq_len}, B={batch}, H={hidden}",
+        "--seq-len, --batch or --hidden",
+    )
 
 
 def fresh_backbone(

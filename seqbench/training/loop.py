@@ -160,7 +160,7 @@ def check_memory(cfg: RunConfig, task) -> None:
     """Refuse, before anything is allocated, a config that cannot fit in memory: parameters
     with their gradients and Adam moments (counted on the meta device, which allocates
     nothing), the activations of one batch, and the fixed evaluation sets."""
-    from seqbench.environment import available_memory
+    from seqbench.environment import require_memory
 
     # what build_model reads from the task, computed on the real device first: a task that
     # loads data lazily (a text file's vocabulary) must not cache meta tensors
@@ -176,13 +176,12 @@ def check_memory(cfg: RunConfig, task) -> None:
     )
     if getattr(task, "synthetic", False):
         need += 2 * cfg.eval_size * cfg.seq_len * (task.in_dim + task.out_dim) * 4
-    have = available_memory()
-    if need > 0.8 * have:
-        raise UsageError(
-            f"{cfg.model} on {cfg.task} needs about {need / 2**30:.1f} GiB ({n:,} parameters, "
-            f"batch {cfg.batch_size} × T={cfg.seq_len}) but {have / 2**30:.1f} GiB is "
-            "available: lower hidden, layers, batch_size, seq_len or eval_size"
-        )
+    require_memory(
+        need,
+        f"{cfg.model} on {cfg.task}",
+        "hidden, layers, batch_size, seq_len or eval_size",
+        f"{n:,} parameters, batch {cfg.batch_size} × T={cfg.seq_len}",
+    )
 
 
 def make_optimizer(cfg: RunConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
