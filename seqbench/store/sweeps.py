@@ -19,8 +19,8 @@ from sqlalchemy import and_, delete, func, insert, or_, select, update
 
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.store.common import utcnow
-from seqbench.store.schema import Metric, Run, Summary, Sweep, SweepPoint
-from seqbench.store.store import Store, metric_rows, stale_reason, summary_rows
+from seqbench.store.schema import Metric, Run, Sweep, SweepPoint
+from seqbench.store.store import Store, metric_rows, stale_reason
 
 DONE = ("completed", "diverged")
 LIVE = ("running",)  # a point in flight, whose driver sends heartbeats
@@ -183,29 +183,20 @@ RESULT_FIELDS = (
 
 
 def write_result(store: Store, run_id: int, record: Mapping[str, Any]) -> str:
-    """A worker's record (fields, metrics, summaries): metrics, summaries and the run's final
-    fields in one transaction, so a point is never half-recorded. Returns the status."""
+    """A worker's record (fields, metrics, summaries) on the point's claimed run: through
+    Store.write_run, the one transaction that finishes any run (metrics, summaries with their
+    keys replaced, and the run's final fields), so a point is never half-recorded. Returns
+    the status."""
     fields = dict(record["fields"])
     status = fields.get("status", "failed")
     if status == "running":  # the worker stopped without an outcome
         status = "failed"
     values = {k: fields[k] for k in RESULT_FIELDS if k in fields}
     values.setdefault("finished_at", utcnow())
-    with store.Session.begin() as s:
-        run = s.get(Run, run_id)
-        env = {**(run.environment or {}), **(fields.get("environment") or {})}
-        metrics = metric_rows(run_id, record["metrics"])
-        if metrics:
-            s.execute(insert(Metric), metrics)
-        summaries = summary_rows(run_id, record["summaries"])
-        s.execute(delete(Summary).where(Summary.run_id == run_id))
-        if summaries:
-            s.execute(insert(Summary), summaries)
-        s.execute(
-            update(Run)
-            .where(Run.id == run_id)
-            .values(status=status, environment=env, heartbeat_at=utcnow(), **values)
-        )
+    with store.Session() as s:  # the driver's fields (host, pid) kept, the worker's added
+        env = {**(s.get(Run, run_id).environment or {}), **(fields.get("environment") or {})}
+    final = {"status": status, "environment": env, "heartbeat_at": utcnow(), **values}
+    store.write_run(run_id, final, metrics=record["metrics"], summaries=record["summaries"])
     return status
 
 
