@@ -231,6 +231,8 @@ def diff(
     ra, rb = f"run {d.a.id}", f"run {d.b.id}"
     if d.config:
         render(["config field", ra, rb], d.config, fmt, title="config: what differs")
+        if fmt == Format.markdown:
+            typer.echo()  # two markdown tables in a row read as one without a blank line
     else:
         typer.echo("the two configs are the same (tags aside)", err=True)
 

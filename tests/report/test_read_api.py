@@ -68,6 +68,9 @@ def test_diff_shows_what_differs_and_the_summaries(cli, two_runs, tmp_path):
     r = cli("diff", str(a.id), str(b.id), "--plot", plot)
     assert r.exit_code == 0 and plot.stat().st_size > 1000
     assert "2 curves" in r.stderr
+    md = cli("diff", str(a.id), str(b.id), "-f", "markdown").stdout.splitlines()
+    at = md.index(next(ln for ln in md if ln.startswith("| summary |")))
+    assert md[at - 1] == ""  # two markdown tables, apart: one without a gap renders as one
 
 
 def _two_json(text: str):
