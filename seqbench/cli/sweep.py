@@ -156,7 +156,7 @@ def _gpu_list(gpus: str | None) -> list[int] | None:
     if gpus is None:
         return None
     try:
-        return [int(g) for g in gpus.split(",") if g.strip()]
+        return [int(g) for g in api.split_list(gpus)]
     except ValueError:
         raise UsageError(f"--gpus expects GPU indices like 0,2, got {gpus!r}") from None
 

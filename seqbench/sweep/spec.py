@@ -32,7 +32,7 @@ def parse_range(text: str) -> list[int]:
     text = text.strip()
     if ":" not in text:
         try:
-            vals = [int(v) for v in text.split(",") if v.strip()]
+            vals = [int(v) for v in split_list(text)]
         except ValueError:
             raise UsageError(f"not a list of integers: {text!r}") from None
         if not vals:
@@ -76,7 +76,7 @@ def parse_values(field: str, text: str) -> list[Any]:
         raise UnknownNameError("sweep axis", field, valid)
     if ":" in text and str(FIELDS[field].type).startswith("int"):
         return parse_range(text)
-    vals = [coerce(field, v.strip()) for v in text.split(",") if v.strip()]
+    vals = [coerce(field, v) for v in split_list(text)]
     if not vals:
         raise UsageError(f"--set {field}= has no values")
     return vals
