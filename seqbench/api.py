@@ -139,9 +139,8 @@ def store_is_current(db: str | None) -> bool:
 def store_revision(store: Store) -> tuple[str | None, str]:
     """(the store's schema revision, this seqbench's head revision)."""
     from seqbench.store import migrate
-    from seqbench.store.store import inspect_revision
 
-    return inspect_revision(store.url)[0], migrate.head_revision()
+    return store.revision(), migrate.head_revision()
 
 
 def reader_role(

@@ -188,3 +188,16 @@ def test_the_facade_exports_what_it_defines():
     assert defined <= set(api.__all__), sorted(defined - set(api.__all__))
     for name in api.__all__:
         assert getattr(api, name) is not None
+
+
+def test_no_store_is_turned_back_into_a_url_outside_store():
+    """The CLI and the api hand down a Store; only store/ reads its URL."""
+    found = []
+    for path in _modules():
+        if path.is_relative_to(PKG / "store"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "url":
+                if isinstance(node.value, ast.Name) and node.value.id == "store":
+                    found.append(f"{_rel(path)}:{node.lineno}")
+    assert found == []

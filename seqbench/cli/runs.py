@@ -242,7 +242,7 @@ def diff(
     rows = [(k, x, y, delta(x, y)) for k, x, y in d.summaries]
     render(["summary", ra, rb, f"{rb} − {ra}"], rows, fmt, title="summaries")
     if plot:
-        n = api.plot_curves(store.url, [d.a, d.b], metric, plot, title=f"{metric}: {ra} vs {rb}")
+        n = api.plot_curves(store, [d.a, d.b], metric, plot, title=f"{metric}: {ra} vs {rb}")
         typer.echo(f"plot written to {plot} ({n} curves)", err=True)
 
 
@@ -271,12 +271,12 @@ def curves(
         output_path(plot, "--plot")
     store = state(ctx).reader()
     runs = api.curve_runs(store, run or [], sweep=sweep, model=model, task=task)
-    df = api.curves_frame(store.url, [r.id for r in runs], [metric])
+    df = api.curves_frame(store, [r.id for r in runs], [metric])
     if df.empty:
         raise SeqbenchError(f"no {metric!r} values logged for these runs")
     cols = zip(df["run_id"], df["step"], df["value"], strict=True)
     rows = [(int(r), int(s), v) for r, s, v in cols]
     render(["run", "step", metric], rows, fmt)
     if plot:
-        n = api.plot_curves(store.url, runs, metric, plot)
+        n = api.plot_curves(store, runs, metric, plot)
         typer.echo(f"plot written to {plot} ({n} curves)", err=True)

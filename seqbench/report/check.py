@@ -168,7 +168,7 @@ def save_baseline(
     A point whose runs diverged (or whose median is not finite) is left out, never saved with
     a diverged value: its label goes to `skipped`."""
     check_label("baseline", name)
-    cur = current_medians(store.url, metrics, sweep=sweep, where=where)
+    cur = current_medians(store, metrics, sweep=sweep, where=where)
     points, left_out = [], []
     for (m, t, k, var, metric), (v, _, ex) in sorted(cur.items(), key=lambda kv: str(kv[0])):
         if not math.isfinite(v):
@@ -385,7 +385,7 @@ def check(
         raise UsageError("the baseline has no points: a check against it would pass on nothing")
     metrics = sorted({p.metric for p in points})
     fields = sorted({f for p in points if p.variant for f in json.loads(p.variant)})
-    frames = {m: _current(store.url, m, sweep, where) for m in metrics}
+    frames = {m: _current(store, m, sweep, where) for m in metrics}
     legacy = _by_variant(frames, fields) if any(not p.config for p in points) else {}
     by_experiment = {
         (model, task, _k(k), ex, metric): _median(g)

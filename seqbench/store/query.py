@@ -244,7 +244,7 @@ FETCH_BATCH = 1000
 
 
 def run_query(
-    db: str | None,
+    db: Any,
     sql: str,
     params: dict[str, Any] | None = None,
     *,
@@ -255,7 +255,9 @@ def run_query(
     """Run one read-only statement; return (column names, rows). Writes raise ReadOnlyError;
     a statement running past `timeout` seconds or returning more than `max_rows` rows raises
     StoreError naming the flag that raises the limit. `note` (if given) is told, in one
-    line, which wall holds on a PostgreSQL role that could write."""
+    line, which wall holds on a PostgreSQL role that could write. `db`: a path or URL (None:
+    the default store), or an open Store (its URL: the reader opens its own connection)."""
+    db = getattr(db, "url", db)  # a Store hands over its URL here, inside store/
     if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
         raise UsageError(
             f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT_S}], got {timeout:.6g}"

@@ -56,6 +56,10 @@ class Store:
     def display_url(self) -> str:
         return make_url(self.url).render_as_string(hide_password=True)
 
+    def revision(self) -> str | None:
+        """The store's schema revision, read without writing."""
+        return inspect_revision(self.url)[0]
+
     def dispose(self) -> None:
         self.engine.dispose()
 
