@@ -197,7 +197,11 @@ def test_no_store_is_turned_back_into_a_url_outside_store():
         if path.is_relative_to(PKG / "store"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Attribute) and node.attr == "url":
-                if isinstance(node.value, ast.Name) and node.value.id == "store":
-                    found.append(f"{_rel(path)}:{node.lineno}")
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "url"
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "store"
+            ):
+                found.append(f"{_rel(path)}:{node.lineno}")
     assert found == []
