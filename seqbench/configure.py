@@ -70,9 +70,9 @@ def config_hash(cfg: RunConfig) -> str:
     that no run of the old network dedupes with one of the new; unchanged networks keep their
     hash."""
     d = cfg.hashed()
-    old = legacy_context(cfg, fed_steps(cfg))
-    if old is not None and old != stored_k(cfg):
-        d["context"] = stored_k(cfg)
+    old, now = legacy_context(cfg, fed_steps(cfg)), stored_k(cfg)
+    if old is not None and old != now:
+        d["context"] = now
     return digest(d)
 
 

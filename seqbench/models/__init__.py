@@ -340,8 +340,3 @@ def fit_size(name: str, task, args, target: int, tol: float = 0.05) -> dict[str,
         f"{name}: no width gives {target} parameters within {tol:.0%} (the depth is kept: "
         f"it sets the context); the nearest reachable budgets are {shown}"
     )
-
-
-def fit_hidden(name: str, task, args, target: int, tol: float = 0.05) -> int:
-    """The width of fit_size (for a caller that changes nothing else)."""
-    return fit_size(name, task, args, target, tol)["hidden"]

@@ -93,7 +93,7 @@ def results_frame(
         df = df.reset_index(drop=True)
     df = df.drop(columns=["config_hash"])
     if df.empty:
-        return df.drop(columns=["value_kind"])
+        return df.drop(columns=["value_kind"]).assign(has_value=pd.Series(dtype=bool))
     df["has_value"] = df["value_kind"].notna()
     df["value"] = [
         join_float(v, k) if has else math.nan

@@ -145,10 +145,9 @@ def build_report(
         statuses=RAN,
         without_metric=True,
     )
-    if not every.empty:  # a completed run without the metric is not a sample of it at all
-        every = every[(every["status"] != "completed") | every["has_value"]]
-    done = (every["status"] == "completed") & every["has_value"] if not every.empty else None
-    df = every[done] if done is not None else every
+    # a completed run without the metric is not a sample of it at all
+    every = every[(every["status"] != "completed") | every["has_value"]]
+    df = _samples(every)
     if df.empty:
         known = summary_keys(db)
         if known and metric not in known:
@@ -174,7 +173,7 @@ def build_report(
             every[b] = every[b].map(str)
     group = ["task"] + [b for b in bys if b != "model"]
     every, variants = label_variants(every, group)  # never a mean over different configs
-    df = every[(every["status"] == "completed") & every["has_value"]]
+    df = _samples(every)
     stats = _agg(df, [*group, "model"])
     outcomes = _outcomes(every, group)
     models = compare or sorted(set(every["family"]))
@@ -183,6 +182,11 @@ def build_report(
     compared = bool(compare) and "model" not in bys
     notes = row_differences(df, group)
     return Report(stats, metric, bys, models, compared, base, df, variants, outcomes, notes)
+
+
+def _samples(every: pd.DataFrame) -> pd.DataFrame:
+    """The runs a mean is taken over: completed, with the metric."""
+    return every[(every["status"] == "completed") & every["has_value"]]
 
 
 def _outcomes(every: pd.DataFrame, group: list[str]) -> dict[tuple, Outcome]:

@@ -1,7 +1,8 @@
 """What the store needs before (and often instead of) SQLAlchemy: the value codec for
 non-finite floats, the SQLite file checks, and the schema's head revision.
 
-Nothing here imports SQLAlchemy or alembic, so the read-only commands (`report`, `query`) can
+Nothing here imports SQLAlchemy or alembic at import time (describe_database_error imports
+it when a failure is described), so the read-only commands (`report`, `query`) can
 check a SQLite store at head and read it through the standard library alone; anything else (a
 new, old or non-SQLite store) goes through `store.open_store`.
 """

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from seqbench.errors import UnknownNameError, UsageError
-from seqbench.models import MODELS, build_model, fit_hidden, make_backbone
+from seqbench.models import MODELS, build_model, fit_size, make_backbone
 from seqbench.models.base import ModelArgs, count_params
 from seqbench.models.conv import tcn_levels_for, tcn_receptive_field
 from seqbench.models.recurrent import indrnn_bounds
@@ -357,9 +357,9 @@ def test_window_with_k_at_least_t_equals_the_full_model(teacher):
 @pytest.mark.parametrize("target", [5_000, 40_000])
 def test_parameter_budget_lands_within_5_percent(name, target, teacher):
     args = ModelArgs(seq_len=40, k=8)
-    h = fit_hidden(name, teacher, args, target)
-    n = count_params(build_model(name, teacher, args.with_(hidden=h)))
-    assert abs(n - target) <= 0.05 * target, (name, h, n)
+    size = fit_size(name, teacher, args, target)
+    n = count_params(build_model(name, teacher, args.with_(**size)))
+    assert abs(n - target) <= 0.05 * target, (name, size, n)
 
 
 def test_unknown_model_lists_names_and_suggests():
