@@ -27,7 +27,7 @@ from seqbench.config import (
     split_list,
 )
 from seqbench.configure import make_config
-from seqbench.errors import UsageError
+from seqbench.errors import SeqbenchError, UsageError
 
 if TYPE_CHECKING:
     from seqbench.store.store import Store
@@ -90,6 +90,8 @@ __all__ = [
     "config_toml",
     "count_runs",
     "curve_runs",
+    "data_file",
+    "data_note",
     "default_layers",
     "delete_runs",
     "list_runs",
@@ -187,6 +189,7 @@ class ModelInfo:
     n_params: int
     description: str
     context: str  # the family's context rule (what a run stores as k)
+    source: str = "built-in"  # or a plugin's provenance ("dist version")
 
 
 @dataclass(frozen=True)
@@ -197,10 +200,28 @@ class TaskInfo:
     seq_len: int
     baseline: str
     description: str
+    source: str = "built-in"  # or a plugin's provenance ("dist version")
 
 
-def model_catalog() -> list[ModelInfo]:
-    """Every registered model at its default width, sized for the adding task at T = 100."""
+def _specs(registry, problems: list[str] | None) -> list:
+    """Every spec of a registry, the installed plugins' included (imported here); a plugin that
+    fails to load is left out with its one-line error in `problems` (raised without it)."""
+    from seqbench.plugins import PluginError
+
+    out = []
+    for name in registry.names(plugins=True):
+        try:
+            out.append(registry.get(name))
+        except PluginError as e:
+            if problems is None:
+                raise
+            problems.append(str(e))
+    return out
+
+
+def model_catalog(problems: list[str] | None = None) -> list[ModelInfo]:
+    """Every model, installed plugins' too, at its default width, sized for the adding task at
+    T = 100. A plugin that fails to import goes to `problems` (one line each)."""
     from seqbench.config import ModelArgs, TaskArgs
     from seqbench.models import MODELS, build_model
     from seqbench.models.base import count_params
@@ -208,12 +229,20 @@ def model_catalog() -> list[ModelInfo]:
 
     task = make_task("adding", TaskArgs(seq_len=100))
     out = []
-    for name in MODELS:
-        spec = MODELS.get(name)
+    for spec in _specs(MODELS, problems):
         args = ModelArgs(seq_len=100, **spec.defaults)
-        n = count_params(build_model(name, task, args))
+        try:
+            n = count_params(build_model(spec.name, task, args))
+        except Exception as e:  # a plugin's builder: reported, the list goes on
+            if spec.plugin is None or problems is None:
+                raise
+            problems.append(f"plugin model {spec.name!r} failed to build: {e}")
+            continue
         kind = "recurrent" if spec.recurrent else "feedforward"
-        out.append(ModelInfo(name, kind, args.hidden, n, spec.description, spec.context_rule))
+        source = spec.plugin or "built-in"
+        out.append(
+            ModelInfo(spec.name, kind, args.hidden, n, spec.description, spec.context_rule, source)
+        )
     return out
 
 
@@ -235,8 +264,9 @@ def default_layers() -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
     ]
 
 
-def task_catalog() -> list[TaskInfo]:
-    """Every registered task with its metric, direction, default T and trivial baseline."""
+def task_catalog(problems: list[str] | None = None) -> list[TaskInfo]:
+    """Every task, installed plugins' too, with its metric, direction, default T and trivial
+    baseline (a file task's T is its file's: 0 here)."""
     from seqbench.tasks import TASKS
 
     return [
@@ -247,9 +277,41 @@ def task_catalog() -> list[TaskInfo]:
             s.default_seq_len,
             s.baseline_note,
             s.description,
+            s.plugin or "built-in",
         )
-        for s in map(TASKS.get, TASKS)
+        for s in _specs(TASKS, problems)
     ]
+
+
+def data_file(path: str, target: str | None = None, split_seed: int | None = None):
+    """What a data file holds, checked (tasks/filedata.FileFacts: kind, T, sizes, content hash,
+    trivial baseline); a bad file raises a one-line error. NumPy only."""
+    from seqbench.tasks.filedata import describe
+
+    return describe(path, target, split_seed)
+
+
+def data_note(cfg: RunConfig) -> str | None:
+    """One line on a file task's data, as `train` prints it (None for other tasks)."""
+    from seqbench.tasks import is_file_task
+
+    if not is_file_task(cfg.task):
+        return None
+    f = data_file(cfg.path, cfg.target, cfg.split_seed)
+    try:  # how the kind was found, had it not been given
+        source = data_file(cfg.path, None, cfg.split_seed).kind_source
+    except SeqbenchError:
+        source = "given"
+    how = {
+        "inferred": "inferred from the arrays; --set target=... to choose",
+        "metadata": "from the file's metadata",
+    }.get(source, "given")
+    split = "the file's splits" if f.split_seed is None else f"split seed {f.split_seed}"
+    sizes = "/".join(str(f.sizes[s]) for s in ("train", "valid", "test"))
+    return (
+        f"data {f.path}: {f.kind} ({how}); T={f.seq_len}; train/valid/test {sizes} "
+        f"({split}); baseline {f.metric} {f.baseline:.4g} ({f.baseline_note})"
+    )
 
 
 def task_metric(task: str) -> str:

@@ -80,6 +80,16 @@ class RunConfig:
     subset: int | None = _in(TASK)
     path: str | None = _in(TASK)
     teacher_lam: float = _in(TASK, default=0.9)
+    # a dataset from a file (tasks/filedata.py), filled in by resolution from the file itself:
+    # its kind (regression, classification, next-token), the sha256 of its content (which,
+    # not `path`, is the experiment: the same file elsewhere pools, another file never does),
+    # and the seed of the split it was cut into when it has no splits of its own
+    target: str | None = _in(TASK)
+    data_hash: str | None = _in(TASK)
+    split_seed: int | None = _in(TASK)
+    # where a plugin model or task came from ("model: dist 1.2; task: ..."; plugins.py), set
+    # by resolution: runs of different plugin versions are different experiments
+    plugin: str | None = None
     # not part of the experiment's identity
     tags: dict[str, str] = field(default_factory=dict)
     save_checkpoint: bool = False
@@ -89,8 +99,8 @@ class RunConfig:
 
     def hashed(self) -> dict[str, Any]:
         """The fields that make the experiment (all but where and how it runs, NOT_HASHED):
-        what configure.config_hash hashes."""
-        return {k: v for k, v in self.to_dict().items() if k not in NOT_HASHED}
+        what configure.config_hash hashes (experiment_fields)."""
+        return experiment_fields(self.to_dict())
 
     def overrides(self) -> dict[str, Any]:
         """Every field but model and task, as make_config takes them (resolving these gives
@@ -191,7 +201,26 @@ NOT_COMPUTED = {"tags", "save_checkpoint"}
 # Fields that never make two runs different experiments: where and how they ran, and the seed
 # (what a report cell averages over); model and task are the cell's own keys.
 NOT_EXPERIMENT = {"model", "task", "seed", *NOT_HASHED}
+# Fields added after stores had runs: unset (None) they are left out of the hash, so that
+# every run from before keeps its hash (a resumed sweep does not re-run it).
+ADDED_LATER = ("target", "data_hash", "split_seed", "plugin")
 FIELDS = {f.name: f for f in fields(RunConfig)}
+
+
+def experiment_fields(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a config (a dict, as stored) that make its experiment: all but
+    NOT_HASHED, the ADDED_LATER ones left unset, and `path` where the data's content hash is
+    recorded (the file's place is not the experiment; its content is). The one rule behind
+    config hashes and a report's "do these runs differ" (report/frames.differing_fields)."""
+    out = {k: v for k, v in config.items() if k not in NOT_HASHED}
+    for name in ADDED_LATER:
+        if out.get(name) is None:
+            out.pop(name, None)
+    if out.get("data_hash") is not None:
+        out.pop("path", None)
+    return out
+
+
 _HINTS = typing.get_type_hints(RunConfig)
 
 # Where a family or a paper gives a default (the papers' setups, Li et al., Bai et al., Miller
@@ -266,6 +295,7 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {
     "ptb-char": {"steps": 1000},
     "ptb-word": {"steps": 1000},
     "text": {"steps": 1000},
+    **{f"file-{kind}": {"steps": 1000} for kind in ("regression", "classification", "next-token")},
 }
 
 
@@ -465,6 +495,8 @@ def check_fields(cfg: RunConfig) -> None:
         raise UsageError(f"weight_decay must be ≥ 0, got {cfg.weight_decay}")
     if not 0 <= cfg.seed <= MAX_SEED:
         raise UsageError(f"seed must be in [0, 2^32), got {cfg.seed}")
+    if cfg.split_seed is not None and not 0 <= cfg.split_seed <= MAX_SEED:
+        raise UsageError(f"split_seed must be in [0, 2^32), got {cfg.split_seed}")
     if cfg.steps is None and cfg.epochs is None:
         raise UsageError("give --steps or --epochs")
     if cfg.steps is not None and cfg.epochs is not None:

@@ -12,6 +12,7 @@ key for sweeps.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from seqbench import models, tasks
@@ -77,15 +78,24 @@ def config_hash(cfg: RunConfig) -> str:
 
 
 def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
-    """Defaults < family < pair < `overrides` (already merged file + flags), validated."""
+    """Defaults < family < pair < `overrides` (already merged file + flags), validated. The
+    fields a task's data fixes (tasks.pin: a data file's kind, T and content hash) and the
+    plugins' provenance are derived here, never taken from `overrides`."""
     spec = MODELS.get(model)
+    given = {k: coerce(k, v) for k, v in overrides.items()}
+    given.pop("plugin", None)  # derived below, from the code that runs
+    task, fixed = tasks.pin(task, given)
+    if not fixed:
+        for name in ("target", "data_hash", "split_seed"):
+            if given.get(name) is not None:
+                raise UsageError(f"{name} is for the file tasks (--task file), not {task}")
     task_spec = TASKS.get(task)
     values: dict[str, Any] = {}
     values.update(spec.defaults)
     values.update(TASK_DEFAULTS.get(task, {}))
     values.update(PAIR_DEFAULTS.get((model, task), {}))
-    for k, v in overrides.items():
-        values[k] = coerce(k, v)
+    values.update(given)
+    values.update(fixed)
     if overrides.get("params") is not None and "hidden" not in overrides:
         values.pop("hidden", None)
     if overrides.get("k") is not None and "levels" not in overrides:
@@ -99,7 +109,17 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
         values["steps"] = None
     cfg = RunConfig(model=model, task=task, **values)
     validate(cfg)
-    return cfg
+    return replace(cfg, plugin=provenance(cfg))
+
+
+def provenance(cfg: RunConfig) -> str | None:
+    """Where the config's plugin code comes from ("model: dist 1.0; task: ..."), None when
+    everything is built in: recorded and hashed with the run."""
+    parts = [("model", MODELS.get(cfg.model).plugin), ("task", TASKS.get(cfg.task).plugin)]
+    if MODELS.get(cfg.model).wraps_base:
+        parts.append(("base", MODELS.get(cfg.base).plugin))
+    shown = [f"{what}: {p}" for what, p in parts if p]
+    return "; ".join(shown) or None
 
 
 def make_config(

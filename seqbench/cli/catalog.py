@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from seqbench import api
@@ -13,30 +15,73 @@ def register(app: typer.Typer) -> None:
     app.command("tasks")(tasks)
 
 
+def _problems(problems: list[str]) -> None:
+    for line in problems:  # a broken plugin: one line each, the rest are listed
+        typer.echo(f"warning: {line}", err=True)
+
+
 def models(fmt: FormatOption = Format.table) -> None:
     """List the models with a one-line description and their size at the default width.
 
     Parameter counts are for the adding task (2 inputs, 1 output) at T = 100. The context
     column is the family's rule for what a run stores as k: a feedforward model's output at t
     depends on exactly the last k inputs; a recurrent model's k is its truncated
-    backpropagation, and no k (NULL) means full backpropagation.
+    backpropagation, and no k (NULL) means full backpropagation. Models from installed
+    plugins (entry points in the group seqbench.models) are listed with their package and
+    version in the source column (docs/plugins.md).
 
     Example: seqbench models --format markdown
     """
+    problems: list[str] = []
     rows = [
-        (m.name, m.kind, m.hidden, m.n_params, m.context, m.description)
-        for m in api.model_catalog()
+        (m.name, m.kind, m.hidden, m.n_params, m.context, m.source, m.description)
+        for m in api.model_catalog(problems)
     ]
-    render(["model", "kind", "hidden", "params", "context k", "description"], rows, fmt)
+    _problems(problems)
+    render(["model", "kind", "hidden", "params", "context k", "source", "description"], rows, fmt)
 
 
-def tasks(fmt: FormatOption = Format.table) -> None:
-    """List the tasks with their metric, default length and trivial baseline.
+def tasks(
+    fmt: FormatOption = Format.table,
+    path: Annotated[
+        str | None,
+        typer.Option(help="A data file (.npz, or a directory of .npy): what it holds instead."),
+    ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(help="With --path: regression, classification or next-token."),
+    ] = None,
+) -> None:
+    """List the tasks with their metric, default length and trivial baseline; with --path,
+    check a data file and show the task it makes (kind, length, splits, content hash and the
+    trivial baseline computed from its train split).
 
     Example: seqbench tasks --format csv
+
+    Example: seqbench tasks --path data.npz
     """
+    if path is not None:
+        f = api.data_file(path, target)
+        split = "the file's" if f.split_seed is None else f"seeded ({f.split_seed})"
+        rows = [
+            ("task", f"file-{f.kind}"),
+            ("kind", f"{f.kind} ({f.kind_source})"),
+            ("metric", f.metric),
+            ("T", f.seq_len),
+            ("inputs", f"token ids, vocab {f.vocab}" if f.vocab else f"{f.in_dim} features"),
+            ("targets", "per step" if f.per_step else "per sequence"),
+            ("classes", f.n_classes if f.n_classes else "-"),
+            ("train/valid/test", "/".join(str(f.sizes[s]) for s in ("train", "valid", "test"))),
+            ("split", split),
+            ("baseline", f"{f.baseline:.6g} ({f.baseline_note})"),
+            ("sha256", f.data_hash),
+        ]
+        render(["field", "value"], rows, fmt)
+        return
+    problems: list[str] = []
     rows = [
-        (t.name, t.metric, t.better, t.seq_len, t.baseline, t.description)
-        for t in api.task_catalog()
+        (t.name, t.metric, t.better, t.seq_len or "file", t.baseline, t.source, t.description)
+        for t in api.task_catalog(problems)
     ]
-    render(["task", "metric", "better", "T", "baseline", "description"], rows, fmt)
+    _problems(problems)
+    render(["task", "metric", "better", "T", "baseline", "source", "description"], rows, fmt)

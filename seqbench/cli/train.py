@@ -100,7 +100,10 @@ def train(
     backend: Annotated[
         str | None, typer.Option(help="IndRNN recurrence: auto, numba, cpu, triton or torch.")
     ] = None,
-    path: Annotated[str | None, typer.Option(help="Text file for the text task.")] = None,
+    path: Annotated[
+        str | None,
+        typer.Option(help="Data file: .npz or a .npy directory (--task file), text (--task text)."),
+    ] = None,
     subset: Annotated[
         int | None, typer.Option(help="Real-data tasks: use only the first N examples.")
     ] = None,
@@ -142,6 +145,8 @@ def train(
     Example: seqbench train --model indrnn --task adding --seq-len 100
 
     Example: seqbench train --from-run 12 --set lr=0.0005 --dry-run > rerun.toml
+
+    Example: seqbench train --model gru --task file --path data.npz (docs/your-own.md)
     """
     flags = {
         "seq_len": seq_len,
@@ -193,6 +198,9 @@ def train(
 
         cfg = replace(cfg, tags={**cfg.tags, **tags})
     api.check_run_name(name)
+    note = api.data_note(cfg)
+    if note and not quiet and not dry_run:
+        typer.echo(note, err=True)
     if dry_run:
         typer.echo(api.config_toml(cfg), nl=False)
         return

@@ -49,15 +49,35 @@ def add_config_columns(df: pd.DataFrame, names: list[str]) -> pd.DataFrame:
 TASK_RELATIVE = ("test_metric", "best_valid_metric", "final_valid_metric")
 
 
+# A plugin task's direction as its runs stored it (summary higher_is_better), read with the
+# runs by results_frame: a report never imports a plugin to learn it.
+_STORED_DIRECTION: dict[str, bool] = {}
+
+
 def metric_direction(metric: str, task: str | None = None) -> str:
-    """'higher' or 'lower' is better for a summary key; the task-relative keys ask the task."""
+    """'higher' or 'lower' is better for a summary key; the task-relative keys ask the task
+    (a plugin task: what its runs stored)."""
     from seqbench.tasks import TASKS
 
     if metric == "throughput" or metric.endswith("_acc"):
         return "higher"
-    if metric in TASK_RELATIVE and task in TASKS and TASKS.get(task).higher_is_better:
-        return "higher"
+    if metric in TASK_RELATIVE and task is not None:
+        higher = _STORED_DIRECTION.get(task)
+        if higher is None and task in TASKS:
+            higher = TASKS.get(task).higher_is_better
+        if higher:
+            return "higher"
     return "lower"
+
+
+def remember_directions(db, tasks: set[str]) -> None:
+    """Read the stored direction of the tasks that are not built in (plugin tasks)."""
+    from seqbench.store.results import task_directions
+    from seqbench.tasks import TASKS
+
+    unknown = sorted(t for t in tasks if not TASKS.is_builtin(t) and t not in _STORED_DIRECTION)
+    if unknown:
+        _STORED_DIRECTION.update(task_directions(db, unknown))
 
 
 def results_frame(
@@ -100,6 +120,7 @@ def results_frame(
         for v, k, has in zip(df["value"], df["value_kind"], df["has_value"], strict=True)
     ]
     df["config"] = [decode_json(c) for c in df["config"]]
+    remember_directions(db, set(df["task"]))
     return df.drop(columns=["value_kind"])
 
 
@@ -116,7 +137,12 @@ def canonical(v) -> str:
 
 
 def differing_fields(configs: list[dict], skip: set[str]) -> set[str]:
-    """The fields (outside `skip`) whose values are not the same in every one of `configs`."""
+    """The fields (outside `skip`) whose values are not the same in every one of `configs`,
+    each seen as its experiment (config.experiment_fields: a data file's path aside when its
+    content hash is recorded, a field added later aside while unset)."""
+    from seqbench.config import experiment_fields
+
+    configs = [experiment_fields(c) for c in configs]
     names = set().union(*(c.keys() for c in configs)) - skip
     return {n for n in names if len({canonical(c.get(n)) for c in configs}) > 1}
 
@@ -181,9 +207,12 @@ def unset_to_none(key: tuple) -> tuple:
 
 def experiment_key(config: dict) -> str:
     """The canonical JSON of a stored config without the seed (and without where it ran): two
-    runs with the same key are seeds of one experiment."""
+    runs with the same key are seeds of one experiment (config.experiment_fields: a field
+    added later is left out while unset, so a new run's key equals an old run's)."""
+    from seqbench.config import experiment_fields
+
     skip = not_experiment()
-    return canonical({k: v for k, v in config.items() if k not in skip})
+    return canonical({k: v for k, v in experiment_fields(config).items() if k not in skip})
 
 
 def row_baselines(

@@ -39,8 +39,9 @@ class PointState:
 
 def plan(store: Store, name: str, spec: dict, points: list[tuple[str, dict]], force: bool) -> int:
     """Create (or reuse) sweep `name` with its points, (config hash, config) in order; refuse
-    a reused name with another spec unless `force`. `spec` is canonical JSON (as stored).
-    One transaction; returns the sweep id."""
+    a reused name with another spec unless `force`. A reused spec whose points now resolve
+    to other hashes gets the new points (its old runs stay in the store). `spec` is
+    canonical JSON (as stored). One transaction; returns the sweep id."""
     with store.Session.begin() as s:
         sweep = s.scalars(select(Sweep).where(Sweep.name == name)).first()
         write_points = True
@@ -57,7 +58,17 @@ def plan(store: Store, name: str, spec: dict, points: list[tuple[str, dict]], fo
             sweep.spec = spec
             s.execute(delete(SweepPoint).where(SweepPoint.sweep_id == sweep.id))
         else:
-            write_points = False
+            # the same spec may resolve to other configs now (a plugin upgraded, a data file
+            # changed, a rule of seqbench's own): the points are what it resolves to today,
+            # so that their runs are of the code and data that will run
+            stored = s.scalars(
+                select(SweepPoint.config_hash)
+                .where(SweepPoint.sweep_id == sweep.id)
+                .order_by(SweepPoint.position)
+            ).all()
+            write_points = list(stored) != [h for h, _ in points]
+            if write_points:
+                s.execute(delete(SweepPoint).where(SweepPoint.sweep_id == sweep.id))
         sweep.status = "running"
         if write_points:
             rows = [

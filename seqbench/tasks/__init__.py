@@ -19,7 +19,8 @@ class TaskSpec:
     how the trivial baseline is defined (for `seqbench tasks`); check: the task's own config
     checks (a RunConfig or TaskArgs in, UsageError out); extra_steps: how many steps past T a
     sequence has (copy: T blanks between 10 symbols and 10 answers are T + 20 steps), so the
-    model sees T + extra_steps."""
+    model sees T + extra_steps. plugin: where a plugin's spec came from ("dist version"; None:
+    built in), recorded in each run's config and hash."""
 
     name: str
     target: str
@@ -32,13 +33,14 @@ class TaskSpec:
     fixed_seq_len: bool = False
     check: Callable[[Any], None] | None = None
     extra_steps: int = 0
+    plugin: str | None = None
 
     def load(self) -> type:
         module, _, cls = self.target.partition(":")
         return getattr(importlib.import_module(module), cls)
 
 
-TASKS: Registry[TaskSpec] = Registry("task")
+TASKS: Registry[TaskSpec] = Registry("task", "task", TaskSpec)
 
 
 def _check_marker(c) -> None:
@@ -142,8 +144,83 @@ for _spec in (
         100,
         baseline_note="predict the mean: Var(y)",
     ),
+    *(
+        TaskSpec(
+            f"file-{kind}",
+            "seqbench.tasks.files:FileTask",
+            f"your own data (--path FILE.npz or DIR of .npy), {kind} ({metric})",
+            metric,
+            0,  # T is the file's (resolution reads it)
+            higher_is_better=kind == "classification",
+            baseline_note=note,
+            check=lambda c: _check_file(c),
+        )
+        for kind, metric, note in (
+            ("regression", "mse", "predict the train mean"),
+            ("classification", "acc", "majority class of train"),
+            ("next-token", "bpt", "unigram of train"),
+        )
+    ),
 ):
     TASKS.register(_spec.name, _spec)
+TASKS.seal()
+FILE_TASK = "file"  # --task file: the file-<kind> task its data is (pin)
+
+
+def _check_file(c) -> None:
+    if not c.path:
+        raise UsageError("the file tasks need a data file: --path FILE.npz (or a directory)")
+    if c.subset is not None:
+        raise UsageError("subset does not apply to a data file: cut the arrays instead")
+
+
+def is_file_task(name: str) -> bool:
+    return name == FILE_TASK or (name.startswith("file-") and name in TASKS)
+
+
+def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The task a config really runs and the fields its data fixes, from the data itself
+    (`values`: the config's fields so far). A file task: its kind (`--task file` becomes
+    file-<kind>), T, the content hash and the split seed, read from the file (numpy only);
+    the text task: its file's content hash. Other tasks: unchanged, nothing fixed."""
+    if task == "text" and values.get("path"):
+        from pathlib import Path
+
+        from seqbench.tasks.filedata import content_hash
+
+        if Path(values["path"]).is_file():
+            where = str(Path(values["path"]).resolve())
+            return task, {"path": where, "data_hash": content_hash(where)}
+        return task, {}
+    if not is_file_task(task):
+        return task, {}
+    if not values.get("path"):
+        raise UsageError("the file tasks need a data file: --path FILE.npz (or a directory)")
+    from seqbench.tasks.filedata import describe
+
+    target = values.get("target")
+    if task != FILE_TASK:
+        asked = task.removeprefix("file-")
+        if target is not None and target != asked:
+            raise UsageError(f"--task {task} asks for {asked}, but target is {target!r}")
+        target = asked
+    facts = describe(values["path"], target, values.get("split_seed"))
+    given = values.get("seq_len")
+    if given is not None and given != facts.seq_len:
+        raise UsageError(
+            f"data file {values['path']!r} has sequences of {facts.seq_len} steps the model "
+            f"sees; got seq_len {given}"
+        )
+    from pathlib import Path
+
+    fixed = {
+        "path": str(Path(values["path"]).resolve()),
+        "target": facts.kind,
+        "seq_len": facts.seq_len,
+        "data_hash": facts.data_hash,
+        "split_seed": facts.split_seed,
+    }
+    return f"file-{facts.kind}", fixed
 
 
 def validate(c) -> None:
@@ -168,4 +245,8 @@ def make_task(name: str, args):
     """Instantiate task `name` with a TaskArgs (checked against the task's rules)."""
     spec = TASKS.get(name)
     check_args(spec, args)
-    return spec.load()(args)
+    cls = spec.load()
+    task = cls.__new__(cls)
+    task.name = name  # the name it is registered under (a plugin's may differ from its class's)
+    task.__init__(args)
+    return task

@@ -244,12 +244,16 @@ def test_unknown_task_and_bad_lengths():
 
 
 def test_every_task_is_registered():
-    assert set(TASKS.names()) == set(QUICK) | {"text"}
+    files = {"file-regression", "file-classification", "file-next-token"}
+    assert set(TASKS.names()) == set(QUICK) | {"text"} | files
 
 
 def test_registry_entries_load_their_classes():
     for name in TASKS:
         cls = TASKS.get(name).load()
+        if name.startswith("file-"):  # one class, named by the kind its data is
+            assert cls.__name__ == "FileTask"
+            continue
         assert cls.name == name and make_task.__module__ == "seqbench.tasks"
 
 

@@ -1,0 +1,484 @@
+"""A dataset from the user's files, read and checked with NumPy alone (no torch): what the
+`file` tasks train on (tasks/files.py) and what resolution records of it (its kind, its
+content hash, its length T, its split).
+
+Two layouts, the same array names in both:
+
+- an ``.npz`` file (``np.savez``): read into memory;
+- a directory of ``.npy`` files (``np.save``), one per array: memory-mapped, so a dataset larger
+  than memory trains (a batch is copied out of the map, never the whole array).
+
+Arrays: ``x_train``, ``y_train`` and optionally ``x_valid``, ``y_valid``, ``x_test``, ``y_test``;
+or just ``x`` and ``y``. Inputs x are (N, T, D) floats, (N, T) floats (D = 1) or (N, T) integer
+token ids; targets y are one per sequence (N,) or one per step (N, T). Without y and with token
+ids, the task is next-token prediction over x. An optional ``meta`` entry (a JSON string in the
+``.npz``; ``meta.json`` in a directory) may declare ``target`` (regression, classification or
+next-token), ``n_classes`` and ``vocab``. The kind is: --set target=..., else the metadata's,
+else inferred from the dtypes (float y: regression; integer y: classification; no y: next-token)
+and said so.
+
+Missing splits are cut from the training split by one seeded permutation (split_seed, 0 unless
+given; independent of the run's seed, so every seed is tested on the same sequences): with
+neither valid nor test, 60/20/20 of all sequences; with one of them missing, 20% of train.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seqbench.errors import SeqbenchError, UsageError
+
+KINDS = ("regression", "classification", "next-token")
+METRICS = {"regression": "mse", "classification": "acc", "next-token": "bpt"}
+SPLITS = ("train", "valid", "test")
+SCAN_ROWS = 4096  # rows per chunk when checking a (memory-mapped) array for NaN / range
+
+
+class FileDataError(SeqbenchError):
+    """A data file that cannot be used: one line naming the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """What a data file holds, as resolution records it and `seqbench tasks --path` shows it."""
+
+    path: str
+    kind: str
+    kind_source: str  # "given", "metadata" or "inferred"
+    data_hash: str
+    seq_len: int  # T of the inputs a model sees (next-token: one less than the file's)
+    in_dim: int  # D, or the embedding width for token ids
+    vocab: int | None  # token ids in x: how many
+    n_classes: int | None
+    per_step: bool  # one target per step (readout at every step) or per sequence
+    sizes: dict[str, int] = field(default_factory=dict)  # sequences per split
+    split_seed: int | None = None  # None: the file had every split
+    baseline: float | None = None
+    baseline_note: str = ""
+
+    @property
+    def metric(self) -> str:
+        return METRICS[self.kind]
+
+
+def _fail(path: str, why: str) -> FileDataError:
+    return FileDataError(f"data file {path!r}: {why}")
+
+
+def content_hash(path: str | Path) -> str:
+    """sha256 of the dataset's bytes: the file, or a directory's .npy files and meta.json in
+    name order (each name hashed with its bytes)."""
+    p = Path(path)
+    h = hashlib.sha256()
+    files = (
+        [p]
+        if p.is_file()
+        else sorted(f for f in p.iterdir() if f.suffix == ".npy" or f.name == "meta.json")
+    )
+    for f in files:
+        if p.is_dir():
+            h.update(f.name.encode() + b"\0")
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+class Arrays:
+    """The named arrays of a data file, opened lazily (memory-mapped from a directory)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        p = Path(path)
+        if not p.exists():
+            raise _fail(path, "no such file or directory")
+        self.meta: dict[str, Any] = {}
+        self._npz = None
+        if p.is_dir():
+            self._files = {f.stem: f for f in p.iterdir() if f.suffix == ".npy"}
+            if not self._files:
+                raise _fail(path, "the directory has no .npy files")
+            meta = p / "meta.json"
+            if meta.exists():
+                self.meta = self._parse_meta(meta.read_text(encoding="utf-8", errors="replace"))
+        elif p.suffix == ".npz":
+            try:
+                self._npz = np.load(p, allow_pickle=False)
+            except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
+                raise _fail(path, f"not a readable .npz ({_short(e)}); truncated?") from None
+            self._files = {n: None for n in self._npz.files}
+            if "meta" in self._files:
+                self._files.pop("meta")
+                self.meta = self._parse_meta(str(self._load_npz("meta")))
+        else:
+            raise _fail(path, "expected an .npz file or a directory of .npy files")
+        unknown = set(self.meta) - {"target", "n_classes", "vocab"}
+        if unknown:
+            raise _fail(path, f"unknown metadata key(s) {', '.join(sorted(unknown))}")
+
+    def _parse_meta(self, text: str) -> dict:
+        try:
+            meta = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise _fail(self.path, f"its metadata is not JSON ({e.msg})") from None
+        if not isinstance(meta, dict):
+            raise _fail(self.path, "its metadata must be a JSON object")
+        return meta
+
+    def _load_npz(self, name: str) -> np.ndarray:
+        try:
+            return self._npz[name]
+        except ValueError as e:  # object arrays (ragged lists) need pickle
+            if "allow_pickle" in str(e):
+                raise _fail(self.path, f"{name} is an object array (ragged sequences?)") from None
+            raise _fail(self.path, f"{name} cannot be read ({_short(e)})") from None
+        except (zipfile.BadZipFile, EOFError, OSError) as e:
+            raise _fail(self.path, f"{name} cannot be read ({_short(e)}); truncated?") from None
+
+    def names(self) -> set[str]:
+        return set(self._files)
+
+    def get(self, name: str) -> np.ndarray:
+        if self._npz is not None:
+            return self._load_npz(name)
+        try:
+            return np.load(self._files[name], mmap_mode="r", allow_pickle=False)
+        except ValueError as e:
+            if "allow_pickle" in str(e) or "Object arrays" in str(e):
+                raise _fail(self.path, f"{name} is an object array (ragged sequences?)") from None
+            raise _fail(self.path, f"{name}.npy cannot be read ({_short(e)}); truncated?") from None
+        except (EOFError, OSError) as e:
+            raise _fail(self.path, f"{name}.npy cannot be read ({_short(e)}); truncated?") from None
+
+
+def _short(e: BaseException) -> str:
+    return (str(e).splitlines() or [type(e).__name__])[0][:120]
+
+
+def _chunks(a: np.ndarray):
+    for i in range(0, a.shape[0], SCAN_ROWS):
+        yield np.asarray(a[i : i + SCAN_ROWS])
+
+
+def _finite(path: str, name: str, a: np.ndarray) -> None:
+    if not np.issubdtype(a.dtype, np.floating):
+        return
+    for chunk in _chunks(a):
+        if not np.isfinite(chunk).all():
+            raise _fail(path, f"{name} has NaN or infinite values")
+
+
+def _int_range(a: np.ndarray) -> tuple[int, int]:
+    lo, hi = None, None
+    for chunk in _chunks(a):
+        if chunk.size:
+            lo = int(chunk.min()) if lo is None else min(lo, int(chunk.min()))
+            hi = int(chunk.max()) if hi is None else max(hi, int(chunk.max()))
+    return (0, -1) if lo is None else (lo, hi)
+
+
+def _dtype_kind(path: str, name: str, a: np.ndarray) -> str:
+    if a.dtype == object:
+        raise _fail(path, f"{name} is an object array (ragged sequences?)")
+    if np.issubdtype(a.dtype, np.floating):
+        return "float"
+    if np.issubdtype(a.dtype, np.integer):
+        return "int"
+    raise _fail(path, f"{name} has dtype {a.dtype}; expected floats or integers")
+
+
+def _pairs(arrays: Arrays) -> dict[str, tuple[str, str | None]]:
+    """split -> (x name, y name or None) as the file gives them."""
+    names = arrays.names()
+    path = arrays.path
+    if "x" in names or "y" in names:
+        if names & {f"{a}_{s}" for a in "xy" for s in SPLITS}:
+            raise _fail(path, "give x and y, or x_train, y_train, ...; not both")
+        if "x" not in names:
+            raise _fail(path, f"missing x; arrays found: {', '.join(sorted(names))}")
+        return {"all": ("x", "y" if "y" in names else None)}
+    if "x_train" not in names:
+        found = ", ".join(sorted(names)) or "none"
+        raise _fail(path, f"missing x_train (or x); arrays found: {found}")
+    out = {}
+    for s in SPLITS:
+        x, y = f"x_{s}", f"y_{s}"
+        if x in names:
+            out[s] = (x, y if y in names else None)
+        elif y in names:
+            raise _fail(path, f"it has {y} but no {x}")
+    ys = {s for s, (_, y) in out.items() if y is not None}
+    if ys and ys != set(out):
+        missing = sorted(f"y_{s}" for s in set(out) - ys)
+        raise _fail(path, f"missing {', '.join(missing)} (other splits have targets)")
+    return out
+
+
+def split_indices(n: int, seed: int, parts: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Disjoint sorted index sets of one seeded permutation of n rows: 60/20/20 for three
+    parts, 80/20 for two (train and the missing one)."""
+    perm = np.random.default_rng(seed).permutation(n)
+    if len(parts) == 3:
+        a, b = round(0.6 * n), round(0.8 * n)
+        cuts = {"train": perm[:a], "valid": perm[a:b], "test": perm[b:]}
+    else:
+        a = round(0.8 * n)
+        cuts = {parts[0]: perm[:a], parts[1]: perm[a:]}
+    return {s: np.sort(i) for s, i in cuts.items()}
+
+
+class Dataset:
+    """The checked splits: (x, y) per split as arrays (memory-mapped views where the file
+    allows; a split cut from another is an index array over it)."""
+
+    def __init__(self, path: str, target: str | None = None, split_seed: int | None = None):
+        if target is not None and target not in KINDS:
+            raise UsageError(f"target must be one of {', '.join(KINDS)}, got {target!r}")
+        self.path = path
+        arrays = Arrays(path)
+        pairs = _pairs(arrays)
+        raw = {s: (arrays.get(x), arrays.get(y) if y else None) for s, (x, y) in pairs.items()}
+        self.meta = arrays.meta
+        self._label = {
+            id(a): n
+            for sp, names in pairs.items()
+            for a, n in zip(raw[sp], names, strict=True)
+            if a is not None
+        }
+        self._check_shapes(raw)
+        has_all = set(raw) == set(SPLITS)
+        if has_all and split_seed is not None:
+            raise UsageError(
+                f"data file {path!r} has its own train/valid/test splits: split_seed does not apply"
+            )
+        self.split_seed = None if has_all else (0 if split_seed is None else split_seed)
+        self.splits = self._cut(raw)
+        self.kind, self.kind_source = self._kind(target)
+        self._check_values()
+
+    # -- shapes and splits ----------------------------------------------------------------
+    def _check_shapes(self, raw) -> None:
+        path = self.path
+        dims = set()
+        for s, (x, y) in raw.items():
+            xn = "x" if s == "all" else f"x_{s}"
+            yn = "y" if s == "all" else f"y_{s}"
+            kind = _dtype_kind(path, xn, x)
+            if x.ndim not in (2, 3) or (kind == "int" and x.ndim != 2):
+                want = "(N, T, D) or (N, T) floats, or (N, T) token ids"
+                raise _fail(path, f"{xn} has shape {tuple(x.shape)}; expected {want}")
+            if x.shape[0] == 0:
+                raise _fail(path, f"the {s} split is empty ({xn} has 0 sequences)")
+            if x.shape[1] == 0:
+                raise _fail(path, f"{xn} has sequences of length 0")
+            dims.add((kind, x.shape[1], x.shape[2] if x.ndim == 3 else 1))
+            if y is not None:
+                _dtype_kind(path, yn, y)
+                if y.shape[0] != x.shape[0]:
+                    raise _fail(path, f"{xn} has {x.shape[0]} sequences but {yn} has {y.shape[0]}")
+                if y.ndim not in (1, 2) or (y.ndim == 2 and y.shape[1] != x.shape[1]):
+                    raise _fail(
+                        path,
+                        f"{yn} has shape {tuple(y.shape)}; expected ({x.shape[0]},) or "
+                        f"({x.shape[0]}, {x.shape[1]}) for {xn} of shape {tuple(x.shape)}",
+                    )
+        if len(dims) > 1:
+            shown = "; ".join(f"{k} T={t} D={d}" for k, t, d in sorted(dims))
+            raise _fail(path, f"the splits' inputs differ in dtype, length or width ({shown})")
+        ndims = {y.ndim for _, y in raw.values() if y is not None}
+        if len(ndims) > 1:
+            raise _fail(path, "some splits have per-sequence targets, others per-step ones")
+        (self.x_kind, self.T, self.D) = dims.pop()
+
+    def _cut(self, raw) -> dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]:
+        """split -> (x, y, rows): rows None means the whole array."""
+        if "all" in raw:
+            x, y = raw["all"]
+            if x.shape[0] < 3:
+                raise _fail(self.path, f"{x.shape[0]} sequences cannot be split in three")
+            idx = split_indices(x.shape[0], self.split_seed, SPLITS)
+            return {s: (x, y, idx[s]) for s in SPLITS}
+        out = {s: (x, y, None) for s, (x, y) in raw.items()}
+        missing = [s for s in SPLITS if s not in raw]
+        if missing:
+            x, y = raw["train"]
+            parts = ("train", *missing)
+            idx = split_indices(x.shape[0], self.split_seed, SPLITS if len(parts) == 3 else parts)
+            for s in parts:
+                if len(idx[s]) == 0:
+                    raise _fail(self.path, f"too few training sequences to cut a {s} split")
+                out[s] = (x, y, idx[s])
+        return out
+
+    def size(self, split: str) -> int:
+        x, _, rows = self.splits[split]
+        return x.shape[0] if rows is None else len(rows)
+
+    def rows(self, split: str, index: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray | None]:
+        """Rows `index` (positions within the split, in the order given: give them ascending
+        for sequential reads of a memory map) of x and y, copied out of any map."""
+        x, y, rows = self.splits[split]
+        if rows is not None:
+            index = rows[index]
+        return np.asarray(x[index]), (None if y is None else np.asarray(y[index]))
+
+    # -- kind and values ------------------------------------------------------------------
+    def _kind(self, target: str | None) -> tuple[str, str]:
+        has_y = self.splits["train"][1] is not None
+        y_kind = _dtype_kind(self.path, "y", self.splits["train"][1]) if has_y else None
+        meta = self.meta.get("target")
+        if meta is not None and meta not in KINDS:
+            raise _fail(self.path, f"metadata target must be one of {', '.join(KINDS)}")
+        if target is not None:
+            kind, source = target, "given"
+        elif meta is not None:
+            kind, source = meta, "metadata"
+        elif not has_y:
+            kind, source = "next-token", "inferred"
+        else:
+            kind, source = ("regression" if y_kind == "float" else "classification"), "inferred"
+        if kind == "next-token":
+            if has_y or self.x_kind != "int":
+                raise _fail(self.path, "next-token needs token ids x (N, T) and no y")
+            if self.T < 2:
+                raise _fail(self.path, "next-token needs sequences of at least 2 tokens")
+        elif not has_y:
+            raise _fail(self.path, f"{kind} needs targets y (y_train, ...); the file has none")
+        elif kind == "classification" and y_kind != "int":
+            raise _fail(self.path, "classification targets y must be integer class ids")
+        return kind, source
+
+    def _check_values(self) -> None:
+        path = self.path
+        seen: set[int] = set()
+        lo_x, hi_x, lo_y, hi_y = math.inf, -math.inf, math.inf, -math.inf
+        for x, y, _ in self.splits.values():
+            key = id(x)
+            if key in seen:
+                continue
+            seen.add(key)
+            _finite(path, self._label[id(x)], x)
+            if y is not None:
+                _finite(path, self._label[id(y)], y)
+            if self.x_kind == "int":
+                a, b = _int_range(x)
+                lo_x, hi_x = min(lo_x, a), max(hi_x, b)
+            if self.kind == "classification":
+                a, b = _int_range(y)
+                lo_y, hi_y = min(lo_y, a), max(hi_y, b)
+        self.vocab = None
+        if self.x_kind == "int":
+            if lo_x < 0:
+                raise _fail(path, f"token ids in x must be ≥ 0, found {int(lo_x)}")
+            self.vocab = _declared(path, self.meta, "vocab", int(hi_x) + 1, "token id", hi_x)
+        self.n_classes = None
+        if self.kind == "classification":
+            if lo_y < 0:
+                raise _fail(path, f"class labels in y must be ≥ 0, found {int(lo_y)}")
+            self.n_classes = _declared(path, self.meta, "n_classes", int(hi_y) + 1, "label", hi_y)
+            if self.n_classes < 2:
+                raise _fail(path, "classification needs at least 2 classes; y has one")
+        if self.kind == "next-token":
+            self.n_classes = self.vocab
+
+    @property
+    def per_step(self) -> bool:
+        y = self.splits["train"][1]
+        return self.kind == "next-token" or (y is not None and y.ndim == 2)
+
+    # -- the trivial baseline -------------------------------------------------------------
+    def baseline(self) -> tuple[float, str]:
+        """The test metric of the predictor that ignores the inputs, fitted on train: the mean
+        (regression), the majority class (classification), the unigram (next-token)."""
+        if self.kind == "regression":
+            total, count = 0.0, 0
+            for y in self._targets("train"):
+                total, count = total + float(y.sum(dtype=np.float64)), count + y.size
+            mean = total / count
+            sq, n = 0.0, 0
+            for y in self._targets("test"):
+                sq, n = sq + float(((y.astype(np.float64) - mean) ** 2).sum()), n + y.size
+            return sq / n, f"predict the train mean {mean:.4g}"
+        counts = np.zeros(self.n_classes, dtype=np.int64)
+        for y in self._targets("train"):
+            counts += np.bincount(y.reshape(-1).astype(np.int64), minlength=self.n_classes)
+        if self.kind == "classification":
+            top = int(counts.argmax())
+            hits, n = 0, 0
+            for y in self._targets("test"):
+                hits, n = hits + int((y == top).sum()), n + y.size
+            return hits / n, f"majority class {top} of train"
+        p = (counts + 1.0) / (counts.sum() + self.n_classes)  # add-one, as the text tasks
+        logp = np.log2(p)
+        bits, n = 0.0, 0
+        for y in self._targets("test"):
+            bits, n = bits - float(logp[y.reshape(-1).astype(np.int64)].sum()), n + y.size
+        return bits / n, "unigram of train"
+
+    def _targets(self, split: str):
+        n = self.size(split)
+        for i in range(0, n, SCAN_ROWS):
+            x, y = self.rows(split, slice(i, min(i + SCAN_ROWS, n)))
+            yield x[:, 1:] if self.kind == "next-token" else y
+
+
+def _declared(path: str, meta: dict, key: str, found: int, what: str, hi) -> int:
+    """The metadata's count (vocab, n_classes) if given, checked against the largest id."""
+    given = meta.get(key)
+    if given is None:
+        return found
+    if not isinstance(given, int) or isinstance(given, bool) or given < 1:
+        raise _fail(path, f"metadata {key} must be a positive integer, got {given!r}")
+    if hi >= given:
+        raise _fail(path, f"a {what} {int(hi)} is out of range for {key} = {given}")
+    return given
+
+
+_FACTS: dict[tuple, FileFacts] = {}
+
+
+def describe(path: str, target: str | None = None, split_seed: int | None = None) -> FileFacts:
+    """Check a data file and say what it holds (memoised per path, size, mtime and options:
+    a sweep resolves many points over one file)."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        raise _fail(path, "no such file or directory") from None
+    stamp = (st.st_size, st.st_mtime_ns)
+    if p.is_dir():
+        stamp += tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in p.iterdir())
+    key = (os.path.realpath(path), stamp, target, split_seed)
+    if key in _FACTS:
+        return _FACTS[key]
+    ds = Dataset(path, target, split_seed)
+    base, note = ds.baseline()
+    facts = FileFacts(
+        path=path,
+        kind=ds.kind,
+        kind_source=ds.kind_source,
+        data_hash=content_hash(path),
+        seq_len=ds.T - 1 if ds.kind == "next-token" else ds.T,
+        in_dim=EMBED if ds.x_kind == "int" else ds.D,
+        vocab=ds.vocab,
+        n_classes=ds.n_classes,
+        per_step=ds.per_step,
+        sizes={s: ds.size(s) for s in SPLITS},
+        split_seed=ds.split_seed,
+        baseline=base,
+        baseline_note=note,
+    )
+    _FACTS[key] = facts
+    return facts
+
+
+EMBED = 64  # embedding width for token-id inputs (as the language-modelling tasks)

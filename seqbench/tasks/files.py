@@ -1,0 +1,97 @@
+"""The `file` tasks: the user's own sequences (tasks/filedata.py reads and checks them).
+
+One class for the three kinds, registered as file-regression (MSE), file-classification
+(accuracy) and file-next-token (bits per token); `--task file` picks the kind from the file.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import torch
+
+from seqbench.errors import SeqbenchError
+from seqbench.tasks.base import Task, TaskArgs
+from seqbench.tasks.filedata import Dataset, content_hash, describe
+
+
+class FileTask(Task):
+    """Batches are copied out of the (memory-mapped) arrays; evaluation walks each split in
+    order, all of it."""
+
+    def __init__(self, args: TaskArgs):
+        if not args.path:
+            raise SeqbenchError("the file tasks need a data file: --path FILE.npz or a directory")
+        self.facts = describe(args.path, args.target, args.split_seed)
+        if args.data_hash is not None and args.data_hash != self.facts.data_hash:
+            raise SeqbenchError(
+                f"data file {args.path!r} has changed since this config was made "
+                f"(sha256 {content_hash(args.path)[:12]}…, the config says "
+                f"{args.data_hash[:12]}…)"
+            )
+        super().__init__(args)
+        self.seq_len = self.facts.seq_len
+        self.name = f"file-{self.facts.kind}"
+        self.kind = self.facts.kind
+        self.readout = "all" if self.facts.per_step else "last"
+        self.in_dim = self.facts.in_dim
+        self.vocab = self.facts.vocab
+        self.out_dim = 1 if self.kind == "regression" else self.facts.n_classes
+
+    @cached_property
+    def data(self) -> Dataset:
+        return Dataset(self.args.path, self.args.target, self.args.split_seed)
+
+    @property
+    def n_train(self) -> int:
+        return self.facts.sizes["train"]
+
+    def _tensors(self, x: np.ndarray, y: np.ndarray | None):
+        if self.vocab is not None:
+            xt = torch.as_tensor(x.astype(np.int64))
+        else:
+            xt = torch.as_tensor(x.astype(np.float32, copy=False))
+            if xt.ndim == 2:
+                xt = xt.unsqueeze(-1)  # (N, T) floats: one feature
+        if self.kind == "next-token":
+            return xt[:, :-1], xt[:, 1:]
+        yt = torch.as_tensor(y.astype(np.float32 if self.kind == "regression" else np.int64))
+        return xt, yt
+
+    def train_batch(self, batch_size, gen):
+        idx = torch.randint(0, self.n_train, (batch_size,), generator=gen).numpy()
+        order = np.argsort(idx, kind="stable")  # read the map in order, give the draw's order
+        x, y = self.data.rows("train", idx[order])
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        return self._tensors(x[inverse], None if y is None else y[inverse])
+
+    def eval_batches(self, split, batch_size):
+        n = self.data.size(split)
+        for i in range(0, n, batch_size):
+            yield self._tensors(*self.data.rows(split, slice(i, min(i + batch_size, n))))
+
+    # -- objective ------------------------------------------------------------------------
+    def loss(self, out, y):
+        if self.kind == "regression":
+            return torch.nn.functional.mse_loss(out.squeeze(-1), y)
+        return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+
+    def metric_sums(self, out, y):
+        if self.kind == "regression":
+            sq = float(((out.squeeze(-1) - y) ** 2).sum())
+            return sq, sq, float(y.numel())
+        flat = out.reshape(-1, out.shape[-1])
+        ce = float(torch.nn.functional.cross_entropy(flat, y.reshape(-1), reduction="sum"))
+        if self.kind == "next-token":
+            return ce, ce, float(y.numel())
+        return ce, float((flat.argmax(-1) == y.reshape(-1)).sum()), float(y.numel())
+
+    def finish_metric(self, loss_mean, metric_mean):
+        if self.kind == "next-token":
+            return loss_mean / np.log(2)  # nats -> bits per token
+        return metric_mean
+
+    def baseline(self):
+        return self.facts.baseline

@@ -1,0 +1,287 @@
+"""The user's own data through the CLI, on a fresh store: a dataset these tests make (not one
+of seqbench's tasks) trained with a recurrent and a feedforward model, swept over k and
+reported against the file's own trivial baseline; every bad file one line, no row."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seqbench.tasks.filedata import Dataset, describe, split_indices
+
+
+def _lagged(n=400, T=16, lag=5, seed=0):
+    """y = x[T - lag] + 0.5 x[T - 1]: a target that needs exactly `lag` steps of context."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, T, 1)).astype(np.float32)
+    y = (x[:, T - lag, 0] + 0.5 * x[:, -1, 0]).astype(np.float32)
+    return x, y
+
+
+@pytest.fixture
+def lagged(tmp_path) -> Path:
+    x, y = _lagged(T=32)
+    p = tmp_path / "lagged.npz"
+    np.savez(p, x=x, y=y)
+    return p
+
+
+def _runs(db: Path) -> list[tuple]:
+    if not db.exists():
+        return []
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("SELECT id, model, task, k, status, config FROM runs").fetchall()
+    finally:
+        con.close()
+
+
+def test_train_sweep_and_report_on_a_file(cli, db, lagged):
+    same = ("--path", lagged, "--steps", "400", "--lr", "0.01", "-q")
+    r = cli("train", "-m", "gru", "-t", "file", *same)
+    assert r.exit_code == 0, r.output
+    r = cli("train", "-m", "tcn", "-t", "file", *same)
+    assert r.exit_code == 0, r.output
+    (_, _, task, _, status, conf), (_, _, task2, k2, *_) = _runs(db)
+    assert task == task2 == "file-regression" and status == "completed"
+    conf = json.loads(conf)
+    assert conf["target"] == "regression" and conf["seq_len"] == 32 and k2 == 32
+    assert conf["data_hash"] == describe(str(lagged)).data_hash and conf["split_seed"] == 0
+
+    r = cli(
+        "sweep", "--models", "tcn", "--tasks", "file", "--set", f"path={lagged}",
+        "--set", "steps=400", "--set", "lr=0.01", "--k", "1:32:x2", "--seeds", "0", "-q",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    r = cli("report", "--compare", "gru", "tcn", "--by", "k", "--format", "json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    base = describe(str(lagged)).baseline
+    idx = split_indices(400, 0, ("train", "valid", "test"))  # the recorded split seed 0
+    y = _lagged(T=32)[1].astype(np.float64)
+    assert base == pytest.approx(float(np.mean((y[idx["test"]] - y[idx["train"]].mean()) ** 2)))
+    by_k = {row["k"]: row for row in rows if row.get("k") is not None}
+    assert sorted(by_k) == [1, 2, 4, 8, 16, 32]
+    assert all(row["baseline"] == pytest.approx(base) for row in rows)
+    tcn = {k: row["tcn_mean"] for k, row in by_k.items()}
+    # a context short of the lag cannot see x[T-5]: the rest of y is noise to it
+    assert tcn[4] > 0.5 * base
+    assert tcn[8] < 0.2 * tcn[4] and tcn[32] < 0.2 * tcn[4]  # sees x[T-5] too
+    assert by_k[32]["gru_mean"] < 0.6 * base  # the full GRU (k blank) as every row's reference
+
+
+def _save(path: Path, **arrays) -> Path:
+    np.savez(path, **arrays)
+    return path
+
+
+def _npy_dir(d: Path, **arrays) -> Path:
+    d.mkdir()
+    for name, a in arrays.items():
+        np.save(d / f"{name}.npy", a)
+    return d
+
+
+def _bad_files(tmp: Path) -> list[tuple[Path, str]]:
+    x, y = _lagged(n=30, T=6)
+    xi = np.random.default_rng(0).integers(0, 4, size=(30, 6))
+    cases = [
+        (_save(tmp / "nokeys.npz", inputs=x, y=y), "missing x; arrays found: inputs, y"),
+        (_save(tmp / "noy.npz", x_train=x, x_test=x, y_test=y), "missing y_train"),
+        (_save(tmp / "mismatch.npz", x=x, y=y[:-3]), "has 30 sequences but y has 27"),
+        (_save(tmp / "steps.npz", x=x, y=np.zeros((30, 5), np.float32)), "y has shape (30, 5)"),
+        (
+            _save(tmp / "widths.npz", x_train=x, y_train=y, x_test=x[:, :, :0], y_test=y),
+            "differ in dtype, length or width",
+        ),
+        (_save(tmp / "nan.npz", x=np.where(x > 1.5, np.nan, x), y=y), "x has NaN or infinite"),
+        (_save(tmp / "inf.npz", x=x, y=np.where(y > 1, np.inf, y)), "y has NaN or infinite"),
+        (
+            _save(tmp / "neg.npz", x=x, y=np.arange(30) % 3 - 1),
+            "class labels in y must be ≥ 0, found -1",
+        ),
+        (
+            _save(tmp / "range.npz", x=x, y=np.arange(30) % 5, meta=json.dumps({"n_classes": 3})),
+            "a label 4 is out of range for n_classes = 3",
+        ),
+        (_save(tmp / "tokens.npz", x=xi - 1), "token ids in x must be ≥ 0"),
+        (
+            _save(tmp / "empty.npz", x_train=x, y_train=y, x_test=x[:0], y_test=y[:0]),
+            "the test split is empty",
+        ),
+        (_save(tmp / "dtype.npz", x=x > 0, y=y), "x has dtype bool"),
+        (_save(tmp / "shape.npz", x=x[:, :, 0, None, None], y=y), "x has shape (30, 6, 1, 1)"),
+        (
+            _save(tmp / "cls_float.npz", x=x, y=y, meta='{"target": "classification"}'),
+            "classification targets y must be integer",
+        ),
+        (_save(tmp / "meta.npz", x=x, y=y, meta="{not json"), "metadata is not JSON"),
+    ]
+    ragged = tmp / "ragged.npz"
+    np.savez(ragged, x=np.array([np.zeros(3), np.zeros(4)], dtype=object), y=np.zeros(2))
+    cases.append((ragged, "object array (ragged sequences?)"))
+    whole = (tmp / "nan.npz").read_bytes()
+    (tmp / "truncated.npz").write_bytes(_save(tmp / "ok.npz", x=x, y=y).read_bytes()[:300])
+    cases.append((tmp / "truncated.npz", "truncated?"))
+    assert whole
+    (tmp / "notnpz.csv").write_text("a,b\n1,2\n")
+    cases.append((tmp / "notnpz.csv", "expected an .npz file or a directory of .npy"))
+    cases.append((tmp / "absent.npz", "no such file or directory"))
+    d = _npy_dir(tmp / "npydir", x=x, y=y)
+    (d / "y.npy").write_bytes((d / "y.npy").read_bytes()[:100])  # cut short
+    cases.append((d, "y.npy cannot be read"))
+    return cases
+
+
+def test_each_bad_file_is_one_line_and_no_row(cli, db, tmp_path):
+    (tmp_path / "bad").mkdir()
+    for path, msg in _bad_files(tmp_path / "bad"):
+        r = cli("train", "-m", "gru", "-t", "file", "--path", path, "--steps", "2", "-q")
+        assert r.exit_code != 0, (path, r.output)
+        lines = r.output.strip().splitlines()
+        assert len(lines) == 1 and msg in lines[0], (path, r.output)
+        assert "Traceback" not in r.output
+        r = cli("tasks", "--path", path)
+        assert r.exit_code != 0 and msg in r.output, (path, r.output)
+    assert _runs(db) == []
+
+
+@pytest.mark.parametrize(
+    ("arrays", "kind", "source", "per_step"),
+    [
+        ({"x": "float", "y": "float"}, "regression", "inferred", False),
+        ({"x": "float", "y": "int"}, "classification", "inferred", False),
+        ({"x": "int"}, "next-token", "inferred", True),
+        ({"x": "int", "y": "int_steps"}, "classification", "inferred", True),
+        ({"x": "float", "y": "int", "meta": "regression"}, "regression", "metadata", False),
+    ],
+)
+def test_the_kind_is_declared_or_inferred(tmp_path, arrays, kind, source, per_step):
+    rng = np.random.default_rng(1)
+    made = {
+        "float": rng.normal(size=(50, 8)).astype(np.float32),
+        "int": rng.integers(0, 3, size=(50, 8)),
+    }
+    out = {"x": made[arrays["x"]]}
+    if arrays.get("y") == "float":
+        out["y"] = rng.normal(size=50)
+    elif arrays.get("y") == "int":
+        out["y"] = rng.integers(0, 4, size=50)
+    elif arrays.get("y") == "int_steps":
+        out["y"] = rng.integers(0, 4, size=(50, 8))
+    if "meta" in arrays:
+        out["meta"] = json.dumps({"target": arrays["meta"]})
+    p = _save(tmp_path / "d.npz", **out)
+    f = describe(str(p))
+    assert (f.kind, f.kind_source, f.per_step) == (kind, source, per_step)
+    assert f.seq_len == (7 if kind == "next-token" else 8)
+
+
+def test_the_trivial_baselines_are_the_train_split_predictors(tmp_path):
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(10, 4, 1)).astype(np.float32)
+    ytr, yte = np.array([1.0, 3.0] * 5), np.array([0.0, 4.0])
+    p = _save(tmp_path / "r.npz", x_train=x, y_train=ytr, x_valid=x[:2], y_valid=yte,
+              x_test=x[:2], y_test=yte)  # fmt: skip
+    assert describe(str(p)).baseline == pytest.approx(((0 - 2) ** 2 + (4 - 2) ** 2) / 2)
+    c = _save(tmp_path / "c.npz", x_train=x, y_train=np.array([2] * 7 + [0] * 3),
+              x_valid=x[:4], y_valid=np.array([2, 2, 0, 1]), x_test=x[:4],
+              y_test=np.array([2, 0, 0, 1]))  # fmt: skip
+    assert describe(str(c)).baseline == pytest.approx(0.25)  # majority class 2: 1 of 4
+    tok = np.array([[0, 0, 0, 1]] * 4)  # train next tokens: 0, 0, 1 per row
+    t = _save(tmp_path / "t.npz", x_train=tok, x_valid=tok, x_test=np.array([[1, 1, 1, 1]]))
+    p1 = (4 + 1) / (12 + 2)  # add-one unigram of train targets over a vocabulary of 2
+    assert describe(str(t)).baseline == pytest.approx(-np.log2(p1))
+
+
+def test_the_content_not_the_path_is_the_experiment(cli, db, tmp_path, lagged):
+    from seqbench.configure import config_hash, make_config
+
+    copy = tmp_path / "elsewhere" / "same.npz"
+    copy.parent.mkdir()
+    copy.write_bytes(lagged.read_bytes())
+    other = _save(tmp_path / "other.npz", x=_lagged(seed=1)[0], y=_lagged(seed=1)[1])
+    h = [config_hash(make_config("gru", "file", {"path": str(p)})) for p in (lagged, copy, other)]
+    assert h[0] == h[1] != h[2]
+    for p in (lagged, copy):
+        r = cli("train", "-m", "gru", "-t", "file", "--path", p, "--steps", "5", "-q")
+        assert r.exit_code == 0, r.output
+    r = cli("report", "--format", "json")
+    cells = json.loads(r.stdout)
+    assert "variant" not in r.stdout, r.stdout  # the two paths pooled as seeds of one
+    assert cells, r.stdout
+
+
+def test_a_changed_file_is_refused_by_the_config_made_before(tmp_path, lagged):
+    from seqbench.configure import make_config
+    from seqbench.errors import SeqbenchError
+    from seqbench.tasks import make_task
+
+    cfg = make_config("gru", "file", {"path": str(lagged)})
+    x, y = _lagged(seed=3)
+    np.savez(lagged, x=x, y=y)
+    with pytest.raises(SeqbenchError, match="has changed since this config was made"):
+        make_task(cfg.task, cfg.task_args())
+
+
+def test_a_directory_of_npy_is_memory_mapped(tmp_path):
+    x, y = _lagged(n=200)
+    d = _npy_dir(tmp_path / "npy", x=x, y=y)
+    ds = Dataset(str(d))
+    assert isinstance(ds.splits["train"][0], np.memmap)
+    bx, by = ds.rows("train", np.array([5, 1, 3]))
+    rows = ds.splits["train"][2]
+    assert np.array_equal(bx, x[rows[[5, 1, 3]]]) and np.array_equal(by, y[rows[[5, 1, 3]]])
+    npz = _save(tmp_path / "a.npz", x=x, y=y)
+    assert describe(str(d)).data_hash != describe(str(npz)).data_hash
+
+
+def test_split_seed_is_recorded_and_refused_where_the_file_has_splits(tmp_path):
+    from seqbench.configure import make_config
+    from seqbench.errors import UsageError
+
+    x, y = _lagged(n=60)
+    p = _save(tmp_path / "s.npz", x_train=x, y_train=y, x_valid=x, y_valid=y, x_test=x, y_test=y)
+    assert make_config("gru", "file", {"path": str(p)}).split_seed is None
+    with pytest.raises(UsageError, match="has its own train/valid/test splits"):
+        make_config("gru", "file", {"path": str(p), "split_seed": 3})
+    q = _save(tmp_path / "q.npz", x=x, y=y)
+    a, b = Dataset(str(q), split_seed=1), Dataset(str(q), split_seed=2)
+    assert not np.array_equal(a.splits["test"][2], b.splits["test"][2])
+    with pytest.raises(UsageError, match="target is for the file tasks"):
+        make_config("gru", "adding", {"target": "regression"})
+
+
+def test_a_training_batch_is_the_rows_drawn_in_the_order_drawn(tmp_path):
+    import torch
+
+    from seqbench.configure import make_config
+    from seqbench.tasks import make_task
+    from seqbench.tasks.base import generator
+
+    x, y = _lagged(n=100)
+    d = _npy_dir(tmp_path / "npy", x=x, y=y)
+    cfg = make_config("gru", "file", {"path": str(d)})
+    task = make_task(cfg.task, cfg.task_args())
+    bx, by = task.train_batch(16, generator(7))
+    drawn = torch.randint(0, task.n_train, (16,), generator=generator(7)).numpy()
+    rows = task.data.splits["train"][2][drawn]
+    assert np.array_equal(bx.numpy(), x[rows]) and np.array_equal(by.numpy(), y[rows])
+
+
+@pytest.mark.parametrize("model", ["lstm", "tcn"])
+@pytest.mark.parametrize("kind", ["next-token", "per-step classes"])
+def test_token_and_per_step_files_train(cli, db, tmp_path, model, kind):
+    rng = np.random.default_rng(0)
+    tok = rng.integers(0, 6, size=(120, 12))
+    arrays = {"x": tok} if kind == "next-token" else {"x": tok, "y": (tok + 1) % 6}
+    p = _save(tmp_path / "t.npz", **arrays)
+    r = cli("train", "-m", model, "-t", "file", "--path", p, "--steps", "20")
+    assert r.exit_code == 0, r.output
+    ((_, _, task, _, status, _),) = _runs(db)
+    assert status == "completed"
+    assert task == ("file-next-token" if kind == "next-token" else "file-classification")
