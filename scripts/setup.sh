@@ -9,6 +9,9 @@ PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 # The CPU build of torch first: a bare "torch" requirement would pull a multi-GB CUDA build.
 .venv/bin/python -c "import torch" 2>/dev/null || "${PIP[@]}" torch==2.13.0
 "${PIP[@]}" -e '.[all,ray,dev]'
+# The example plugin (a model and a task from another package, docs/plugins.md), installed as a
+# user installs one: the test-suite trains, stresses and sweeps it.
+"${PIP[@]}" ./examples/seqbench-example-plugin
 if [ ! -d /usr/share/datasets/fashion-mnist ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist) \
     >/dev/null 2>&1 || echo "note: could not install dataset-fashion-mnist; the fashion tasks will say so" >&2

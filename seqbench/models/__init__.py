@@ -31,6 +31,8 @@ class ModelSpec:
         steps it is fed, before the cap at those steps; None for a recurrent family, whose
         stored k is its truncation length.
     context_rule: that rule in words, for `seqbench models` and the docs.
+    plugin: where a plugin's spec came from ("dist version"), set by seqbench/plugins.py
+        when it loads one (None: built in); recorded in each run's config and hash.
     """
 
     name: str
@@ -48,9 +50,10 @@ class ModelSpec:
     small_steps: bool = False
     context: Callable[[Any, int], int] | None = None
     context_rule: str = "full backpropagation; k: truncated BPTT of k steps"
+    plugin: str | None = None
 
 
-MODELS: Registry[ModelSpec] = Registry("model")
+MODELS: Registry[ModelSpec] = Registry("model", "model", ModelSpec)
 
 
 def _torch_rnn(kind):
@@ -209,6 +212,7 @@ for _spec in (
     ),
 ):
     MODELS.register(_spec.name, _spec)
+MODELS.seal()
 
 
 def context(c, steps: int) -> int | None:

@@ -60,6 +60,19 @@ def result_rows(
     return run_query(db, "\n".join(sql), params)
 
 
+def task_directions(db: str | None, tasks: list[str]) -> dict[str, bool]:
+    """Whether higher is better for each of `tasks`, as their runs stored it (the summary
+    higher_is_better, which runs of plugin tasks carry); tasks without it are left out."""
+    names, params = _in_list("t", tasks)
+    _cols, rows = run_query(
+        db,
+        "SELECT r.task, MAX(s.value) FROM runs r JOIN summaries s ON s.run_id = r.id "
+        f"AND s.key = 'higher_is_better' WHERE r.task IN ({names}) GROUP BY r.task",
+        params,
+    )
+    return {t: bool(v) for t, v in rows if v is not None}
+
+
 def summary_keys(db: str | None) -> list[str]:
     """Every summary key the store's training runs have (for a helpful unknown-metric error)."""
     _cols, rows = run_query(

@@ -38,7 +38,7 @@ from seqbench.models.base import count_params
 from seqbench.store.common import utcnow
 from seqbench.store.recorder import RunRecorder
 from seqbench.store.store import Store
-from seqbench.tasks import make_task
+from seqbench.tasks import TASKS, make_task
 from seqbench.tasks.base import generator, to_device
 from seqbench.training.threads import apply_threads, choose_threads, one_thread_for
 
@@ -407,6 +407,8 @@ def _loop(run: _Run) -> TrainOutcome:
     baseline = task.baseline()
     if baseline is not None:
         summaries["baseline"] = baseline
+    if not TASKS.is_builtin(cfg.task):  # a plugin task: reports read its direction from here
+        summaries["higher_is_better"] = float(higher)
     why = blown_up(test["metric"], baseline, higher)
     if why:  # the test pass blew up although training did not: diverged, never a result
         return run.finish("diverged", summaries, why)

@@ -77,3 +77,21 @@ def test_ray_cluster_head_and_worker_on_loopback(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "ran 4: 4 completed" in out.stdout and _completed(db) == 4
     assert (tmp_path / "nodes").read_text().strip() == "2"  # a head and a worker node
+
+
+def test_ray_workers_import_a_plugin_model_and_task(tmp_path):
+    """The example plugin (installed by setup.sh) is found by each Ray worker from its entry
+    points, as the driver found it; its version is in every run."""
+    db = tmp_path / "p.db"
+    sweep = (
+        "sweep --models diag,tcn --tasks sunspots --k 8 --set steps=20 --quiet "
+        "--executor ray --address local --workers 2"
+    )
+    out = _in_namespace(f"{BIN}/seqbench --db {db} {sweep}\n", tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "ran 2: 2 completed" in out.stdout and _completed(db) == 2
+    con = sqlite3.connect(db)
+    plugins = con.execute("SELECT DISTINCT json_extract(config, '$.plugin') FROM runs").fetchall()
+    con.close()
+    example = "seqbench-example-plugin 0.1.0"
+    assert sorted(plugins) == [(f"model: {example}; task: {example}",), (f"task: {example}",)]

@@ -1,0 +1,252 @@
+"""Models and tasks from other packages, through the CLI as users run it (subprocesses, so each
+command discovers the installed distributions afresh): the example plugin that setup.sh
+installs (examples/seqbench-example-plugin), distributions made here on a PYTHONPATH (real
+.dist-info metadata, as pip writes it), and `module:name` references to code in the current
+directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+EXAMPLE = "seqbench-example-plugin 0.1.0"
+
+
+def sb(db: Path, *args, cwd: Path | None = None, path: Path | None = None):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+    if path is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(path), env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [str(BIN / "seqbench"), "--db", str(db), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+    )
+
+
+def rows(db: Path, sql: str) -> list[tuple]:
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def make_dist(root: Path, name: str, version: str, module: str, body: str, eps: str) -> Path:
+    """An installed distribution on `root`: the module and its .dist-info (METADATA and
+    entry_points.txt), which importlib.metadata reads as it reads pip's installs."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / f"{module}.py").write_text(textwrap.dedent(body))
+    info = root / f"{name.replace('-', '_')}-{version}.dist-info"
+    if info.parent.exists():
+        for old in info.parent.glob(f"{name.replace('-', '_')}-*.dist-info"):
+            for f in old.iterdir():
+                f.unlink()
+            old.rmdir()
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent(eps))
+    (info / "top_level.txt").write_text(module + "\n")
+    (info / "RECORD").write_text(f"{module}.py,,\n")
+    return root
+
+
+TOY = """
+    from seqbench.models import ModelSpec
+
+    def _build(in_dim, args):
+        import torch
+        from torch import nn
+        from seqbench.models.base import Backbone
+
+        class Toy(Backbone):
+            recurrent = True
+
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.RNN(in_dim, args.hidden, batch_first=True)
+                self.out_dim = args.hidden
+
+            def forward(self, x, state=None):
+                return self.rnn(x, state)
+
+        return Toy()
+
+    toy = ModelSpec("toy", "a toy plugin RNN", True, _build, {"hidden": 8})
+"""
+
+
+def test_the_example_plugin_trains_stresses_sweeps_and_reports(tmp_path):
+    db = tmp_path / "p.db"
+    r = sb(db, "models", "--format", "csv")
+    assert r.returncode == 0, r.stderr
+    assert "diag,recurrent,32" in r.stdout and EXAMPLE in r.stdout
+    r = sb(db, "tasks", "--format", "csv")
+    assert "sunspots,mse,lower,24" in r.stdout and EXAMPLE in r.stdout
+
+    r = sb(db, "train", "-m", "diag", "-t", "sunspots", "--steps", "200", "-q")
+    assert r.returncode == 0, r.stderr
+    ((conf, status),) = rows(db, "SELECT config, status FROM runs")
+    assert status == "completed"
+    assert json.loads(conf)["plugin"] == f"model: {EXAMPLE}; task: {EXAMPLE}"
+    ((test, base),) = rows(
+        db,
+        "SELECT MAX(CASE WHEN key = 'test_metric' THEN value END), "
+        "MAX(CASE WHEN key = 'baseline' THEN value END) FROM summaries",
+    )
+    assert test < 0.8 * base  # it learned something from 200 steps: the cycle is ~11 years
+
+    r = sb(db, "train", "-m", "diag", "-t", "sunspots", "--steps", "5", "--stable", "--lam",
+           "0.5", "-q")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (bound,) = rows(db, "SELECT value FROM summaries WHERE key = 'stability_bound'")[-1]
+    assert bound <= 0.5 + 1e-6  # its project_ hook: a from up to 0.99 clamped to λ
+
+    r = sb(db, "stress", "--models", "diag", "--seq-len", "300")
+    assert r.returncode == 0, r.stderr
+    assert "diag" in r.stdout and "stable" in r.stdout  # |a| ≤ 0.99 at init
+
+    r = sb(db, "sweep", "--models", "diag,tcn", "--tasks", "sunspots", "--k", "12",
+           "--set", "steps=100", "--name", "two", "-q")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "ran 2: 2 completed" in r.stdout
+    r = sb(db, "report", "--compare", "diag", "tcn", "--sweep", "two", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    (row,) = json.loads(r.stdout)
+    assert row["task"] == "sunspots" and row["diag_n"] == 1 and row["tcn_n"] == 1
+
+
+def test_a_new_plugin_version_reruns_a_sweeps_points(tmp_path):
+    db, site = tmp_path / "u.db", tmp_path / "site"
+    eps = "[seqbench.models]\ntoy = seqbench_toy:toy\n"
+    make_dist(site, "seqbench-toy", "0.1.0", "seqbench_toy", TOY, eps)
+    sweep = ("sweep", "--models", "toy", "--tasks", "adding", "--seeds", "0,1", "--name", "v",
+             "--set", "steps=3", "--set", "seq_len=10", "--set", "eval_size=16", "-q")  # fmt: skip
+    r = sb(db, *sweep, path=site)
+    assert r.returncode == 0, r.stderr
+    assert "ran 2: 2 completed" in r.stdout
+    r = sb(db, *sweep, path=site)
+    assert "2 already done" in r.stdout and "ran 0" in r.stdout, r.stdout
+    make_dist(site, "seqbench-toy", "0.2.0", "seqbench_toy", TOY, eps)
+    r = sb(db, *sweep, path=site)
+    assert r.returncode == 0, r.stderr
+    assert "ran 2: 2 completed" in r.stdout, r.stdout
+    plugins = rows(db, "SELECT DISTINCT json_extract(config, '$.plugin') FROM runs ORDER BY 1")
+    assert plugins == [("model: seqbench-toy 0.1.0",), ("model: seqbench-toy 0.2.0",)]
+    r = sb(db, "report", "--format", "csv", path=site)
+    assert "plugin=model: seqbench-toy 0.1.0" in r.stdout  # two versions: never one cell
+    assert "plugin=model: seqbench-toy 0.2.0" in r.stdout
+
+
+def test_a_module_reference_from_the_current_directory(tmp_path):
+    db = tmp_path / "m.db"
+    (tmp_path / "mymodels.py").write_text(textwrap.dedent(TOY))
+    args = ("train", "-m", "mymodels:toy", "-t", "adding", "--steps", "2", "--seq-len", "10",
+            "--set", "eval_size=16", "-q")  # fmt: skip
+    r = sb(db, *args, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "mymodels.py").write_text(textwrap.dedent(TOY) + "\n# edited\n")
+    r = sb(db, *args, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    got = rows(db, "SELECT model, json_extract(config, '$.plugin'), config_hash FROM runs")
+    assert [m for m, *_ in got] == ["mymodels:toy"] * 2
+    assert all(p.startswith("model: mymodels sha256:") for _, p, _ in got)
+    assert got[0][1] != got[1][1] and got[0][2] != got[1][2]  # the edit is another experiment
+
+
+@pytest.mark.parametrize(
+    ("args", "msg"),
+    [
+        (["train", "-m", "nomod:x", "-t", "adding"], "plugin 'nomod:x' failed to import"),
+        (["train", "-m", "json:nothing", "-t", "adding"], "has no attribute 'nothing'"),
+        (["train", "-m", "json:__name__", "-t", "adding"], "gives a str, not a ModelSpec"),
+        (
+            ["train", "-m", "broken", "-t", "adding"],
+            "seqbench.models:broken (seqbench_broken:spec)",
+        ),
+        (["train", "-m", "rnn", "-t", "badtask"], "seqbench.tasks:badtask"),
+    ],
+)
+def test_a_plugin_that_fails_is_one_line_and_no_row(tmp_path, args, msg):
+    db, site = tmp_path / "b.db", tmp_path / "site"
+    eps = (
+        "[seqbench.models]\nbroken = seqbench_broken:spec\n"
+        "[seqbench.tasks]\nbadtask = seqbench_broken:task\n"
+    )
+    make_dist(site, "seqbench-broken", "1.0", "seqbench_broken", "raise ImportError('no')\n", eps)
+    r = sb(db, *args, "--steps", "2", path=site)
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and msg in lines[0], r.stderr
+    assert not db.exists() or rows(db, "SELECT COUNT(*) FROM runs") == [(0,)]
+
+
+def test_a_broken_plugin_leaves_the_catalog_and_the_built_ins_working(tmp_path):
+    db, site = tmp_path / "c.db", tmp_path / "site"
+    eps = "[seqbench.models]\nbroken = seqbench_broken:spec\n"
+    make_dist(site, "seqbench-broken", "1.0", "seqbench_broken", "raise ImportError('no')\n", eps)
+    r = sb(db, "models", "--format", "csv", path=site)
+    assert r.returncode == 0, r.stderr
+    assert "warning: plugin seqbench.models:broken" in r.stderr and "rnn,recurrent" in r.stdout
+    r = sb(db, "train", "-m", "rnn", "-t", "adding", "--steps", "2", "--seq-len", "10", "-q",
+           path=site)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = sb(db, "train", "-m", "brokn", "-t", "adding", path=site)
+    assert r.returncode == 2 and "Did you mean 'broken'?" in r.stderr  # listed, not imported
+
+
+@pytest.fixture(scope="module")
+def plugin_runs(tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("plugin-runs") / "r.db"
+    for model in ("diag", "tcn"):
+        r = sb(db, "train", "-m", model, "-t", "sunspots", "--steps", "3", "--k", "4", "-q")
+        assert r.returncode == 0, r.stderr
+    return db
+
+
+PROBE = """
+import sys
+from seqbench.cli.main import app
+try:
+    app(sys.argv[1:], standalone_mode=False)
+except SystemExit:
+    pass
+finally:
+    print("PLUGINS=" + ",".join(m for m in sys.modules if m.startswith("seqbench_")),
+          file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["report", "--format", "json"],
+        ["report", "--compare", "diag", "tcn", "--by", "k", "--format", "csv"],
+        ["runs"],
+        ["query", "SELECT model, task FROM runs"],
+        ["check", "--save-baseline", "b.json"],
+    ],
+)
+def test_read_commands_import_no_plugin(plugin_runs, tmp_path, args):
+    db = plugin_runs
+    r = subprocess.run(
+        [sys.executable, "-c", PROBE, "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    line = [x for x in r.stderr.splitlines() if x.startswith("PLUGINS=")][-1]
+    assert line == "PLUGINS=", (args, r.stderr[-1500:])
+    assert "Error" not in r.stderr, r.stderr
