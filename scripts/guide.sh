@@ -6,25 +6,9 @@
 #
 #   bash scripts/guide.sh
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
-sb="${SEQBENCH:-$repo/.venv/bin/seqbench}"
-out="$repo/docs/guide"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$out"
-cd "$work"
-
-# console FILE CMD...: the command (as the guide shows it) and what it printed, as a block
-console() {
-  local file=$1
-  shift
-  {
-    echo '```console'
-    echo "\$ seqbench $*"
-    "$sb" "$@" 2>&1
-    echo '```'
-  } >"$out/$file"
-}
+out="$(cd "$(dirname "$0")/.." && pwd)/docs/guide"
+# shellcheck source=scripts/docs-run.sh
+source "$(dirname "$0")/docs-run.sh"
 
 console 1-train.md train --model lstm --task adding --seq-len 200 -q --name lstm-seed0
 {

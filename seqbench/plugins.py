@@ -123,4 +123,10 @@ def load(what: str, name: str, spec_type: type, ep: metadata.EntryPoint | None =
             f"plugin {shown} gives a {type(obj).__name__}, not a {spec_type.__name__} "
             "(docs/plugins.md)"
         )
+    if getattr(obj, "recurrent", True) is False and getattr(obj, "context", None) is None:
+        # a feedforward model's stored k is its context: it must say what that is
+        raise PluginError(
+            f"plugin {shown}: a feedforward model must state its context "
+            "(ModelSpec.context: (config, steps) -> the inputs an output depends on)"
+        )
     return replace(obj, name=name, plugin=provenance(module.strip(), ep))

@@ -250,3 +250,30 @@ def test_read_commands_import_no_plugin(plugin_runs, tmp_path, args):
     line = [x for x in r.stderr.splitlines() if x.startswith("PLUGINS=")][-1]
     assert line == "PLUGINS=", (args, r.stderr[-1500:])
     assert "Error" not in r.stderr, r.stderr
+
+
+def test_a_task_reference_and_the_example_dataset_script(tmp_path):
+    """`--task module:attr` for a task; examples/co2_arrays.py writes an .npz that the file
+    task reads (a real series: the Mauna Loa CO2 record that statsmodels ships)."""
+    db = tmp_path / "t.db"
+    r = sb(db, "train", "-m", "gru", "-t", "seqbench_example:sunspots", "--steps", "3", "-q")
+    assert r.returncode == 0, r.stderr
+    ((task, plugin),) = rows(db, "SELECT task, json_extract(config, '$.plugin') FROM runs")
+    assert task == "seqbench_example:sunspots" and plugin == f"task: {EXAMPLE}"
+
+    script = Path(__file__).resolve().parents[1] / "examples" / "co2_arrays.py"
+    out = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "co2.npz")], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    r = sb(db, "tasks", "--path", tmp_path / "co2.npz", "--format", "csv")
+    assert r.returncode == 0, r.stderr
+    facts = dict(line.split(",", 1) for line in r.stdout.strip().splitlines()[1:])
+    assert facts["task"] == "file-regression" and facts["T"] == "48"
+    assert facts["split"] == "the file's" and facts["train/valid/test"] == "328/60/84"
+    r = sb(db, "train", "-m", "tcn", "-t", "file", "--path", tmp_path / "co2.npz", "--k", "16",
+           "--steps", "150", "-q")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (test,) = rows(db, "SELECT value FROM summaries WHERE key = 'test_metric'")[-1:]
+    (base,) = rows(db, "SELECT value FROM summaries WHERE key = 'baseline'")[-1:]
+    assert test[0] < 0.5 * base[0]  # the seasonal cycle: a year of changes predicts the next 6

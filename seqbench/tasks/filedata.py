@@ -329,7 +329,7 @@ class Dataset:
         x, y, rows = self.splits[split]
         if rows is not None:
             index = rows[index]
-        return np.asarray(x[index]), (None if y is None else np.asarray(y[index]))
+        return np.array(x[index]), (None if y is None else np.array(y[index]))  # copies
 
     # -- kind and values ------------------------------------------------------------------
     def _kind(self, target: str | None) -> tuple[str, str]:

@@ -53,36 +53,44 @@ class Diagonal(Backbone):
 
 @pytest.fixture
 def diagonal():
-    spec = ModelSpec("diag", "toy diagonal RNN", True, Diagonal, {"hidden": 8}, stable=True)
-    MODELS.register("diag", spec)
+    spec = ModelSpec("toydiag", "toy diagonal RNN", True, Diagonal, {"hidden": 8}, stable=True)
+    MODELS.register("toydiag", spec)
     yield spec
-    del MODELS._items["diag"]
+    del MODELS._items["toydiag"]
 
 
 def test_a_family_registered_in_models_trains_with_stable(diagonal, tmp_path):
     db = tmp_path / "runs.db"
     out = api.train(
-        "diag", "adding", db=db, seq_len=10, steps=4, stable=True, lam=0.9, eval_size=16
+        "toydiag", "adding", db=db, seq_len=10, steps=4, stable=True, lam=0.9, eval_size=16
     )
     assert out.status == "completed"
     assert out.summaries["stability_bound"] <= 0.9 + 1e-6  # projected from 1.5
     win = api.train(
-        "window", "adding", db=db, base="diag", k=3, seq_len=10, steps=2, stable=True, eval_size=16
+        "window",
+        "adding",
+        db=db,
+        base="toydiag",
+        k=3,
+        seq_len=10,
+        steps=2,
+        stable=True,
+        eval_size=16,
     )
     assert win.status == "completed" and win.summaries["stability_bound"] <= 0.99 + 1e-6
-    fitted = api.train("diag", "adding", db=db, seq_len=10, steps=1, params=500, eval_size=16)
+    fitted = api.train("toydiag", "adding", db=db, seq_len=10, steps=1, params=500, eval_size=16)
     assert abs(fitted.summaries["n_params"] - 500) <= 25
 
 
 def test_stable_is_refused_for_a_family_without_a_condition(diagonal, tmp_path):
-    MODELS._items["diag"] = ModelSpec("diag", "no condition", True, Diagonal)
+    MODELS._items["toydiag"] = ModelSpec("toydiag", "no condition", True, Diagonal)
     with pytest.raises(UsageError, match="--stable is defined for rnn, lstm, indrnn"):
-        api.make_config("diag", "adding", {"stable": True})
+        api.make_config("toydiag", "adding", {"stable": True})
     with pytest.raises(UsageError, match="needs a base with a stability condition"):
-        api.make_config("window", "adding", {"stable": True, "base": "diag"})
+        api.make_config("window", "adding", {"stable": True, "base": "toydiag"})
 
 
 def test_stress_reads_the_family_spectra(diagonal, tmp_path):
     store = api.open_store(tmp_path / "runs.db")
-    (res,) = api.stress(store, ["diag"], seq_len=16, hidden=4, batch=2)
+    (res,) = api.stress(store, ["toydiag"], seq_len=16, hidden=4, batch=2)
     assert res.spectra == {"spectral_norm": 1.5} and math.isfinite(res.gain)

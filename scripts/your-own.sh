@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Regenerate docs/your-own.md's outputs: run its commands, in its order, in a fresh directory
+# (a new ./seqbench.db), write each console block under docs/your-own/ with the plot beside
+# them, then embed them into the page (scripts/embed_tables.py). About 3 minutes on 2 cores.
+#
+#   bash scripts/your-own.sh
+set -euo pipefail
+out="$(cd "$(dirname "$0")/.." && pwd)/docs/your-own"
+# shellcheck source=scripts/docs-run.sh
+source "$(dirname "$0")/docs-run.sh"
+py="$repo/.venv/bin/python"
+
+{
+  echo '```console'
+  echo '$ python examples/co2_arrays.py co2'
+  "$py" "$repo/examples/co2_arrays.py" co2
+  echo '```'
+} >"$out/1-arrays.md"
+console 2-tasks.md tasks --path co2
+console 3-train.md train --model gru --task file --path co2
+console 4-sweep.md sweep --models tcn --tasks file --set path=co2 --k 1:32:x2 --seeds 0,1 \
+  --name co2-k --workers 2 --quiet
+console 5-full.md sweep --models gru --tasks file --set path=co2 --seeds 0,1 --name co2-full \
+  --workers 2 --quiet
+"$sb" report --compare gru tcn --by k --ci --plot "$out/k.png" -f markdown \
+  >"$out/6-report.md" 2>"$out/6-report-notes.txt"
+
+cd "$repo"
+"$py" scripts/embed_tables.py docs/your-own.md
