@@ -99,6 +99,7 @@ __all__ = [
     "make_config",
     "model_catalog",
     "name_run",
+    "open_reader",
     "parse_assignments",
     "reader_role",
     "run_config",
@@ -130,6 +131,15 @@ def __getattr__(name: str) -> Any:
 
 
 # -- stores ------------------------------------------------------------------------------------
+def open_reader(db: str | None):
+    """A read-only reader over one connection for a command that only reads
+    (store/query.Reader): give it to the readers (build_report, list_baselines, run_query)
+    in place of `db`; close it when done."""
+    from seqbench.store.query import Reader
+
+    return Reader(db)
+
+
 def store_is_current(db: str | None) -> bool:
     """True when `db` is a SQLite store at the current schema, checked with the standard
     library alone (the lean path of the read commands); False means: open it to find out."""

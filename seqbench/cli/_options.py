@@ -13,6 +13,7 @@ import typer
 from seqbench import api
 
 if TYPE_CHECKING:
+    from seqbench.store.query import Reader
     from seqbench.store.store import Store
 
 
@@ -21,12 +22,18 @@ class AppState:
     db: str | None = None
     _store: Store | None = None
     _reader: Store | None = None
+    _read: Reader | None = None
 
-    def check_readable(self) -> None:
-        """Validate the store before a command that only reads it: a SQLite store at head is
-        checked read-only without importing SQLAlchemy; anything else opens it read-only."""
-        if not api.store_is_current(self.db):
-            self.reader()
+    def read_only(self) -> Reader:
+        """The store for a command that only reads, validated before it is read: a SQLite
+        store at head is opened read-only once, without SQLAlchemy, and read over that one
+        connection; anything else is opened with open_store first (read-only)."""
+        if self._read is None:
+            read = api.open_reader(self.db)
+            if read.connection is None:
+                self.reader()  # checks the store: missing, another revision, a server URL
+            self._read = read
+        return self._read
 
     def reader(self) -> Store:
         """The store for a command that only reads: never created, never changed."""
@@ -39,7 +46,9 @@ class AppState:
         for store in (self._store, self._reader):
             if store is not None:
                 store.dispose()
-        self._store = self._reader = None
+        if self._read is not None:
+            self._read.close()
+        self._store = self._reader = self._read = None
 
     def store(self) -> Store:
         if self._store is None:

@@ -93,9 +93,8 @@ def report(
     chosen = _split(models)
     if compare and not chosen:
         raise UsageError("--compare needs models: seqbench report --compare rnn tcn")
-    state(ctx).check_readable()  # the store's version and file, before reading it
     rep = api.build_report(
-        state(ctx).db,
+        state(ctx).read_only(),  # one connection; the store checked before it is read
         compare=chosen or None,
         tasks=_split(task) or None,
         metric=metric,
@@ -211,8 +210,7 @@ def baseline_list(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
 
     Example: seqbench baseline list --format json
     """
-    state(ctx).check_readable()
-    render(*api.list_baselines(state(ctx).db), fmt)
+    render(*api.list_baselines(state(ctx).read_only()), fmt)
 
 
 def check(

@@ -9,7 +9,6 @@ import math
 import pandas as pd
 
 from seqbench.errors import UsageError
-from seqbench.store.common import decode_json, join_float
 from seqbench.store.results import result_rows
 
 GROUP_AXES = ("k", "seq_len", "model")
@@ -113,15 +112,9 @@ def results_frame(
         df = df.reset_index(drop=True)
     df = df.drop(columns=["config_hash"])
     if df.empty:
-        return df.drop(columns=["value_kind"]).assign(has_value=pd.Series(dtype=bool))
-    df["has_value"] = df["value_kind"].notna()
-    df["value"] = [
-        join_float(v, k) if has else math.nan
-        for v, k, has in zip(df["value"], df["value_kind"], df["has_value"], strict=True)
-    ]
-    df["config"] = [decode_json(c) for c in df["config"]]
+        return df.astype({"has_value": bool})
     remember_directions(db, set(df["task"]))
-    return df.drop(columns=["value_kind"])
+    return df
 
 
 def not_experiment() -> set[str]:
@@ -252,8 +245,8 @@ def runs_frame(db: str | None = None, *, summaries: bool = True, **filters) -> p
 
     cols, rows = run_rows(db, **filters)
     df = pd.DataFrame(rows, columns=cols)
-    configs = [decode_json(c) for c in df.pop("config")] if not df.empty else []
-    tags = [decode_json(t) for t in df.pop("tags")] if not df.empty else []
+    configs = list(df.pop("config")) if not df.empty else []
+    tags = list(df.pop("tags")) if not df.empty else []
     for prefix, dicts in (("config", configs), ("tags", tags)):
         if dicts:
             flat = pd.DataFrame(dicts).add_prefix(f"{prefix}.")
@@ -262,7 +255,7 @@ def runs_frame(db: str | None = None, *, summaries: bool = True, **filters) -> p
     if summaries and not df.empty:
         vals = values_of_runs(db, "summaries", [int(i) for i in df.index])
         long = pd.DataFrame(
-            [(r, f"summary.{k}", join_float(v, vk)) for r, k, v, vk in vals],
+            [(r, f"summary.{k}", v) for r, k, v in vals],
             columns=["run_id", "key", "value"],
         )
         if not long.empty:
@@ -279,7 +272,7 @@ def curves_frame(
 
     rows = values_of_runs(db, "metrics", [int(r) for r in run_ids], metrics)
     df = pd.DataFrame(
-        [(r, k, int(s), join_float(v, vk)) for r, k, s, v, vk in rows],
+        [(r, k, int(s), v) for r, k, s, v in rows],
         columns=["run_id", "key", "step", "value"],
     )
     if not wide:

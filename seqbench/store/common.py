@@ -94,12 +94,22 @@ def sqlite_uri(path: Path | str, mode: str = "ro") -> str:
     return f"file:{quote(str(path), safe='/')}?mode={mode}"
 
 
-def sqlite_revision_readonly(path: Path) -> tuple[str | None, set[str]]:
-    """Read the alembic revision and table names without writing a byte to the file."""
+def connect_readonly(path: Path, timeout: float = 5.0) -> sqlite3.Connection:
+    """A read-only connection to a SQLite file (mode=ro: it writes no byte)."""
     try:
-        con = sqlite3.connect(sqlite_uri(path), uri=True)
+        return sqlite3.connect(sqlite_uri(path), uri=True, timeout=timeout)
     except sqlite3.Error as e:
         raise StoreError(f"cannot open {str(path)!r}: {e}") from e
+
+
+def sqlite_revision_readonly(
+    path: Path, con: sqlite3.Connection | None = None
+) -> tuple[str | None, set[str]]:
+    """Read the alembic revision and table names without writing a byte to the file (on
+    `con` if given, which stays open; else on a connection of its own)."""
+    own = con is None
+    if con is None:
+        con = connect_readonly(path)
     try:
         tables = {
             r[0]
@@ -117,7 +127,8 @@ def sqlite_revision_readonly(path: Path) -> tuple[str | None, set[str]]:
     except sqlite3.DatabaseError as e:
         raise StoreError(f"{str(path)!r} is not a usable SQLite database: {e}") from e
     finally:
-        con.close()
+        if own:
+            con.close()
 
 
 def _plain_sqlite_path(db: str | os.PathLike | None) -> Path | None:
@@ -142,6 +153,25 @@ def readable_sqlite(db: str | os.PathLike | None) -> Path | None:
         return None
     rev, _tables = sqlite_revision_readonly(path)
     return path if rev == HEAD_REVISION else None
+
+
+def open_readable_sqlite(db: str | os.PathLike | None) -> tuple[Path, sqlite3.Connection] | None:
+    """readable_sqlite's check on the connection the reads will use: (path, an open
+    read-only connection) for a SQLite store at head, its revision read once; None where
+    store.open_store must decide."""
+    path = _plain_sqlite_path(db)
+    if path is None or not check_sqlite_file(path, writable=False):
+        return None
+    con = connect_readonly(path, timeout=30)
+    try:
+        rev, _tables = sqlite_revision_readonly(path, con)
+    except BaseException:
+        con.close()
+        raise
+    if rev != HEAD_REVISION:
+        con.close()
+        return None
+    return path, con
 
 
 # A run's process sends a heartbeat every HEARTBEAT_S seconds (SEQBENCH_HEARTBEAT_S) from a

@@ -257,7 +257,8 @@ def run_query(
     StoreError naming the flag that raises the limit. `note` (if given) is told, in one
     line, which wall holds on a PostgreSQL role that could write. `db`: a path or URL (None:
     the default store), or an open Store (its URL: the reader opens its own connection)."""
-    db = getattr(db, "url", db)  # a Store hands over its URL here, inside store/
+    reader = db if isinstance(db, Reader) else None
+    db = reader.db if reader is not None else getattr(db, "url", db)  # a Store: its URL
     if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
         raise UsageError(
             f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT_S}], got {timeout:.6g}"
@@ -274,7 +275,42 @@ def run_query(
     sql, word = split_statement(sql)
     if word in _WRITE_WORDS:
         raise ReadOnlyError(f"seqbench query is read-only: {word} statements are refused")
+    if reader is not None and reader.connection is not None:
+        return _run_sqlite(reader.path, sql, params or {}, _Limits(timeout, max_rows), reader)
     return _run_scanned(db, sql, params or {}, _Limits(timeout, max_rows), note)
+
+
+class Reader:
+    """A command's reads over one connection. A SQLite store at head is opened read-only once,
+    its revision read once on that connection, and every statement given to run_query with
+    this reader runs on it behind the walls of `seqbench query` (query_only, the authorizer,
+    the deadline). Any other store (PostgreSQL, or a SQLite file store.open_store must check
+    first): each statement by run_query's own path. Close it (or use it as a context)."""
+
+    def __init__(self, db: Any):
+        from seqbench.store.common import open_readable_sqlite
+
+        self.db = getattr(db, "url", db)
+        opened = open_readable_sqlite(self.db)
+        self.path, self.connection = opened if opened else (None, None)
+        if self.connection is not None:
+            self.connection.execute("PRAGMA query_only = ON")
+            self.connection.set_authorizer(_authorizer)
+
+    @property
+    def url(self) -> Any:
+        return self.db
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _check_text(text: str, what: str) -> None:
@@ -338,12 +374,16 @@ def _batches(fetchmany, size: int = FETCH_BATCH):
         yield batch
 
 
-def _run_sqlite(path, sql: str, params: dict[str, Any], limits: _Limits):
-    con = sqlite3.connect(sqlite_uri(path, "ro"), uri=True, timeout=30)
-    deadline = time.monotonic() + limits.timeout
-    try:
+def _run_sqlite(path, sql: str, params: dict[str, Any], limits: _Limits, reader=None):
+    """One statement on `reader`'s connection, or on a connection of its own."""
+    if reader is not None:
+        con = reader.connection
+    else:
+        con = sqlite3.connect(sqlite_uri(path, "ro"), uri=True, timeout=30)
         con.execute("PRAGMA query_only = ON")
         con.set_authorizer(_authorizer)
+    deadline = time.monotonic() + limits.timeout
+    try:
         # called every 10k virtual-machine steps; a true result interrupts the statement
         con.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
         try:
@@ -365,4 +405,6 @@ def _run_sqlite(path, sql: str, params: dict[str, Any], limits: _Limits):
         cols = [d[0] for d in cur.description or []]
         return cols, rows
     finally:
-        con.close()
+        con.set_progress_handler(None, 0)
+        if reader is None:
+            con.close()

@@ -4,12 +4,17 @@ statement goes through the read-only query runner (`store/query.py`), so a --whe
 write, and every other value is a bound parameter.
 
 Reads `summaries` (one row per run and key) joined to `runs`, never the metric history, so a
-report over 10,000 runs costs one indexed query.
+report over 10,000 runs costs one indexed query. Values come back decoded: floats with their
+inf and nan restored (schema.py's value/value_kind pairs), JSON columns as dicts, whichever
+database held them.
 """
 
 from __future__ import annotations
 
+import math
+
 from seqbench.errors import UsageError
+from seqbench.store.common import decode_json, join_float
 from seqbench.store.query import run_query
 
 # the runs of a sweep's points, whichever sweep (or plain train) produced them
@@ -31,9 +36,10 @@ def result_rows(
     without_metric: bool = False,
 ) -> tuple[list[str], list[tuple]]:
     """(columns, rows) of the training runs with summary `metric` (run_id, model, task, k,
-    seq_len, seed, sweep, status, config, config_hash, value, value_kind); `sweep` selects the
-    sweep's points, whichever sweep (or plain train) produced their runs. `without_metric`:
-    runs that lack the summary too (a failed run), with value NULL: a report counts them."""
+    seq_len, seed, sweep, status, config (a dict), config_hash, value (a float, inf and nan
+    restored; nan without one), has_value); `sweep` selects the sweep's points, whichever
+    sweep (or plain train) produced their runs. `without_metric`: runs that lack the summary
+    too (a failed run), has_value False: a report counts them."""
     join = "LEFT JOIN" if without_metric else "JOIN"
     sql = [
         "SELECT r.id AS run_id, r.model, r.task, r.k, r.seq_len, r.seed, sw.name AS sweep,",
@@ -57,7 +63,13 @@ def result_rows(
         if ";" in where:
             raise UsageError("--where takes one SQL condition, without ';'")
         sql.append(f"AND r.id IN (SELECT run_id FROM v_results WHERE {where})")
-    return run_query(db, "\n".join(sql), params)
+    cols, rows = run_query(db, "\n".join(sql), params)
+    out = []
+    for *head, config, config_hash, value, kind in rows:
+        has = kind is not None
+        value = join_float(value, kind) if has else math.nan
+        out.append((*head, decode_json(config), config_hash, value, has))
+    return [*cols[:-1], "has_value"], out  # value_kind read into value and has_value
 
 
 def task_directions(db: str | None, tasks: list[str]) -> dict[str, bool]:
@@ -97,7 +109,7 @@ def run_rows(
     kind: str | None = None,
     archived: bool | None = False,
 ) -> tuple[list[str], list[tuple]]:
-    """Every run's columns (config and tags as stored JSON) oldest first; `sweep` selects the
+    """Every run's columns (config and tags as dicts) oldest first; `sweep` selects the
     runs of its points, as `runs --sweep` and `report --sweep` do. `archived`: False leaves
     archived runs out, True gives only them, None both."""
     sql = [
@@ -117,7 +129,15 @@ def run_rows(
         sql.append(SWEEP_POINTS)
         params["sweep"] = sweep
     sql.append("ORDER BY r.id")
-    return run_query(db, "\n".join(sql), params, **_API_LIMITS)
+    cols, rows = run_query(db, "\n".join(sql), params, **_API_LIMITS)
+    at = {c: cols.index(c) for c in ("config", "tags")}
+    decoded = []
+    for row in rows:
+        row = list(row)
+        for i in at.values():
+            row[i] = decode_json(row[i])
+        decoded.append(tuple(row))
+    return cols, decoded
 
 
 def _in_list(prefix: str, values: list) -> tuple[str, dict]:
@@ -128,8 +148,8 @@ def _in_list(prefix: str, values: list) -> tuple[str, dict]:
 def values_of_runs(
     db: str | None, table: str, run_ids: list[int], keys: list[str] | None = None
 ) -> list[tuple]:
-    """Rows of `summaries` (run_id, key, value, value_kind) or `metrics` (run_id, key, step,
-    value, value_kind) for the given runs (and keys), in run, key and step order."""
+    """Rows of `summaries` (run_id, key, value) or `metrics` (run_id, key, step, value) for
+    the given runs (and keys), in run, key and step order; values decoded (inf, nan kept)."""
     if table not in ("summaries", "metrics") or not run_ids:
         return []
     step = "step, " if table == "metrics" else ""
@@ -142,5 +162,6 @@ def values_of_runs(
             sql += f" AND key IN ({names})"
             params.update(more)
         order = "run_id, key, step, id" if table == "metrics" else "run_id, key"
-        rows += run_query(db, f"{sql} ORDER BY {order}", params, **_API_LIMITS)[1]
+        got = run_query(db, f"{sql} ORDER BY {order}", params, **_API_LIMITS)[1]
+        rows += [(*head, join_float(v, vk)) for *head, v, vk in got]
     return rows
