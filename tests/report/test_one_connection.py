@@ -30,9 +30,7 @@ def filled(db):
         ["baseline", "list"],
     ],
 )
-def test_a_report_opens_one_connection_and_reads_the_revision_once(
-    cli, filled, monkeypatch, args
-):
+def test_a_report_opens_one_connection_and_reads_the_revision_once(cli, filled, monkeypatch, args):
     connects, revisions = [], []
     real_connect, real_revision = sqlite3.connect, common.sqlite_revision_readonly
 
