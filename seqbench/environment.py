@@ -20,14 +20,54 @@ def _version(pkg: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=1)
+def source_state() -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the seqbench that is running: the git checkout its package lives in
+    (an editable install, a clone on PYTHONPATH), found from the package's own location, not
+    the working directory; (None, None) for an installed wheel. Dirty: tracked files of the
+    checkout differ from the commit."""
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(
+                ["git", "-C", str(here), *args],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    top = git("rev-parse", "--show-toplevel")
+    if not top or not (Path(top) / "seqbench" / "__init__.py").is_file():
+        return None, None  # not seqbench's own checkout (a wheel inside someone's repository)
+    sha = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return sha, (None if status is None else bool(status))
+
+
 def git_sha() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
+    return source_state()[0]
+
+
+@functools.lru_cache(maxsize=1)
+def packages() -> tuple[int, str]:
+    """(how many distributions are installed, sha256 of their sorted 'name==version' lines):
+    two runs with the same hash ran on the same packages (`seqbench diff` shows a change)."""
+    import hashlib
+
+    lines = sorted(
+        {f"{(d.metadata['Name'] or '').lower()}=={d.version}" for d in metadata.distributions()}
+    )
+    return len(lines), hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
+def _flag(v: bool | None) -> str | None:
+    return None if v is None else ("true" if v else "false")
 
 
 def available_memory() -> int:
@@ -71,6 +111,9 @@ def capture(device: str, threads_from: str | None = None) -> dict[str, str | Non
     return {
         "seqbench": __version__,
         "git_sha": git_sha(),
+        "git_dirty": _flag(source_state()[1]),
+        "packages": str(packages()[0]),
+        "packages_sha256": packages()[1],
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "triton": _version("triton"),

@@ -219,8 +219,9 @@ def diff(
     plot: Annotated[str | None, typer.Option(help="Also draw both runs' curves (PNG).")] = None,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """Compare two runs: the config fields that differ, then every summary side by side with
-    B − A.
+    """Compare two runs: the config fields that differ, what they ran on where it differs
+    (versions, threads, device, host, packages, seqbench's commit and dirty flag), then every
+    summary side by side with B − A.
 
     Example: seqbench diff 3 7 --plot diff.png
     """
@@ -235,6 +236,11 @@ def diff(
             typer.echo()  # two markdown tables in a row read as one without a blank line
     else:
         typer.echo("the two configs are the same (tags aside)", err=True)
+
+    if d.environment:
+        render(["environment", ra, rb], d.environment, fmt, title="environment: what differs")
+        if fmt == Format.markdown:
+            typer.echo()
 
     def delta(x, y):
         return y - x if isinstance(x, float) and isinstance(y, float) else None

@@ -18,6 +18,7 @@ class RunDiff:
     b: Any
     config: list[tuple[str, Any, Any]]  # (field, in a, in b) for the fields that differ
     summaries: list[tuple[str, float | None, float | None]]  # every key of either run
+    environment: list[tuple[str, Any, Any]]  # what they ran on, where it differs
 
 
 def diff_runs(store, a_ref: str, b_ref: str) -> RunDiff:
@@ -33,7 +34,23 @@ def diff_runs(store, a_ref: str, b_ref: str) -> RunDiff:
     ]
     sa, sb = store.summaries(a.id), store.summaries(b.id)
     summaries = [(k, sa.get(k), sb.get(k)) for k in sorted(set(sa) | set(sb))]
-    return RunDiff(a, b, config, summaries)
+    return RunDiff(a, b, config, summaries, environment_differences(a, b))
+
+
+# environment keys that differ between any two runs and say nothing of what they ran on
+_ENV_PER_RUN = {"pid", "driver_pid", "stale_after"}
+
+
+def environment_differences(a, b) -> list[tuple[str, Any, Any]]:
+    """(key, in a, in b) for what two runs ran on that differs (versions, device, host, the
+    thread count, the package set, the source's commit and dirty flag): the same config on 2
+    threads and on 1 takes very different times."""
+    ea, eb = a.environment or {}, b.environment or {}
+    return [
+        (k, ea.get(k), eb.get(k))
+        for k in sorted(set(ea) | set(eb))
+        if k not in _ENV_PER_RUN and ea.get(k) != eb.get(k)
+    ]
 
 
 def run_label(run) -> str:
