@@ -97,6 +97,7 @@ __all__ = [
     "list_runs",
     "load_toml",
     "make_config",
+    "metric_name",
     "model_catalog",
     "name_run",
     "open_reader",
@@ -322,6 +323,14 @@ def data_note(cfg: RunConfig) -> str | None:
         f"data {f.path}: {f.kind} ({how}); T={f.seq_len}; train/valid/test {sizes} "
         f"({split}); baseline {f.metric} {f.baseline:.4g} ({f.baseline_note})"
     )
+
+
+def metric_name(task: str) -> str | None:
+    """The metric's name of a built-in task, or of a plugin task already loaded (None for one
+    that is not: listing runs imports no plugin)."""
+    from seqbench.tasks import TASKS
+
+    return TASKS.get(task).metric if task in TASKS else None
 
 
 def task_metric(task: str) -> str:

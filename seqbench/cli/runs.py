@@ -43,15 +43,23 @@ def runs(
     archived: Annotated[
         bool, typer.Option("--archived", help="List the archived runs instead.")
     ] = False,
-    limit: Annotated[int, typer.Option(help="At most this many, newest first (0: all).")] = 50,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            help="At most this many, newest first (0: all; default 50 in a table, all in csv/json)."
+        ),
+    ] = None,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """List runs, newest first (archived runs only with --archived).
+    """List runs, newest first (archived runs only with --archived). The metric column names
+    what test_metric is for the run's task (mse, acc, bpc, ...).
 
     Example: seqbench runs --model lstm --status completed --format csv
     """
     if ctx.invoked_subcommand is not None:
         return
+    if limit is None:
+        limit = 0 if fmt in (Format.csv, Format.json) else 50
     tags = api.parse_assignments(tag, "--tag") or None
     filters = dict(
         model=model, task=task, status=status, sweep=sweep, kind=kind, tags=tags, archived=archived
@@ -68,6 +76,7 @@ def runs(
             r.k,
             r.seq_len,
             r.seed,
+            api.metric_name(r.task) if r.kind == "train" else None,
             metric,
             r.wall_seconds,
             r.created_at,
@@ -75,7 +84,7 @@ def runs(
         for r, metric in listed
     ]
     cols = ["id", "name", "kind", "status", "model", "task", "k", "seq_len", "seed"]
-    render([*cols, "test_metric", "wall_s", "created"], rows, fmt)
+    render([*cols, "metric", "test_metric", "wall_s", "created"], rows, fmt)
     if limit and len(rows) == limit:  # there may be more: say how many
         total = api.count_runs(state(ctx).reader(), **filters)
         if total > limit:
@@ -205,7 +214,8 @@ def show(
     pairs += [(f"config.{k}", v) for k, v in sorted((r.config or {}).items())]
     pairs += [(f"env.{k}", v) for k, v in sorted((r.environment or {}).items())]
     pairs += [(f"summary.{k}", v) for k, v in summaries.items()]
-    pairs += [(f"last.{k}", f"{v:.6g} @ step {step}") for k, (step, v) in last.items()]
+    for k, (step, v) in last.items():  # numbers, in every format
+        pairs += [(f"last.{k}", v), (f"last.{k}.step", step)]
     if r.error:
         pairs.append(("error", r.error.strip().splitlines()[-1]))
     render_mapping(pairs, fmt, title=f"run {r.id}")

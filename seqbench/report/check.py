@@ -170,7 +170,7 @@ def save_baseline(
     check_label("baseline", name)
     cur = current_medians(store, metrics, sweep=sweep, where=where)
     points, left_out = [], []
-    for (m, t, k, var, metric), (v, _, ex) in sorted(cur.items(), key=lambda kv: str(kv[0])):
+    for (m, t, k, var, metric), (v, _, ex) in sorted(cur.items(), key=lambda kv: _order(kv[0])):
         if not math.isfinite(v):
             left_out.append(" ".join(x for x in (f"{m}/{t}", f"k={k}", variant_label(var)) if x))
             continue
@@ -375,6 +375,13 @@ def _nearest(p: Point, df) -> str:
     )
 
 
+def _order(key: tuple) -> tuple:
+    """(model, task, k, variant, metric) in reading order: k as a number (1, 2, 16, 20, not
+    1, 16, 2, 20), a full model's (None) last."""
+    m, t, k, var, metric = key
+    return (m, t, k is None, k if k is not None else 0, var, metric)
+
+
 def check(
     store: Store, points: list[Point], *, sweep=None, where=None, rtol=None, atol=None
 ) -> list[CheckRow]:
@@ -426,7 +433,7 @@ def check(
                 note,
             )
         )
-    return rows
+    return sorted(rows, key=lambda r: _order((r.model, r.task, r.k, r.variant, r.metric)))
 
 
 def junit_xml(rows: list[CheckRow], path: str | Path) -> None:

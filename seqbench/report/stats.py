@@ -63,3 +63,19 @@ def paired(values_a: pd.Series, values_b: pd.Series, level: float = LEVEL) -> Pa
 
         p = float(2 * t.sf(abs(mean / (sd / math.sqrt(n))), n - 1))
     return Paired(mean, lo, hi, n, p)
+
+
+def clearly_ahead(best: tuple, other: tuple, alpha: float = 1 - LEVEL) -> bool:
+    """Whether cell `best` (mean, std, n over seeds) differs from `other` beyond the seeds'
+    noise: Welch's t-test at `alpha` (two-sided), both with at least 2 seeds. What a report's
+    bold "best" cell needs, so that it never marks a difference of p = 0.3."""
+    (m1, s1, n1), (m2, s2, n2) = best[:3], other[:3]
+    if not (n1 >= 2 and n2 >= 2) or not all(map(math.isfinite, (m1, m2))):
+        return False
+    s1, s2 = (0.0 if not math.isfinite(s) else s for s in (s1, s2))
+    if s1 == 0 and s2 == 0:
+        return m1 != m2
+    from scipy import stats
+
+    p = stats.ttest_ind_from_stats(m1, s1, n1, m2, s2, n2, equal_var=False).pvalue
+    return bool(p < alpha)

@@ -22,6 +22,7 @@ from seqbench.report.frames import (
     shown,
     unset_to_none,
 )
+from seqbench.report.stats import clearly_ahead
 from seqbench.store.results import summary_keys
 
 # The statuses of a run that ran to an outcome: completed, or lost to a divergence or failure
@@ -416,9 +417,13 @@ def comparison_rows(
             continue  # a combination of --by values that no run has (pivot's full product)
         finite = [(i, c[0]) for i, c in enumerate(cells) if c and math.isfinite(c[0])]
         pick = None
-        if finite:
-            fn = max if direction == "higher" else min
-            pick = fn(finite, key=lambda t: t[1])[0]
+        if finite:  # bold the best only where it is ahead beyond the seeds' noise
+            ranked = sorted(finite, key=lambda t: t[1], reverse=direction == "higher")
+            blown = sum(1 for c in cells if c and not math.isfinite(c[0]))
+            if (len(ranked) == 1 and blown) or (
+                len(ranked) > 1 and clearly_ahead(cells[ranked[0][0]], cells[ranked[1][0]])
+            ):
+                pick = ranked[0][0]
         row = [*key, *cells]
         for a, b in pairs:
             ma, mb = means[a], means[b]
@@ -446,6 +451,12 @@ def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | Non
         order = g.assign(_bad=~np.isfinite(g["mean"].astype(float))).sort_values(
             ["_bad", "mean"], ascending=[True, not higher]
         )
+        stats = [(float(r["mean"]), float(r["std"]), int(r["n"])) for _, r in order.iterrows()]
+        finite = [c for c in stats if math.isfinite(c[0])]
+        # ahead of the next finite mean beyond the seeds' noise, or the only finite one of several
+        ahead = (len(finite) == 1 and len(stats) > 1) or (
+            len(finite) > 1 and clearly_ahead(finite[0], finite[1])
+        )
         for rank, (_, r) in enumerate(order.iterrows(), start=1):
             rows.append(
                 [
@@ -459,7 +470,7 @@ def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | Non
                     _baseline_for(rep, key),
                 ]
             )
-            best.append(len(group) + 2 if rank == 1 and not r["_bad"] else None)
+            best.append(len(group) + 2 if rank == 1 and ahead and not r["_bad"] else None)
     return cols, rows, best
 
 

@@ -137,7 +137,7 @@ def _foreign_tables(url: str) -> list[str]:
         if not path.exists() or path.stat().st_size == 0:
             return []
         tables = sqlite_revision_readonly(path)[1]
-        views = {"v_results", "v_summaries"}
+        views = {"v_results", "v_results_all", "v_summaries"}
         return sorted(t for t in tables - ours - views if not t.startswith("sqlite_"))
     engine = _make_engine(url)
     try:

@@ -25,7 +25,7 @@ from seqbench.store.engine import SEQBENCH_TABLES
 
 # every relation a reader needs: `open_store` reads the version table, users the rest
 READ_TABLES = (*sorted(SEQBENCH_TABLES | {"sweep_points"}), VERSION_TABLE)
-READ_VIEWS = ("v_results", "v_summaries")
+READ_VIEWS = ("v_results", "v_results_all", "v_summaries")
 
 
 def connect_args(url: str, **options: Any) -> dict[str, Any]:

@@ -106,7 +106,7 @@ def test_show_run(cli, runs_db):
     data = json.loads(result.stdout)
     assert data["model"] == "rnn" and data["config.lr"] == 0.1
     assert data["summary.test_metric"] == 0.2
-    assert data["last.train_loss"] == "0.5 @ step 5"
+    assert data["last.train_loss"] == 0.5 and data["last.train_loss.step"] == 5  # numbers
     result = cli("show", "99")
     assert result.exit_code == 1 and "no run '99'" in result.stderr
 

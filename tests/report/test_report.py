@@ -52,15 +52,21 @@ def test_comparison_numbers_equal_a_hand_computation(filled):
     assert row4[3][0] == pytest.approx(0.06) and row4[3][2] == 2
     assert row4[4] == pytest.approx(0.18 - 0.06) and row4[5] == pytest.approx(0.18 / 0.06)
     assert row4[6] == pytest.approx(1 / 6)
-    assert best == [3, 3]  # tcn (column 3) is best on both rows: lower is better
+    # tcn (column 3) is best on both rows (lower is better); bold where it is ahead beyond the
+    # seeds' noise: at k=4 (Welch p < 0.01), not at k=8 with one seed each
+    assert best == [3, None]
 
 
-def test_best_follows_the_metric_direction(filled):
+def test_best_follows_the_metric_direction(filled, store):
     rep = build_report(str(filled), compare=["rnn", "tcn"], tasks=["digits"])
     _cols, rows, best = comparison_rows(rep)
     assert rows[0][1] == (0.8, 0.0, 1) and rows[0][2][0] == pytest.approx(0.94)
-    assert best == [2]  # column of tcn: higher accuracy wins
+    assert best == [None]  # one rnn seed: nothing to test the difference against
     assert rows[0][-1] == pytest.approx(0.1)
+    r = add_run(store, model="rnn", task="digits", k=None, seed=1, seq_len=100)
+    store.set_summaries(r.id, {"test_metric": 0.82, "baseline": 0.1})
+    rep = build_report(str(filled), compare=["rnn", "tcn"], tasks=["digits"])
+    assert comparison_rows(rep)[2] == [2]  # column of tcn: higher accuracy wins
 
 
 def test_leaderboard_ranks_models(filled):
@@ -386,3 +392,12 @@ def test_plots_name_the_metric_and_its_direction_and_the_seeds(store, tmp_path):
     caption = " ".join(t.get_text() for t in saved["fig"].texts)
     assert "n = 2" in caption and "±1 std" in caption
     assert ax.get_legend().get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1
+
+
+def test_the_best_cell_is_bold_only_beyond_the_seeds_noise():
+    from seqbench.report.stats import clearly_ahead
+
+    assert clearly_ahead((0.06, 0.014, 2), (0.18, 0.02, 3))  # p ≈ 0.005
+    assert not clearly_ahead((0.10, 0.05, 3), (0.13, 0.05, 3))  # p ≈ 0.5
+    assert not clearly_ahead((0.01, 0.0, 1), (0.10, 0.0, 1))  # one seed: no test
+    assert clearly_ahead((0.01, 0.0, 2), (0.10, 0.0, 2))  # no spread at all, different means

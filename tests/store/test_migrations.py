@@ -31,7 +31,7 @@ def test_upgrade_downgrade_upgrade_round_trip(tmp_path):
         "sweep_points",
         "baselines",
     } <= _tables(engine)
-    assert set(inspect(engine).get_view_names()) == {"v_results", "v_summaries"}
+    assert set(inspect(engine).get_view_names()) == {"v_results", "v_results_all", "v_summaries"}
     migrate.downgrade(engine, "base")
     assert _tables(engine) == {migrate.VERSION_TABLE}
     migrate.upgrade(engine)

@@ -214,7 +214,7 @@ def test_frozen_0004_database_upgrades_and_its_runs_and_baseline_are_usable(tmp_
         "--db",
         db,
         "query",
-        "SELECT run_id, name, archived_at IS NOT NULL AS a FROM v_results ORDER BY run_id",
+        "SELECT run_id, name, archived_at IS NOT NULL AS a FROM v_results_all ORDER BY run_id",
         "-f",
         "json",
     )
