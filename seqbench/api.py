@@ -59,6 +59,8 @@ _REEXPORTS = {
     "curves_frame": "seqbench.report.frames",
     "diff_runs": "seqbench.report.curves",
     "plot_curves": "seqbench.report.curves",
+    "grouped_curves": "seqbench.report.curves",
+    "plot_grouped": "seqbench.report.curves",
     # reports
     "build_report": "seqbench.report.tables",
     "comparison_rows": "seqbench.report.tables",

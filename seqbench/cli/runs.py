@@ -274,19 +274,39 @@ def curves(
     model: Annotated[str | None, typer.Option(help="Only this model.")] = None,
     task: Annotated[str | None, typer.Option(help="Only this task.")] = None,
     plot: Annotated[str | None, typer.Option(help="Draw the curves (PNG).")] = None,
+    group_by: Annotated[
+        str | None,
+        typer.Option(help="One curve per group of runs sharing these fields: model,k (mean)."),
+    ] = None,
+    band: Annotated[
+        str, typer.Option(help="With --group-by: std (±1 std) or ci (95% CI of the mean).")
+    ] = "std",
     fmt: FormatOption = Format.table,
 ) -> None:
     """Learning curves: a metric against the step for each run, as a table (long: run, step,
-    value) and with --plot as a figure.
+    value) and with --plot as a figure (a colour per line, the legend beside the axes). With
+    --group-by, one curve per group of runs (the seeds of a config, say): its mean per step
+    and a band over the group's runs.
 
     Example: seqbench curves 3 4 5 --metric valid_metric --plot curves.png
 
     Example: seqbench curves --sweep bai-tcn-small --task adding --metric train_loss -f csv
+
+    Example: seqbench curves --sweep S --group-by model,k --band ci --plot grouped.png
     """
     if plot:
         output_path(plot, "--plot")
     store = state(ctx).reader()
     runs = api.curve_runs(store, run or [], sweep=sweep, model=model, task=task)
+    if group_by is not None:
+        groups, frame = api.grouped_curves(store, runs, metric, api.split_list(group_by), band)
+        if frame.empty:
+            raise SeqbenchError(f"no {metric!r} values logged for these runs")
+        render(["group", "step", "mean", "lo", "hi", "n"], frame.values.tolist(), fmt)
+        if plot:
+            drawn = api.plot_grouped(frame, groups, metric, band, plot, runs[0].task)
+            typer.echo(f"plot written to {plot} ({len(drawn)} groups)", err=True)
+        return
     df = api.curves_frame(store, [r.id for r in runs], [metric])
     if df.empty:
         raise SeqbenchError(f"no {metric!r} values logged for these runs")

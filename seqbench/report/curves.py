@@ -61,9 +61,44 @@ def run_label(run) -> str:
     return " ".join(str(p) for p in parts)
 
 
+def distinct_colors(n: int) -> list:
+    """n colours no two of which repeat in a figure: tab10 up to 10, tab20 up to 20, then n
+    evenly spaced hues of a perceptual map (matplotlib's own cycle repeats every 10)."""
+    from matplotlib import colormaps
+
+    if n <= 10:
+        return [colormaps["tab10"](i) for i in range(n)]
+    if n <= 20:
+        return [colormaps["tab20"](i) for i in range(n)]
+    return [colormaps["turbo"](0.05 + 0.9 * i / (n - 1)) for i in range(n)]
+
+
+def _legend_outside(fig, ax, entries: int) -> None:
+    """The legend right of the axes, in columns of at most 25 entries, never over the data."""
+    if entries:
+        ax.legend(
+            fontsize=8,
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            borderaxespad=0.0,
+            ncol=max(1, math.ceil(entries / 25)),
+            frameon=False,
+        )
+
+
+def _finish(fig, ax, df, metric: str, task, title: str, path) -> None:
+    values = df[df.map(lambda v: math.isfinite(v) and v > 0)] if len(df) else df
+    if len(values) and values.max() / values.min() > 100:
+        ax.set_yscale("log")
+    arrow = "↑" if metric_direction(metric, task) == "higher" else "↓"
+    ax.set(xlabel="step", ylabel=f"{metric} {arrow}", title=title)
+    fig.savefig(path, dpi=120, bbox_inches="tight")  # room for the outside legend
+
+
 def plot_curves(db, runs: list, metric: str, path: str, title: str | None = None) -> int:
-    """One line per run of `metric` against the step (log y when the values span decades);
-    returns how many runs had the metric. The y axis names the metric and its direction."""
+    """One line per run of `metric` against the step (log y when the values span decades),
+    each its own colour, the legend outside the axes; returns how many runs had the metric.
+    The y axis names the metric and its direction."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -71,22 +106,85 @@ def plot_curves(db, runs: list, metric: str, path: str, title: str | None = None
 
     df = curves_frame(db, [r.id for r in runs], [metric])
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    drawn = 0
-    for run in runs:
+    drawn = [r for r in runs if df[(df["run_id"] == r.id)]["value"].map(math.isfinite).any()]
+    for run, color in zip(drawn, distinct_colors(len(drawn)), strict=True):
         c = df[df["run_id"] == run.id]
         c = c[c["value"].map(math.isfinite)]
-        if c.empty:
-            continue
-        ax.plot(c["step"], c["value"], marker="o", ms=3, lw=1.2, label=run_label(run))
-        drawn += 1
-    values = df["value"][df["value"].map(lambda v: math.isfinite(v) and v > 0)]
-    if len(values) and values.max() / values.min() > 100:
-        ax.set_yscale("log")
-    arrow = "↑" if metric_direction(metric, runs[0].task if runs else None) == "higher" else "↓"
-    ax.set(xlabel="step", ylabel=f"{metric} {arrow}", title=title or f"{metric} per step")
-    if drawn:
-        ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+        ax.plot(c["step"], c["value"], marker="o", ms=3, lw=1.2, label=run_label(run), color=color)
+    _legend_outside(fig, ax, len(drawn))
+    task = runs[0].task if runs else None
+    _finish(fig, ax, df["value"], metric, task, title or f"{metric} per step", path)
+    plt.close(fig)
+    return len(drawn)
+
+
+BANDS = ("std", "ci")
+RUN_COLUMNS = ("model", "task", "k", "seq_len", "seed", "sweep_id")
+
+
+def _group_value(run, field: str):
+    if field in RUN_COLUMNS:
+        return getattr(run, field)
+    return (run.config or {}).get(field)
+
+
+def grouped_curves(db, runs: list, metric: str, by: list[str], band: str = "std"):
+    """`metric` against the step per group of runs that share the `by` fields (run columns or
+    config fields): (groups, frame). groups: label -> the runs in it; frame columns group,
+    step, mean, lo, hi, n, the band std (mean ± std over the group's runs at that step) or ci
+    (the 95% t interval of the mean). Non-finite values are left out of a step's mean."""
+    import pandas as pd
+
+    from seqbench.config import FIELDS
+    from seqbench.errors import UnknownNameError, UsageError
+    from seqbench.report.stats import interval
+
+    if band not in BANDS:
+        raise UsageError(f"--band must be std or ci, got {band!r}")
+    for f in by:
+        if f not in RUN_COLUMNS and f not in FIELDS:
+            raise UnknownNameError("--group-by field", f, [*RUN_COLUMNS, *FIELDS])
+    groups: dict[str, list] = {}
+    for run in runs:
+        label = " ".join(f"{f}={_group_value(run, f)}" for f in by) or "all runs"
+        groups.setdefault(label, []).append(run)
+    df = curves_frame(db, [r.id for r in runs], [metric])
+    df = df[df["value"].map(math.isfinite)]
+    label_of = {r.id: label for label, rs in groups.items() for r in rs}
+    df = df.assign(group=df["run_id"].map(label_of))
+    rows = []
+    for (label, step), g in df.groupby(["group", "step"], sort=False):
+        n, mean = len(g), float(g["value"].mean())
+        sd = float(g["value"].std()) if n > 1 else 0.0
+        lo, hi = (mean - sd, mean + sd) if band == "std" else interval(mean, sd, n)
+        rows.append((label, int(step), mean, lo, hi, n))
+    frame = pd.DataFrame(rows, columns=["group", "step", "mean", "lo", "hi", "n"])
+    order = {label: i for i, label in enumerate(groups)}
+    frame = frame.sort_values(
+        ["group", "step"], key=lambda c: c.map(order) if c.name == "group" else c
+    )
+    return groups, frame.reset_index(drop=True)
+
+
+def plot_grouped(frame, groups: dict, metric: str, band: str, path: str, task=None) -> list:
+    """One line per group (its mean) with its band shaded, each group its own colour, one
+    legend entry per group outside the axes; returns [(label, colour)] as drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [g for g in groups if (frame["group"] == g).any()]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    drawn = []
+    for label, color in zip(labels, distinct_colors(len(labels)), strict=True):
+        g = frame[frame["group"] == label]
+        n = len(groups[label])
+        ax.plot(g["step"], g["mean"], lw=1.4, color=color, label=f"{label} (n={n})")
+        ax.fill_between(g["step"], g["lo"], g["hi"], color=color, alpha=0.18, lw=0)
+        drawn.append((label, color))
+    _legend_outside(fig, ax, len(drawn))
+    shade = "±1 std over runs" if band == "std" else "95% CI of the mean"
+    _finish(fig, ax, frame["mean"], metric, task, f"{metric} per step (band: {shade})", path)
     plt.close(fig)
     return drawn
