@@ -12,8 +12,13 @@ PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 # The example plugin (a model and a task from another package, docs/plugins.md), installed as a
 # user installs one: the test-suite trains, stresses and sweeps it.
 "${PIP[@]}" ./examples/seqbench-example-plugin
-if [ ! -d /usr/share/datasets/fashion-mnist ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist) \
-    >/dev/null 2>&1 || echo "note: could not install dataset-fashion-mnist; the fashion tasks will say so" >&2
+# Debian's packages: Fashion-MNIST (the fashion tasks) and Chromium (the dashboard's browser
+# tests, driven by Playwright from the dev extra; nothing is downloaded by Playwright itself)
+missing=()
+[ -d /usr/share/datasets/fashion-mnist ] || missing+=(dataset-fashion-mnist)
+command -v chromium >/dev/null || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") \
+    >/dev/null 2>&1 || echo "note: could not install ${missing[*]} (the fashion tasks and the ui tests say so)" >&2
 fi
 echo "seqbench is set up in .venv: run .venv/bin/seqbench --help" >&2

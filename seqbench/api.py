@@ -78,6 +78,8 @@ _REEXPORTS = {
     "check": "seqbench.report.check",
     "CHECK_STATUSES": "seqbench.report.check",
     "junit_xml": "seqbench.report.check",
+    # the dashboard
+    "serve_ui": "seqbench.ui.server",
     "variant_label": "seqbench.report.check",
 }
 
@@ -115,6 +117,7 @@ __all__ = [
     "store_revision",
     "sweep_grid",
     "sweep_plan",
+    "sweep_points",
     "sweep_status",
     "tag_runs",
     "task_catalog",
@@ -487,6 +490,36 @@ def sweep_status(store: Store, name: str | None = None) -> list[dict]:
 
 
 # -- configs of stored runs ---------------------------------------------------------------------
+def sweep_points(store: Store, name: str) -> list[dict]:
+    """Every point of sweep `name` in order: position, model, task, k, seed, status (completed,
+    diverged, running, failed, interrupted, crashed, pending), run_id, and for a point in
+    flight its latest logged metrics ({key: (step, value)}), as a running sweep's page shows."""
+    from seqbench.store.sweeps import list_sweeps, point_states
+
+    sweeps = list_sweeps(store, name)
+    if not sweeps:
+        from seqbench.errors import SeqbenchError
+
+        raise SeqbenchError(f"no sweep named {name!r}")
+    out = []
+    for p in point_states(store, sweeps[0].id):
+        c = p.config or {}
+        latest = store.last_metrics(p.run_id) if p.run_id and p.status == "running" else {}
+        out.append(
+            {
+                "position": p.position,
+                "model": c.get("model"),
+                "task": c.get("task"),
+                "k": c.get("k"),
+                "seed": c.get("seed"),
+                "status": p.status,
+                "run_id": p.run_id,
+                "latest": latest,
+            }
+        )
+    return out
+
+
 def config_toml(cfg: RunConfig) -> str:
     """A resolved config as TOML that `seqbench train --config` accepts."""
     from seqbench.config import to_toml

@@ -81,10 +81,12 @@ def test_no_isinstance_on_model_classes_outside_models():
     assert found == []
 
 
-def test_the_cli_calls_only_the_api():
-    allowed = ("seqbench.api", "seqbench.errors", "seqbench.cli", "seqbench.__version__")
+@pytest.mark.parametrize("front", ["cli", "ui"])
+def test_the_front_ends_call_only_the_api(front):
+    """The CLI and the dashboard read and write through api.py alone (no store, no SQL)."""
+    allowed = ("seqbench.api", "seqbench.errors", f"seqbench.{front}", "seqbench.__version__")
     found = []
-    for path in _modules("cli"):
+    for path in _modules(front):
         for mod, line, typing_only in _imports(ast.parse(path.read_text())):
             if mod.startswith("seqbench") and not typing_only and not mod.startswith(allowed):
                 found.append(f"{_rel(path)}:{line} imports {mod}")

@@ -8,7 +8,7 @@ import typer
 from typer.core import TyperGroup
 
 from seqbench import __version__, api
-from seqbench.cli import bench, catalog, db, query, report, runs, stress, sweep, train
+from seqbench.cli import bench, catalog, db, query, report, runs, stress, sweep, train, ui
 from seqbench.cli._options import AppState, interrupt_exit_code, sigterm_as_interrupt, state
 from seqbench.errors import SeqbenchError
 
@@ -148,6 +148,7 @@ catalog.register(app)
 train.register(app)
 stress.register(app)
 report.register(app)
+ui.register(app)
 
 
 def main() -> None:

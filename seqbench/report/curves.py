@@ -92,7 +92,8 @@ def _finish(fig, ax, df, metric: str, task, title: str, path) -> None:
         ax.set_yscale("log")
     arrow = "↑" if metric_direction(metric, task) == "higher" else "↓"
     ax.set(xlabel="step", ylabel=f"{metric} {arrow}", title=title)
-    fig.savefig(path, dpi=120, bbox_inches="tight")  # room for the outside legend
+    if path is not None:
+        fig.savefig(path, dpi=120, bbox_inches="tight")  # room for the outside legend
 
 
 def plot_curves(db, runs: list, metric: str, path: str, title: str | None = None) -> int:
@@ -166,9 +167,10 @@ def grouped_curves(db, runs: list, metric: str, by: list[str], band: str = "std"
     return groups, frame.reset_index(drop=True)
 
 
-def plot_grouped(frame, groups: dict, metric: str, band: str, path: str, task=None) -> list:
+def plot_grouped(frame, groups: dict, metric: str, band: str, path: str | None, task=None):
     """One line per group (its mean) with its band shaded, each group its own colour, one
-    legend entry per group outside the axes; returns [(label, colour)] as drawn."""
+    legend entry per group outside the axes; returns [(label, colour)] as drawn (with `path`
+    None: (figure, drawn), the figure not saved)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -186,5 +188,7 @@ def plot_grouped(frame, groups: dict, metric: str, band: str, path: str, task=No
     _legend_outside(fig, ax, len(drawn))
     shade = "±1 std over runs" if band == "std" else "95% CI of the mean"
     _finish(fig, ax, frame["mean"], metric, task, f"{metric} per step (band: {shade})", path)
+    if path is None:
+        return fig, drawn
     plt.close(fig)
     return drawn

@@ -17,12 +17,13 @@ def _plot_baseline(rep: Report, task: str) -> float | None:
     return _baseline_for(rep, (task,))
 
 
-def plot_report(rep: Report, path: str) -> None:
+def plot_report(rep: Report, path: str | None):
     """Metric against the first numeric --by field (k, seq_len, teacher_lam, ...) with ±std
     error bars (grouped bars when there is none), one panel per task and one line per model
     (and per value of any other --by field). A run without a value on the x axis (k unset:
     the full recurrent model) is drawn as a dotted horizontal line. Log axes where the values
-    span more than a factor of 20."""
+    span more than a factor of 20. With `path` None: the figure, not saved (the dashboard
+    draws it as SVG)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -30,8 +31,7 @@ def plot_report(rep: Report, path: str) -> None:
 
     x = next((b for b in rep.by if b != "model" and _numeric(rep.stats[b])), None)
     if x is None:
-        _bar_plot(rep, path, plt)
-        return
+        return _bar_plot(rep, path, plt)
     series = [b for b in rep.group[1:] if b != x]
     tasks = sorted(set(rep.stats["task"]))
     fig, axes = plt.subplots(1, len(tasks), figsize=(6.5 * len(tasks), 4.8), squeeze=False)
@@ -78,9 +78,7 @@ def plot_report(rep: Report, path: str) -> None:
             ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
         ax.set(title=task, xlabel=x, ylabel=_ylabel(rep, task))
         _legend(ax)
-    _caption(fig, rep)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    return _save(fig, rep, path, plt)
 
 
 def _ylabel(rep: Report, task: str) -> str:
@@ -115,7 +113,7 @@ def _caption(fig, rep: Report) -> None:
     fig.tight_layout()
 
 
-def _bar_plot(rep: Report, path: str, plt) -> None:
+def _bar_plot(rep: Report, path: str | None, plt):
     """Without a numeric --by field: grouped bars (one per model) with ±std, one panel per
     task, one group per value of the other --by fields."""
     tasks = sorted(set(rep.stats["task"]))
@@ -152,9 +150,16 @@ def _bar_plot(rep: Report, path: str, plt) -> None:
             ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
         ax.set(title=task, ylabel=_ylabel(rep, task))
         _legend(ax)
+    return _save(fig, rep, path, plt)
+
+
+def _save(fig, rep: Report, path: str | None, plt):
     _caption(fig, rep)
+    if path is None:
+        return fig
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
+    return None
 
 
 def _numeric(col: pd.Series) -> bool:

@@ -1,0 +1,1 @@
+"""The local results dashboard (`seqbench ui`)."""

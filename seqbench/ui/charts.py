@@ -1,0 +1,64 @@
+"""The dashboard's charts: matplotlib figures (the same ones `--plot` writes) as inline SVG,
+each data series tagged `id="series-N"` (the baseline `id="baseline"`), so a browser test can
+count what was drawn. Nothing is fetched: the SVG is part of the page."""
+
+from __future__ import annotations
+
+import io
+import math
+
+
+def tag_series(fig) -> int:
+    """Give every legend entry's artist an SVG id: series-0, series-1, ... (the trivial
+    baseline: baseline). Returns how many data series there are."""
+    n = 0
+    for ax in fig.axes:
+        handles, labels = ax.get_legend_handles_labels()
+        for handle, label in zip(handles, labels, strict=True):
+            if hasattr(handle, "lines"):  # an errorbar container: its data line
+                artist = handle.lines[0]
+            elif isinstance(handle, tuple):  # a bar container: its first bar
+                artist = handle[0]
+            else:
+                artist = handle
+            if label == "trivial baseline":
+                artist.set_gid("baseline")
+                continue
+            artist.set_gid(f"series-{n}")
+            n += 1
+    return n
+
+
+def svg(fig) -> str:
+    """The figure as an <svg> element (its XML prologue dropped), closed afterwards."""
+    import matplotlib.pyplot as plt
+
+    tag_series(fig)
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg") :]
+
+
+def stress_figure(curves: dict[str, list[tuple[float, float]]], label: str):
+    """Gradient norm against lag and truncation error against k of one stress run (the curves
+    `seqbench stress` stores), log-log like `stress --plot`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
+    grad = [(x, y) for x, y in curves.get("grad_norm", []) if math.isfinite(y) and y > 0]
+    trunc = [(x, y) for x, y in curves.get("truncation_error", []) if math.isfinite(y) and y > 0]
+    if grad:
+        a.loglog([x + 1 for x, _ in grad], [y for _, y in grad], lw=1, label=label)
+    if trunc:
+        b.loglog([x for x, _ in trunc], [y for _, y in trunc], marker="o", ms=3, label=label)
+    a.set(xlabel="lag L + 1 (log)", ylabel="‖∂ℓ/∂x(T−L)‖ (log)", title="gradient vs lag")
+    b.set(xlabel="k, inputs seen (log)", ylabel="truncation error (log)", title="truncation error")
+    for ax in (a, b):
+        if ax.get_lines():
+            ax.legend(fontsize=7)
+    return fig
