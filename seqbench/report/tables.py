@@ -10,6 +10,7 @@ import pandas as pd
 
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.report.frames import (
+    TASK_RELATIVE,
     add_config_columns,
     canonical,
     differing_fields,
@@ -182,7 +183,39 @@ def build_report(
     base = row_baselines(db, sorted(set(df["task"])), group, sweep=sweep, where=where)
     compared = bool(compare) and "model" not in bys
     notes = row_differences(df, group)
-    return Report(stats, metric, bys, models, compared, base, df, variants, outcomes, notes)
+    rep = Report(stats, metric, bys, models, compared, base, df, variants, outcomes, notes)
+    rep.row_notes = [*notes, *nothing_learned(rep)]
+    return rep
+
+
+LEARNED = 0.05  # a cell learned something when it beats its trivial baseline by 5% of it
+
+
+def nothing_learned(rep: Report) -> list[str]:
+    """One note per task whose every cell sits at its trivial baseline or beyond it (worse
+    than LEARNED of the baseline better): the comparison there is between models that learned
+    nothing at this budget, not between what they can learn."""
+    if rep.metric not in TASK_RELATIVE:
+        return []
+    notes = []
+    for task, g in rep.stats.groupby("task", sort=True):
+        learned, judged, shown = False, 0, None
+        for _, r in g.iterrows():
+            key = unset_to_none(tuple(r[c] for c in rep.group))
+            b, mean = _baseline_for(rep, key), float(r["mean"])
+            if b is None or not math.isfinite(mean):
+                continue
+            judged, shown = judged + 1, b
+            higher = metric_direction(rep.metric, task) == "higher"
+            if (mean > b + LEARNED * abs(b)) if higher else (mean < b - LEARNED * abs(b)):
+                learned = True
+        if judged and not learned:
+            notes.append(
+                f"nothing learned at this budget on {task}: every cell is at its trivial "
+                f"baseline ({shown:.4g}) or beyond it; train longer (--set steps=...) before "
+                "comparing the models"
+            )
+    return notes
 
 
 def _samples(every: pd.DataFrame) -> pd.DataFrame:

@@ -401,3 +401,16 @@ def test_the_best_cell_is_bold_only_beyond_the_seeds_noise():
     assert not clearly_ahead((0.10, 0.05, 3), (0.13, 0.05, 3))  # p ≈ 0.5
     assert not clearly_ahead((0.01, 0.0, 1), (0.10, 0.0, 1))  # one seed: no test
     assert clearly_ahead((0.01, 0.0, 2), (0.10, 0.0, 2))  # no spread at all, different means
+
+
+def test_a_report_says_when_nothing_was_learned(store, db):
+    """Cells at the trivial baseline (adding's 1/6 after too few steps) get a note; a task
+    where one cell beats it by more than 5% does not."""
+    for model, v in (("rnn", 0.1671), ("tcn", 0.1665)):
+        r = add_run(store, model=model, seed=0, seq_len=100, config_hash=model)
+        store.set_summaries(r.id, {"test_metric": v, "baseline": 1 / 6})
+    rep = build_report(db)
+    assert any("nothing learned at this budget on adding" in n for n in rep.notes)
+    r = add_run(store, model="gru", seed=0, seq_len=100, config_hash="gru")
+    store.set_summaries(r.id, {"test_metric": 0.12, "baseline": 1 / 6})
+    assert not any("nothing learned" in n for n in build_report(db).notes)
