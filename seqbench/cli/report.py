@@ -78,8 +78,9 @@ def report(
     ] = False,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """Compare models across runs: mean ± std over seeds (n), the best highlighted, the
-    difference and ratio of the first two compared models, and the task's trivial baseline.
+    """Compare models across runs: mean ± std over seeds (n), the best highlighted where it is
+    ahead of the runner-up beyond the seeds' noise (Welch's t-test, p < 0.05), the difference
+    and ratio of the first two compared models, and the task's trivial baseline.
     Without --compare: a leaderboard of the models on each task.
 
     Example: seqbench report --compare rnn tcn --task adding --by k --plot k.png
