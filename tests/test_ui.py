@@ -205,3 +205,21 @@ def test_a_running_sweeps_page_updates_by_itself(browser, tmp_path):
         sweep.terminate()
         sweep.wait(timeout=30)
         server.stop()
+
+
+@pytest.mark.postgres
+def test_the_dashboard_serves_a_postgresql_store(browser, pg_url):
+    """The same pages over a shared PostgreSQL store (read-only transactions)."""
+    sb(pg_url, "sweep", "--models", "rnn,tcn", "--tasks", "adding", "--k", "4", "--seeds", "0,1",
+       "--name", "pg", "--workers", "2", *SMALL)  # fmt: skip
+    server = Server(pg_url)
+    page = browser.new_page()
+    try:
+        for path in ("", "run/1", "compare?sweep=pg&models=rnn,tcn", "curves?sweep=pg",
+                     "sweeps", "sweep?name=pg", "stress", "checks"):  # fmt: skip
+            assert page.goto(server.url + path).status == 200, (path, page.content()[:1500])
+        page.goto(server.url)
+        assert len(_cells(page, "runs")) == 4
+    finally:
+        page.close()
+        server.stop()
