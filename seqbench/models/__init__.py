@@ -65,6 +65,19 @@ def _torch_rnn(kind):
     return build
 
 
+def _irnn(in_dim, args):
+    from seqbench.models.recurrent import IRNN
+
+    return IRNN(in_dim, args)
+
+
+def _check_irnn(c) -> None:
+    # a config asking for another nonlinearity is refused; ModelArgs built by hand (without
+    # the family's defaults) get the ReLU that IRNN is
+    if hasattr(c, "model") and c.nonlinearity != "relu":
+        raise UsageError(f"irnn is a ReLU RNN by definition; nonlinearity {c.nonlinearity!r}")
+
+
 def _indrnn(in_dim, args):
     from seqbench.models.recurrent import IndRNN
 
@@ -166,6 +179,17 @@ for _spec in (
         indrnn_kernel=True,
         activation_units=4,
         no_decay=("u", "bias"),  # the authors' scripts: no decay on weight_hh or any bias
+    ),
+    ModelSpec(
+        "irnn",
+        "IRNN (Le et al. 2015): ReLU RNN, identity recurrent init, zero biases",
+        True,
+        _irnn,
+        {"nonlinearity": "relu"},
+        stable=True,
+        activation_units=3,
+        check=_check_irnn,
+        small_steps=True,
     ),
     ModelSpec(
         "tcn",

@@ -93,6 +93,26 @@ class TorchRecurrent(Backbone):
         return y, state
 
 
+class IRNN(TorchRecurrent):
+    """IRNN (Le, Jaitly & Hinton 2015, arXiv 1504.00941): a ReLU RNN whose recurrent matrix
+    starts as the identity and whose biases start at zero, input weights N(0, 0.001²), so at
+    init a state persists unchanged through steps with no input (the IndRNN paper's baseline).
+    Everything else (training, --stable's spectral clip) is the rnn family's."""
+
+    def __init__(self, in_dim: int, args: ModelArgs):
+        super().__init__("rnn", in_dim, args.with_(nonlinearity="relu"))
+
+    def reset_parameters(self) -> None:
+        with torch.no_grad():
+            for name, p in self.rnn.named_parameters():
+                if name.startswith("weight_hh"):
+                    p.copy_(torch.eye(p.shape[0], dtype=p.dtype))
+                elif name.startswith("weight_ih"):
+                    p.normal_(0.0, 0.001)
+                else:
+                    p.zero_()
+
+
 def lstm_bound(w_hh: torch.Tensor) -> float:
     """S = ‖W_i‖∞/4 + ‖W_f‖∞/4 + ‖W_g‖∞ + ‖W_o‖∞/4 for a packed (4H, H) LSTM matrix.
 
