@@ -93,6 +93,7 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
     values: dict[str, Any] = {}
     values.update(spec.defaults)
     values.update(TASK_DEFAULTS.get(task, {}))
+    values.update(task_spec.defaults)
     values.update(PAIR_DEFAULTS.get((model, task), {}))
     values.update(given)
     values.update(fixed)

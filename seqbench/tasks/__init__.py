@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from seqbench.errors import UsageError
@@ -20,7 +20,8 @@ class TaskSpec:
     checks (a RunConfig or TaskArgs in, UsageError out); extra_steps: how many steps past T a
     sequence has (copy: T blanks between 10 symbols and 10 answers are T + 20 steps), so the
     model sees T + extra_steps. plugin: where a plugin's spec came from ("dist version"; None:
-    built in), recorded in each run's config and hash."""
+    built in), recorded in each run's config and hash. defaults: config fields the task sets
+    (a plugin task's training budget, say: {"steps": 500}), applied as TASK_DEFAULTS are."""
 
     name: str
     target: str
@@ -34,6 +35,7 @@ class TaskSpec:
     check: Callable[[Any], None] | None = None
     extra_steps: int = 0
     plugin: str | None = None
+    defaults: dict[str, Any] = field(default_factory=dict)  # a plugin task's own (e.g. steps)
 
     def load(self) -> type:
         module, _, cls = self.target.partition(":")

@@ -31,4 +31,5 @@ sunspots = TaskSpec(
     default_seq_len=24,
     baseline_note="predict the mean of the training years",
     min_seq_len=2,
+    defaults={"steps": 500},  # what `seqbench train` runs without --steps
 )
