@@ -27,7 +27,7 @@ from seqbench.config import (
     split_list,
 )
 from seqbench.configure import make_config
-from seqbench.errors import SeqbenchError, UsageError
+from seqbench.errors import UsageError
 
 if TYPE_CHECKING:
     from seqbench.store.store import Store
@@ -314,14 +314,10 @@ def data_note(cfg: RunConfig) -> str | None:
     if not is_file_task(cfg.task):
         return None
     f = data_file(cfg.path, cfg.target, cfg.split_seed)
-    try:  # how the kind was found, had it not been given
-        source = data_file(cfg.path, None, cfg.split_seed).kind_source
-    except SeqbenchError:
-        source = "given"
     how = {
         "inferred": "inferred from the arrays; --set target=... to choose",
         "metadata": "from the file's metadata",
-    }.get(source, "given")
+    }.get(f.kind_source, "given")
     split = "the file's splits" if f.split_seed is None else f"split seed {f.split_seed}"
     sizes = "/".join(str(f.sizes[s]) for s in ("train", "valid", "test"))
     return (
@@ -490,19 +486,16 @@ def sweep_status(store: Store, name: str | None = None) -> list[dict]:
 
 
 # -- configs of stored runs ---------------------------------------------------------------------
-def sweep_points(store: Store, name: str) -> list[dict]:
-    """Every point of sweep `name` in order: position, model, task, k, seed, status (completed,
-    diverged, running, failed, interrupted, crashed, pending), run_id, and for a point in
-    flight its latest logged metrics ({key: (step, value)}), as a running sweep's page shows."""
-    from seqbench.store.sweeps import list_sweeps, point_states
+def sweep_points(store: Store, name: str) -> tuple[dict, list[dict]]:
+    """Sweep `name`'s summary (as sweep_status gives it) and every point in order: position,
+    model, task, k, seed, status (completed, diverged, running, failed, interrupted, crashed,
+    pending), run_id, and for a point in flight its latest logged metrics ({key: (step,
+    value)}), as a running sweep's page shows them. One read of the points."""
+    from seqbench.sweep.runner import sweep_detail
 
-    sweeps = list_sweeps(store, name)
-    if not sweeps:
-        from seqbench.errors import SeqbenchError
-
-        raise SeqbenchError(f"no sweep named {name!r}")
+    summary, states = sweep_detail(store, name)
     out = []
-    for p in point_states(store, sweeps[0].id):
+    for p in states:
         c = p.config or {}
         latest = store.last_metrics(p.run_id) if p.run_id and p.status == "running" else {}
         out.append(
@@ -517,7 +510,7 @@ def sweep_points(store: Store, name: str) -> list[dict]:
                 "latest": latest,
             }
         )
-    return out
+    return summary, out
 
 
 def config_toml(cfg: RunConfig) -> str:

@@ -86,8 +86,10 @@ def _legend_outside(fig, ax, entries: int) -> None:
         )
 
 
-def _finish(fig, ax, df, metric: str, task, title: str, path) -> None:
-    values = df[df.map(lambda v: math.isfinite(v) and v > 0)] if len(df) else df
+def _finish(fig, ax, drawn, metric: str, task, title: str, path) -> None:
+    """Log y where the drawn values (a Series) span decades, the axis labels, and the file
+    (none: the caller keeps the figure)."""
+    values = drawn[drawn.map(lambda v: math.isfinite(v) and v > 0)] if len(drawn) else drawn
     if len(values) and values.max() / values.min() > 100:
         ax.set_yscale("log")
     arrow = "↑" if metric_direction(metric, task) == "higher" else "↓"

@@ -200,13 +200,13 @@ def nothing_learned(rep: Report) -> list[str]:
     notes = []
     for task, g in rep.stats.groupby("task", sort=True):
         learned, judged, shown = False, 0, None
+        higher = metric_direction(rep.metric, task) == "higher"
         for _, r in g.iterrows():
             key = unset_to_none(tuple(r[c] for c in rep.group))
             b, mean = _baseline_for(rep, key), float(r["mean"])
             if b is None or not math.isfinite(mean):
                 continue
             judged, shown = judged + 1, b
-            higher = metric_direction(rep.metric, task) == "higher"
             if (mean > b + LEARNED * abs(b)) if higher else (mean < b - LEARNED * abs(b)):
                 learned = True
         if judged and not learned:

@@ -274,22 +274,27 @@ def _await_stream(store: Store, executor, run_id: int, ended: set[int]) -> None:
 
 def sweep_status(store: Store, name: str | None = None) -> list[dict]:
     """Per sweep: total points and how many are done, running, failed or remaining."""
-    out = []
-    for sw in rows.list_sweeps(store, name):
-        states = rows.point_states(store, sw.id)
-        c = {k: 0 for k in ("completed", "diverged", "running", "failed", "remaining")}
-        for p in states:
-            c[p.status if p.status in c else "remaining"] += 1
-        out.append(
-            {
-                "name": sw.name,
-                "status": _computed_status(sw.status, c),
-                "total": len(states),
-                **c,
-                "created": sw.created_at,
-            }
-        )
-    return out
+    return [_summary(sw, rows.point_states(store, sw.id)) for sw in rows.list_sweeps(store, name)]
+
+
+def sweep_detail(store: Store, name: str) -> tuple[dict, list]:
+    """One sweep's summary (as sweep_status gives it) and its points' states, read once."""
+    (sw,) = rows.list_sweeps(store, name)  # an unknown name is an error there
+    states = rows.point_states(store, sw.id)
+    return _summary(sw, states), states
+
+
+def _summary(sw, states: list) -> dict:
+    c = {k: 0 for k in ("completed", "diverged", "running", "failed", "remaining")}
+    for p in states:
+        c[p.status if p.status in c else "remaining"] += 1
+    return {
+        "name": sw.name,
+        "status": _computed_status(sw.status, c),
+        "total": len(states),
+        **c,
+        "created": sw.created_at,
+    }
 
 
 def _computed_status(stored: str, counts: dict[str, int]) -> str:

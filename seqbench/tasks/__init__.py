@@ -185,9 +185,9 @@ def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     (`values`: the config's fields so far). A file task: its kind (`--task file` becomes
     file-<kind>), T, the content hash and the split seed, read from the file (numpy only);
     the text task: its file's content hash. Other tasks: unchanged, nothing fixed."""
-    if task == "text" and values.get("path"):
-        from pathlib import Path
+    from pathlib import Path
 
+    if task == "text" and values.get("path"):
         from seqbench.tasks.filedata import content_hash
 
         if Path(values["path"]).is_file():
@@ -213,8 +213,6 @@ def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             f"data file {values['path']!r} has sequences of {facts.seq_len} steps the model "
             f"sees; got seq_len {given}"
         )
-    from pathlib import Path
-
     fixed = {
         "path": str(Path(values["path"]).resolve()),
         "target": facts.kind,

@@ -53,7 +53,7 @@ class FileFacts:
 
     path: str
     kind: str
-    kind_source: str  # "given", "metadata" or "inferred"
+    kind_source: str  # "metadata", "inferred", or "given" (a target the file does not say)
     data_hash: str
     seq_len: int  # T of the inputs a model sees (next-token: one less than the file's)
     in_dim: int  # D, or the embedding width for token ids
@@ -338,14 +338,15 @@ class Dataset:
         meta = self.meta.get("target")
         if meta is not None and meta not in KINDS:
             raise _fail(self.path, f"metadata target must be one of {', '.join(KINDS)}")
-        if target is not None:
-            kind, source = target, "given"
-        elif meta is not None:
+        # what the file says of itself; a target given otherwise is "given"
+        if meta is not None:
             kind, source = meta, "metadata"
         elif not has_y:
             kind, source = "next-token", "inferred"
         else:
             kind, source = ("regression" if y_kind == "float" else "classification"), "inferred"
+        if target is not None and target != kind:
+            kind, source = target, "given"
         if kind == "next-token":
             if has_y or self.x_kind != "int":
                 raise _fail(self.path, "next-token needs token ids x (N, T) and no y")
@@ -443,12 +444,20 @@ def _declared(path: str, meta: dict, key: str, found: int, what: str, hi) -> int
     return given
 
 
-_FACTS: dict[tuple, FileFacts] = {}
+_OPENED: dict[tuple, tuple[FileFacts, Dataset]] = {}
 
 
 def describe(path: str, target: str | None = None, split_seed: int | None = None) -> FileFacts:
     """Check a data file and say what it holds (memoised per path, size, mtime and options:
-    a sweep resolves many points over one file)."""
+    a sweep resolves many points over one file, and the task trains on the same check)."""
+    return open_checked(path, target, split_seed)[0]
+
+
+def open_checked(
+    path: str, target: str | None = None, split_seed: int | None = None
+) -> tuple[FileFacts, Dataset]:
+    """(facts, the checked Dataset) of a data file: read, checked and hashed once per process
+    for a given file state and options."""
     p = Path(path)
     try:
         st = p.stat()
@@ -458,8 +467,8 @@ def describe(path: str, target: str | None = None, split_seed: int | None = None
     if p.is_dir():
         stamp += tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in p.iterdir())
     key = (os.path.realpath(path), stamp, target, split_seed)
-    if key in _FACTS:
-        return _FACTS[key]
+    if key in _OPENED:
+        return _OPENED[key]
     ds = Dataset(path, target, split_seed)
     base, note = ds.baseline()
     facts = FileFacts(
@@ -477,8 +486,8 @@ def describe(path: str, target: str | None = None, split_seed: int | None = None
         baseline=base,
         baseline_note=note,
     )
-    _FACTS[key] = facts
-    return facts
+    _OPENED[key] = facts, ds
+    return facts, ds
 
 
 EMBED = 64  # embedding width for token-id inputs (as the language-modelling tasks)

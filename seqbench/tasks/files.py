@@ -6,14 +6,12 @@ One class for the three kinds, registered as file-regression (MSE), file-classif
 
 from __future__ import annotations
 
-from functools import cached_property
-
 import numpy as np
 import torch
 
 from seqbench.errors import SeqbenchError
 from seqbench.tasks.base import Task, TaskArgs
-from seqbench.tasks.filedata import Dataset, content_hash, describe
+from seqbench.tasks.filedata import content_hash, open_checked
 
 
 class FileTask(Task):
@@ -23,7 +21,7 @@ class FileTask(Task):
     def __init__(self, args: TaskArgs):
         if not args.path:
             raise SeqbenchError("the file tasks need a data file: --path FILE.npz or a directory")
-        self.facts = describe(args.path, args.target, args.split_seed)
+        self.facts, self.data = open_checked(args.path, args.target, args.split_seed)
         if args.data_hash is not None and args.data_hash != self.facts.data_hash:
             raise SeqbenchError(
                 f"data file {args.path!r} has changed since this config was made "
@@ -38,10 +36,6 @@ class FileTask(Task):
         self.in_dim = self.facts.in_dim
         self.vocab = self.facts.vocab
         self.out_dim = 1 if self.kind == "regression" else self.facts.n_classes
-
-    @cached_property
-    def data(self) -> Dataset:
-        return Dataset(self.args.path, self.args.target, self.args.split_seed)
 
     @property
     def n_train(self) -> int:

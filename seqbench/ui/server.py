@@ -15,7 +15,6 @@ from __future__ import annotations
 import html
 import json
 import math
-import threading
 import traceback
 from collections.abc import Callable
 from http import HTTPStatus
@@ -64,10 +63,14 @@ def _e(v: Any) -> str:
     return html.escape(str(v))
 
 
-def _table(cols: list[str], rows: list[list], *, ident: str = "", bold=None, raw=()) -> str:
+def _table(
+    cols: list[str], rows: list[list], *, ident: str = "", bold=None, raw=(), heads=None
+) -> str:
     """An HTML table; `raw` names the columns whose cells are HTML already; `bold[i]` the
-    index of row i's cell to bold (the report's best)."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    index of row i's cell to bold (the report's best); `heads` the header cells as HTML
+    (default: the column names)."""
+    heads = heads or [html.escape(c) for c in cols]
+    head = "".join(f"<th>{h}</th>" for h in heads)
     body = []
     for i, r in enumerate(rows):
         cells = []
@@ -101,7 +104,6 @@ class Dashboard:
     def __init__(self, db: str | None):
         self.db = db
         self.store = api.open_store(db, readonly=True)  # a bad --db fails here, in one line
-        self._lock = threading.Lock()
 
     def close(self) -> None:
         self.store.dispose()
@@ -187,10 +189,8 @@ class Dashboard:
             ]
             for r, metric in rows
         ]
-        table = _table(cols, body_rows, ident="runs", raw=("", "id", "status"))
-        table = table.replace("<th></th>", "<th>select</th>", 1)
-        for c in keys:  # sortable headers
-            table = table.replace(f"<th>{c}</th>", f"<th>{head(c)}</th>", 1)
+        heads = ["select", *(head(c) for c in cols[1:])]  # sortable columns link
+        table = _table(cols, body_rows, ident="runs", raw=("", "id", "status"), heads=heads)
         form = (
             '<form class="filters" method="get" action="/">'
             + "".join(_field(n, base.get(n, "")) for n in ("model", "task", "status", "sweep"))
@@ -296,8 +296,7 @@ class Dashboard:
 
     def sweep(self, q: dict):
         name = self._one(q, "name")
-        (status,) = api.sweep_status(self.store, name) or [{}]
-        points = api.sweep_points(self.store, name)
+        status, points = api.sweep_points(self.store, name)
         counts = [[k, status.get(k)] for k in ("status", "total", "completed", "diverged",
                                                "running", "failed", "remaining")]  # fmt: skip
         rows = []
