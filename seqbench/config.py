@@ -57,8 +57,8 @@ class RunConfig:
     seed: int = _in(TASK, default=0)
     device: str = "auto"
     precision: str = "fp32"  # fp32, bf16 (autocast) or fp16 (autocast + grad scaler, CUDA)
-    stable: bool = False
-    lam: float = 0.99  # stability bound for --stable
+    stable: bool = _in(MODEL, default=False)
+    lam: float = _in(MODEL, default=0.99)  # stability bound for --stable
     eval_every: int | None = None  # None: 10 evaluations per run
     eval_size: int = _in(TASK, default=1000)
     eval_batch_size: int = 256
@@ -73,6 +73,9 @@ class RunConfig:
     heads: int = _in(MODEL, default=4)
     backend: str = _in(MODEL, default="auto")
     forget_bias: float = _in(MODEL, default=0.0)
+    # --stable on an LSTM: the forget gate is f = forget_cap · σ(·) (set by resolution to λ/2
+    # when not given), and the recurrent blocks share what is left, λ − forget_cap
+    forget_cap: float | None = _in(MODEL)
     # "reference": what the paper's published code did (the default); "paper": its text
     init: str = _in(MODEL, default="reference")
     # task options
@@ -191,7 +194,8 @@ TaskArgs = _derived(
 )
 MODEL_FIELDS = tuple(f.name for f in _group(MODEL))
 TASK_FIELDS = tuple(f.name for f in _group(TASK))
-_NULLABLE = {"k", "levels"}  # None is a value for these (no context given, no depth given)
+# None is a value for these (no context given, no depth given, no forget-gate cap)
+_NULLABLE = {"k", "levels", "forget_cap"}
 
 
 # Where and how a run executes, not what it computes.
@@ -203,7 +207,7 @@ NOT_COMPUTED = {"tags", "save_checkpoint"}
 NOT_EXPERIMENT = {"model", "task", "seed", *NOT_HASHED}
 # Fields added after stores had runs: unset (None) they are left out of the hash, so that
 # every run from before keeps its hash (a resumed sweep does not re-run it).
-ADDED_LATER = ("target", "data_hash", "split_seed", "plugin")
+ADDED_LATER = ("target", "data_hash", "split_seed", "plugin", "forget_cap")
 FIELDS = {f.name: f for f in fields(RunConfig)}
 
 
@@ -433,6 +437,7 @@ FLOAT_FIELDS = (
     "dropout",
     "magnitude",
     "forget_bias",
+    "forget_cap",
     "teacher_lam",
 )
 MAX_SEED = 2**32 - 1  # numpy's seeds (the tasks' data) are 32-bit

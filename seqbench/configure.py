@@ -108,9 +108,25 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
             values[name] = FIELDS[name].default
     if values.get("epochs") is not None and "steps" not in overrides:
         values["steps"] = None
-    cfg = RunConfig(model=model, task=task, **values)
+    cfg = lstm_condition(RunConfig(model=model, task=task, **values))
     validate(cfg)
     return replace(cfg, plugin=provenance(cfg))
+
+
+def lstm_condition(cfg: RunConfig) -> RunConfig:
+    """--stable on an LSTM (or a window over one) caps its forget gate: forget_cap defaults to
+    λ/2 (the recurrent blocks get the other half, models/recurrent.lstm_gain). forget_cap is
+    refused anywhere else, and must lie in (0, λ)."""
+    spec = MODELS.get(cfg.model) if cfg.model in MODELS else None
+    lstm = cfg.model == "lstm" or bool(spec and spec.wraps_base and cfg.base == "lstm")
+    if not (cfg.stable and lstm):
+        if cfg.forget_cap is not None:
+            raise UsageError("forget_cap is the forget-gate cap of --stable on an lstm")
+        return cfg
+    cap = cfg.lam / 2 if cfg.forget_cap is None else cfg.forget_cap
+    if not 0 < cap < cfg.lam:
+        raise UsageError(f"forget_cap must be in (0, lam = {cfg.lam:g}), got {cap:g}")
+    return replace(cfg, forget_cap=cap)
 
 
 def provenance(cfg: RunConfig) -> str | None:

@@ -36,6 +36,9 @@ class TorchRecurrent(Backbone):
         )
         self.out_dim = args.hidden
         self.forget_bias = args.forget_bias
+        # --stable on an LSTM: f = forget_cap · σ(·), by seqbench's own loop (torch's fused
+        # LSTM has no such gate); None: torch.nn's LSTM as it is
+        self.forget_cap = args.forget_cap if kind == "lstm" and args.stable else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -54,27 +57,34 @@ class TorchRecurrent(Backbone):
 
     def project_(self, lam: float) -> float:
         """rnn: clamp the singular values of each W to ≤ λ (SVD), so ‖W‖₂ ≤ λ and, with a
-        1-Lipschitz φ, h ↦ φ(W h + U x) is λ-contractive. lstm: rescale the four gate blocks
-        together so that the bound S of `lstm_bound` is ≤ λ."""
+        1-Lipschitz φ, h ↦ φ(W h + U x) is λ-contractive. lstm (its forget gate capped at
+        forget_cap, set by --stable): rescale each layer's four recurrent blocks together so
+        that forget_cap + lstm_gain(W, forget_cap) ≤ λ, the LSTM condition that makes the
+        step (c, h) ↦ (c', h') λ-contractive for every input."""
         ws = self.recurrent_weights().values()
         if self.kind == "rnn":
             return max(spectral_clip_(w, lam) for w in ws)
         if self.kind == "lstm":
+            cap = self.forget_cap
+            if cap is None or not cap < lam:
+                raise ValueError(f"the stable LSTM needs a forget cap below λ = {lam}, got {cap}")
             with torch.no_grad():
                 for w in ws:
-                    s = lstm_bound(w)
-                    if s > lam:
-                        w.mul_(lam / s)
+                    gain = lstm_gain(w, cap)
+                    if gain > lam - cap:  # a hair inside, so float32 rounding stays ≤ λ
+                        w.mul_((lam - cap) / gain * (1 - 1e-6))
             return self.stability_bound()
         return super().project_(lam)
 
     def stability_bound(self) -> float | None:
-        """max ‖W‖₂ (rnn), max S (lstm); None for the GRU (no condition is enforced)."""
+        """max ‖W‖₂ (rnn); forget_cap + max lstm_gain (an LSTM with a capped forget gate: its
+        per-step contraction); None for an uncapped LSTM (f can reach 1, so no bound holds)
+        and for the GRU (no condition is enforced)."""
         ws = self.recurrent_weights().values()
         if self.kind == "rnn":
             return max(spectral_norm(w) for w in ws)
-        if self.kind == "lstm":
-            return max(lstm_bound(w) for w in ws)
+        if self.kind == "lstm" and self.forget_cap is not None:
+            return self.forget_cap + max(lstm_gain(w, self.forget_cap) for w in ws)
         return None
 
     def spectra(self) -> dict[str, float]:
@@ -83,14 +93,47 @@ class TorchRecurrent(Backbone):
         if self.kind == "rnn":
             out["spectral_radius"] = max(spectral_radius(w) for w in ws)
         if self.kind == "lstm":
-            s = max(lstm_bound(w) for w in ws)
-            out["lstm_bound"] = s
-            out["lstm_condition_holds"] = float(s < 1.0)
+            out["lstm_bound"] = max(lstm_bound(w) for w in ws)
+            bound = self.stability_bound()  # None without a forget cap: no condition holds
+            out["lstm_condition_holds"] = float(bound is not None and bound < 1.0)
         return out
 
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
+        if self.forget_cap is not None:
+            return self._capped_lstm(x, state)
         y, state = self.rnn(x, state)  # (B, T, H)
         return y, state
+
+    def _capped_lstm(self, x: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
+        """torch.nn.LSTM's recurrence on its own parameters (gates i, f, g, o), with the
+        forget gate f = forget_cap · σ(z_f); the same state format ((L, B, H) h and c)."""
+        B, T, _ = x.shape
+        L, H, rnn = self.rnn.num_layers, self.out_dim, self.rnn
+        if state is None:
+            zero = x.new_zeros(L, B, H)
+            state = (zero, zero)
+        h_last, c_last = [], []
+        out = x
+        for layer in range(L):
+            w_hh = getattr(rnn, f"weight_hh_l{layer}")
+            pre = nn.functional.linear(
+                out,
+                getattr(rnn, f"weight_ih_l{layer}"),
+                getattr(rnn, f"bias_ih_l{layer}") + getattr(rnn, f"bias_hh_l{layer}"),
+            )  # (B, T, 4H): every step's input part in one matmul
+            h, c = state[0][layer], state[1][layer]
+            steps = []
+            for t in range(T):
+                i, f, g, o = (pre[:, t] + h @ w_hh.T).chunk(4, dim=-1)
+                c = self.forget_cap * torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+                h = torch.sigmoid(o) * torch.tanh(c)
+                steps.append(h)
+            out = torch.stack(steps, dim=1) if steps else x.new_zeros(B, 0, H)
+            h_last.append(h)
+            c_last.append(c)
+            if layer < L - 1 and rnn.dropout and self.training:
+                out = nn.functional.dropout(out, rnn.dropout, training=True)
+        return out, (torch.stack(h_last), torch.stack(c_last))
 
 
 class IRNN(TorchRecurrent):
@@ -113,19 +156,32 @@ class IRNN(TorchRecurrent):
                     p.zero_()
 
 
+def _gate_norms(w_hh: torch.Tensor) -> tuple[float, float, float, float]:
+    """‖W_i‖∞, ‖W_f‖∞, ‖W_g‖∞, ‖W_o‖∞ (max row L1 norm) of a packed (4H, H) LSTM matrix."""
+    return tuple(float(w.abs().sum(dim=1).max()) for w in w_hh.detach().double().chunk(4, 0))
+
+
 def lstm_bound(w_hh: torch.Tensor) -> float:
-    """S = ‖W_i‖∞/4 + ‖W_f‖∞/4 + ‖W_g‖∞ + ‖W_o‖∞/4 for a packed (4H, H) LSTM matrix.
+    """S = ‖W_i‖∞/4 + ‖W_f‖∞/4 + ‖W_g‖∞ + ‖W_o‖∞/4 of a packed (4H, H) LSTM matrix: how far
+    the gates move for a change of h. Not a stability condition on its own: the cell's own
+    path c_{t−1} → c_t has gain f, which reaches 1 (see lstm_gain)."""
+    wi, wf, wg, wo = _gate_norms(w_hh)
+    return wi / 4 + wf / 4 + wg + wo / 4
 
-    For h_t = o ⊙ tanh(c_t), c_t = f ⊙ c_{t-1} + i ⊙ g with σ' ≤ 1/4, tanh' ≤ 1 and |c|, |g| ≤ 1,
-    a change Δh moves the next state by at most S·‖Δh‖∞. This is a sufficient condition under
-    the stated bounds on the cell, in the spirit of Miller & Hardt's LSTM condition, not a
-    verbatim copy of it."""
-    wi, wf, wg, wo = w_hh.detach().double().chunk(4, dim=0)
 
-    def inf_norm(w):
-        return float(w.abs().sum(dim=1).max())
+def lstm_gain(w_hh: torch.Tensor, cap: float) -> float:
+    """B = ‖W_i‖∞/4 + cap·‖W_f‖∞ / (4(1 − cap)) + ‖W_g‖∞ + ‖W_o‖∞/4 for an LSTM whose forget
+    gate is f = cap·σ(·), cap < 1.
 
-    return inf_norm(wi) / 4 + inf_norm(wf) / 4 + inf_norm(wg) + inf_norm(wo) / 4
+    With σ' ≤ 1/4, tanh' ≤ 1, |i|, |o|, |g| ≤ 1 and a cell that, from a zero start, never
+    leaves |c| ≤ 1/(1 − cap), two states (c, h), (c', h') fed the same input, whatever it is,
+    move to states that differ, in the max norm over c and h, by at most (cap + B) times their
+    difference: ‖Δc'‖ ≤ cap‖Δc‖ + (‖W_i‖/4 + cap‖W_f‖/(4(1 − cap)) + ‖W_g‖)‖Δh‖ and
+    ‖Δh'‖ ≤ ‖Δc'‖ + ‖W_o‖/4 ‖Δh‖. So cap + B ≤ λ < 1 makes the LSTM λ-contractive: Miller &
+    Hardt's LSTM condition (a recurrent-weight bound with the forget gate bounded away from
+    1), in ∞-norms. What it costs: no unit holds a value longer than about 1/(1 − cap) steps."""
+    wi, wf, wg, wo = _gate_norms(w_hh)
+    return wi / 4 + cap * wf / (4 * (1 - cap)) + wg + wo / 4
 
 
 def indrnn_bounds(seq_len: int, magnitude: float) -> tuple[float, float]:
