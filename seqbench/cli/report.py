@@ -145,8 +145,16 @@ def baseline_save(
     sweep: SweepOption = None,
     where: WhereOption = None,
     metric: Annotated[list[str] | None, typer.Option(help="Summary keys (repeatable).")] = None,
-    rtol: Annotated[float, typer.Option(help="Relative tolerance stored with each value.")] = 0.05,
-    atol: Annotated[float, typer.Option(help="Absolute tolerance stored with each value.")] = 0.0,
+    rtol: Annotated[
+        float,
+        typer.Option(
+            help="Tolerance as a share of each point's error (the loss itself; 1 − accuracy): "
+            "0.1 fails a point whose error grows by more than 10%."
+        ),
+    ] = 0.05,
+    atol: Annotated[
+        float, typer.Option(help="Absolute floor under each tolerance (default none).")
+    ] = 0.0,
 ) -> None:
     """Store the current medians over seeds per (model, task, k, variant, metric) as a baseline;
     the variant holds the config fields that differ between runs of one (model, task, k)

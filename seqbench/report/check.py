@@ -83,11 +83,33 @@ def valid_tolerance(x: float) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x) and x >= 0
 
 
-def tolerance(value: float, rtol: float, atol: float) -> float:
-    """max(atol, rtol·|value|); 0 for a non-finite value."""
+def tolerance(value: float, rtol: float, atol: float, error: float | None = None) -> float:
+    """max(atol, rtol·error): the tolerance scales with the point's error, its distance from a
+    perfect score (error: the value itself by default, right for MSE, NLL, bits and other
+    losses; 1 − accuracy for an accuracy, see point_error). A solved point (MSE 1e-4, accuracy
+    0.96) is then held to its own scale: rtol = 0.1 fails a 1.1× regression of its error,
+    where an absolute floor (atol) would let it regress a hundredfold. 0 for a non-finite
+    value."""
     if not (valid_tolerance(rtol) and valid_tolerance(atol)):
         raise UsageError(f"--rtol and --atol must be finite and ≥ 0, got {rtol} and {atol}")
-    return max(atol, rtol * abs(value)) if math.isfinite(value) else 0.0
+    if not math.isfinite(value):
+        return 0.0
+    return max(atol, rtol * abs(value if error is None else error))
+
+
+def point_error(value: float, metric: str, task: str) -> float:
+    """How far a point is from a perfect score, the scale of its tolerance: 1 − value for an
+    accuracy (a higher-is-better metric of a built-in task, each of them an accuracy in [0,
+    1]), the value itself otherwise (lower is better, 0 is perfect; a plugin's higher-is-
+    better metric, whose ceiling seqbench does not know)."""
+    from seqbench.tasks import TASKS
+
+    accuracy = metric.endswith("_acc") or (
+        metric_direction(metric, task) == "higher"
+        and TASKS.is_builtin(task)
+        and TASKS.get(task).metric == "acc"
+    )
+    return 1.0 - value if accuracy and 0.0 <= value <= 1.0 else abs(value)
 
 
 def _not_variant() -> set[str]:
@@ -175,7 +197,8 @@ def save_baseline(
             left_out.append(" ".join(x for x in (f"{m}/{t}", f"k={k}", variant_label(var)) if x))
             continue
         direction = metric_direction(metric, t)
-        points.append(Point(m, t, k, metric, v, tolerance(v, rtol, atol), direction, var, ex))
+        tol = tolerance(v, rtol, atol, point_error(v, metric, t))
+        points.append(Point(m, t, k, metric, v, tol, direction, var, ex))
     if skipped is not None:
         skipped.extend(left_out)
     if not points:
@@ -406,7 +429,9 @@ def check(
     for p in points:
         tol = p.tolerance
         if rtol is not None or atol is not None:
-            tol = tolerance(p.value, rtol or 0.0, atol or 0.0)
+            tol = tolerance(
+                p.value, rtol or 0.0, atol or 0.0, point_error(p.value, p.metric, p.task)
+            )
         if not valid_tolerance(tol):  # e.g. a stored baseline written before this check
             raise UsageError(
                 f"baseline point {p.model}/{p.task} {p.metric} has tolerance {tol}; "
