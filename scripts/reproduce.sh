@@ -19,7 +19,7 @@ wanted() { [[ " ${presets[*]} " == *" $1 "* ]]; }
 
 if [ "${2:-}" != "--report-only" ]; then
   for preset in "${presets[@]}"; do
-    $sb sweep --preset "$preset" --scale "$scale"
+    $sb sweep --preset "$preset" --scale "$scale" --replan  # a store from an older preset: its new points only
   done
 fi
 
@@ -31,16 +31,28 @@ if wanted indrnn-adding; then
 fi
 # 2. Miller & Hardt: teacher with true λ, window(k) against the full RNN; chorales against k
 if wanted miller-hardt; then
-  md $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" \
+  # the unconstrained models only: the projected RNNs are for the test on their own weights
+  # below (a SQLite store's JSON; the default store is SQLite)
+  free=(--where "run_id IN (SELECT id FROM runs WHERE NOT json_extract(config, '\$.stable'))")
+  md $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" "${free[@]}" \
     --by teacher_lam,k >"$out/teacher-k.md"
-  $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" \
+  $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" "${free[@]}" \
     --by k,teacher_lam --plot "$out/teacher-k.png" >/dev/null
-  md $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" \
+  md $sb report --compare window rnn --task teacher --sweep "miller-hardt-$scale" "${free[@]}" \
     --by teacher_lam,k --fit-decay >"$out/teacher-decay.md"
   md $sb report --compare lstm rnn window tcn --task chorales --sweep "miller-hardt-$scale" \
     --by k,stable --plot "$out/chorales-k.png" >"$out/chorales-k.md"
   md $sb report --compare lstm rnn --task ptb-char --sweep "miller-hardt-$scale" --by stable \
     --ci >"$out/ptb-char.md"
+  # the theorem's direct test: each trained teacher RNN's own truncation error against k
+  # (stress --run on its checkpoint), its per-step decay beside the λ it was held to
+  teacher_T=$(case $scale in tiny) echo 32 ;; small) echo 64 ;; *) echo 200 ;; esac)
+  runs=()
+  while read -r id; do runs+=(--run "$id"); done < <($sb query - -p sweep="miller-hardt-$scale" \
+    -f csv <scripts/sql/teacher-runs.sql | tail -n +2)
+  $sb stress --models '' "${runs[@]}" --seq-len "$teacher_T" --quiet >/dev/null
+  $sb query - -p sweep="miller-hardt-$scale" -f markdown <scripts/sql/teacher-own-decay.sql \
+    >"$out/teacher-own-decay.md"
 fi
 # 3. Bai et al.: TCN against LSTM/GRU/RNN on each task
 if wanted bai-tcn; then

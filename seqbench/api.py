@@ -462,7 +462,8 @@ def run_sweep(
     """Run (or resume) a planned sweep on a local process pool or a Ray cluster (`address`):
     points done before are skipped; each result is written as it arrives. Points on CUDA use
     `gpus` (default: every visible GPU), `runs_per_gpu` at once on each. `options` are
-    seqbench.sweep.runner.run_sweep's (force, retry_failed, stale_after, on_start, on_result).
+    seqbench.sweep.runner.run_sweep's (force, replan, retry_failed, stale_after, on_start,
+    on_result).
     `store` may be a function that opens it, called once the options are checked and the
     executor is up."""
     from seqbench.sweep import runner
@@ -473,8 +474,8 @@ def run_sweep(
         executor, address, workers, gpus=gpus, runs_per_gpu=runs_per_gpu, uses_cuda=uses_cuda
     )
     store = store() if callable(store) else store
-    force = options.get("force", False)
-    sweep_id = runner.plan_sweep(store, plan.name, plan.spec, plan.points, force)
+    force, replan = options.get("force", False), options.get("replan", False)
+    sweep_id = runner.plan_sweep(store, plan.name, plan.spec, plan.points, force, replan)
     return runner.run_sweep(store, sweep_id, make_executor, **options)
 
 

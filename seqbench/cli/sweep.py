@@ -70,6 +70,14 @@ def sweep(
     force: Annotated[
         bool, typer.Option("--force", help="Re-run done points; replace a reused name's spec.")
     ] = False,
+    replan: Annotated[
+        bool,
+        typer.Option(
+            "--replan",
+            help="Take a reused name's new spec (a preset a newer seqbench extended); points "
+            "already done keep their runs.",
+        ),
+    ] = False,
     retry_failed: Annotated[
         bool, typer.Option("--retry-failed", help="Run failed points again.")
     ] = False,
@@ -120,6 +128,7 @@ def sweep(
                 gpus=_gpu_list(gpus),
                 runs_per_gpu=runs_per_gpu,
                 force=force,
+                replan=replan,
                 retry_failed=retry_failed,
                 stale_after=stale_after,
                 on_start=on_start,

@@ -37,11 +37,20 @@ class PointState:
     run_id: int | None
 
 
-def plan(store: Store, name: str, spec: dict, points: list[tuple[str, dict]], force: bool) -> int:
+def plan(
+    store: Store,
+    name: str,
+    spec: dict,
+    points: list[tuple[str, dict]],
+    force: bool,
+    replan: bool = False,
+) -> int:
     """Create (or reuse) sweep `name` with its points, (config hash, config) in order; refuse
-    a reused name with another spec unless `force`. A reused spec whose points now resolve
-    to other hashes gets the new points (its old runs stay in the store). `spec` is
-    canonical JSON (as stored). One transaction; returns the sweep id."""
+    a reused name with another spec unless `force` or `replan` (take the new spec: a preset
+    that a newer seqbench extended; the points it shares with the old spec keep their runs).
+    A reused spec whose points now resolve to other hashes gets the new points (its old runs
+    stay in the store). `spec` is canonical JSON (as stored). One transaction; returns the
+    sweep id."""
     with store.Session.begin() as s:
         sweep = s.scalars(select(Sweep).where(Sweep.name == name)).first()
         write_points = True
@@ -50,10 +59,11 @@ def plan(store: Store, name: str, spec: dict, points: list[tuple[str, dict]], fo
             s.add(sweep)
             s.flush()
         elif sweep.spec != spec:
-            if not force:
+            if not (force or replan):
                 raise UsageError(
                     f"sweep {name!r} exists with a different spec; use another --name, "
-                    "or --force to replace its spec"
+                    "--replan to take the new spec (points done keep their runs), or --force "
+                    "to replace it and re-run every point"
                 )
             sweep.spec = spec
             s.execute(delete(SweepPoint).where(SweepPoint.sweep_id == sweep.id))

@@ -246,12 +246,14 @@ def stress(
                 k=k,
                 overrides=overrides,
             )
-            jobs.append((m, s, "init", bb, in_dim, stored_k(cfg)))
+            jobs.append((m, s, "init", bb, in_dim, stored_k(cfg), {}))
     for ref in runs:
         bb, d, run, cfg = trained_backbone(store, ref)
         check_memory(cfg, batch, seq_len, bb.out_dim, d, cfg.layers, tdtype)
         context_k = run.k if bb.recurrent else min(bb.receptive_field, seq_len)  # at this T
-        jobs.append((run.model, run.seed or 0, f"run {run.id}", bb, d, context_k))
+        # the run's own width, not --hidden's (which sizes only the fresh models)
+        own = {"hidden": cfg.hidden}
+        jobs.append((run.model, run.seed or 0, f"run {run.id}", bb, d, context_k, own))
     params = {
         "seq_len": seq_len,
         "batch": batch,
@@ -265,7 +267,7 @@ def stress(
     results = []
     if on_start:
         on_start(len(jobs))
-    for m, s, source, bb, d, context_k in jobs:
+    for m, s, source, bb, d, context_k, own in jobs:
         res = analyse(
             bb,
             model=m,
@@ -278,7 +280,7 @@ def stress(
             rtol=rtol,
             eps=eps,
         )
-        res.run_id = save(store, res, params, threads_from, k=context_k)
+        res.run_id = save(store, res, {**params, **own}, threads_from, k=context_k)
         results.append(res)
         if on_result:
             on_result(res)

@@ -44,11 +44,18 @@ class SweepOutcome:
     unfinished: int = 0
 
 
-def plan_sweep(store: Store, name: str, spec: dict, points: list[RunConfig], force: bool) -> int:
+def plan_sweep(
+    store: Store,
+    name: str,
+    spec: dict,
+    points: list[RunConfig],
+    force: bool,
+    replan: bool = False,
+) -> int:
     """Create (or reuse) the sweep row and its points; refuse a reused name with another spec
-    unless force. One transaction."""
+    unless force or replan (store/sweeps.plan). One transaction."""
     planned = [(config_hash(c), c.to_dict()) for c in points]
-    return rows.plan(store, name, canonical(spec), planned, force)
+    return rows.plan(store, name, canonical(spec), planned, force, replan)
 
 
 def check_options(stale_after: float = 60.0, **_: object) -> None:
@@ -132,6 +139,7 @@ def run_sweep(
     executor_factory: Callable[[], object],
     *,
     force: bool = False,
+    replan: bool = False,  # used by plan_sweep only: which points are done is the same
     retry_failed: bool = False,
     stale_after: float = 60.0,
     on_start: Callable[[int, int], None] = lambda total, todo: None,

@@ -148,10 +148,13 @@ def load_spec_file(path: str) -> dict:
 def _miller_hardt(scale: str) -> list[dict]:
     """Three parts. (1) The teacher task for several true λ (< 1 stable, > 1 not): the full RNN
     next to its k-truncated window model for k = 1, 2, 4, …; the gap should shrink like λ^k
-    (`seqbench report --fit-decay`). (2) Chorales (real music): metric against k for
-    RNN/LSTM (trained with truncated BPTT of length k, or full), stable and unstable, the
-    window model over an LSTM and a TCN with context k. (3) Character-level Penn Treebank:
-    RNN and LSTM, stable and unstable (the paper's language-model claim: about the same)."""
+    (`seqbench report --fit-decay`); and the theorem's direct test, the truncation error of
+    the same trained weights (`stress --run`), for the RNN unconstrained and projected to
+    ‖W‖₂ ≤ λ, with an IRNN as the control that is not made to forget. (2) Chorales (real
+    music): metric against k for RNN/LSTM (trained with truncated BPTT of length k, or
+    full), stable and unstable, the window model over an LSTM and a TCN with context k.
+    (3) Character-level Penn Treebank: RNN and LSTM, stable and unstable (the paper's
+    language-model claim: about the same)."""
     T = {"tiny": 32, "small": 64, "paper": 200}[scale]
     steps = {"tiny": 60, "small": 1000, "paper": 20000}[scale]
     lams = {
@@ -165,6 +168,8 @@ def _miller_hardt(scale: str) -> list[dict]:
     seeds = [0] if scale == "tiny" else [0, 1]
     hidden = {"tiny": 16, "small": 32, "paper": 128}[scale]
     teacher = {"seq_len": [T], "steps": [steps], "hidden": [hidden], "teacher_lam": lams}
+    kept = {**teacher, "save_checkpoint": [True]}  # not hashed: the points are the same
+    stable_lams = {"tiny": [0.5], "small": [0.5, 0.8, 0.95], "paper": [0.5, 0.8, 0.95]}[scale]
     # chorales: training crops of 64 frames (quarter notes); evaluation on whole chorales
     music_ks = {"tiny": [4], "small": [4, 16, 64], "paper": [4, 16, 64]}[scale]
     music = {
@@ -179,7 +184,16 @@ def _miller_hardt(scale: str) -> list[dict]:
             "seeds": seeds,
             "set": {**teacher, "base": ["rnn"]},
         },
-        {"models": ["rnn"], "tasks": ["teacher"], "seeds": seeds, "set": teacher},
+        # the full RNN, and for the λ^k test on its own weights (`stress --run` of each, in
+        # scripts/reproduce.sh): the RNN projected to ‖W‖₂ ≤ λ for several λ, and the
+        # control, an IRNN (identity recurrence, ReLU), which is not made to forget
+        {"models": ["rnn", "irnn"], "tasks": ["teacher"], "seeds": seeds, "set": kept},
+        {
+            "models": ["rnn"],
+            "tasks": ["teacher"],
+            "seeds": seeds,
+            "set": {**kept, "stable": [True], "lam": stable_lams},
+        },
         {
             "models": ["rnn", "lstm"],
             "tasks": ["chorales"],

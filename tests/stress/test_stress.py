@@ -160,6 +160,8 @@ def test_stress_a_trained_run_from_its_checkpoint(store):
     )
     (res,) = stress(store, [], seq_len=50, runs=[str(out.run_id)], batch=1)
     assert res.source == f"run {out.run_id}" and res.model == "rnn"
+    # the stress row records the trained model's width, not --hidden's default for fresh ones
+    assert store.get_run(res.run_id).config["hidden"] == 8
 
 
 @pytest.mark.parametrize(

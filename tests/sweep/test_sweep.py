@@ -157,6 +157,20 @@ def test_reused_name_with_another_spec_is_refused(cli, tmp_path):
     assert cli("sweep", *other, "--name", "same", "--force").exit_code == 0
 
 
+def test_replan_takes_an_extended_spec_and_runs_only_its_new_points(cli, tmp_path):
+    """A preset that a newer seqbench extended: --replan keeps the done points' runs."""
+    assert cli("sweep", *GRID, "--name", "grown", "--workers", "2").exit_code == 0
+    db = tmp_path / "seqbench.db"
+    done = sqlite3.connect(db).execute("SELECT id, config_hash FROM runs ORDER BY id").fetchall()
+    grown = [*GRID[:-1], "--seeds", "0,1", "--quiet"]  # the same points, and seed 1's
+    r = cli("sweep", *grown, "--name", "grown", "--replan", "--workers", "2")
+    assert r.exit_code == 0, r.output
+    after = sqlite3.connect(db).execute("SELECT id, config_hash FROM runs ORDER BY id").fetchall()
+    assert after[: len(done)] == done and len(after) == len(done) + 4
+    (st,) = [s for s in sweep_status(open_store(db), "grown")]
+    assert st["total"] == 8 and st["completed"] == 8
+
+
 def test_dry_run_prints_the_grid_and_writes_nothing(cli, tmp_path):
     r = cli("sweep", *GRID, "--dry-run", "--format", "csv")
     assert r.exit_code == 0
