@@ -104,7 +104,7 @@ __all__ = [
     "metric_name",
     "model_catalog",
     "name_run",
-    "open_reader",
+    "open_reads",
     "parse_assignments",
     "reader_role",
     "run_config",
@@ -137,13 +137,15 @@ def __getattr__(name: str) -> Any:
 
 
 # -- stores ------------------------------------------------------------------------------------
-def open_reader(db: str | None):
-    """A read-only reader over one connection for a command that only reads
-    (store/query.Reader): give it to the readers (build_report, list_baselines, run_query)
-    in place of `db`; close it when done."""
-    from seqbench.store.query import Reader
+def open_reads(db: str | None, *, reap: bool = False):
+    """The store at `db` for a command that only reads (store/results.open_reads): a SQLite
+    store at head read over one read-only connection, without SQLAlchemy; anything else a
+    read-only Store (`reap`: runs whose process died are marked crashed). Give it to the
+    readers (build_report, list_baselines, runs_frame, ...) in place of `db`; close it when
+    done."""
+    from seqbench.store.reading import open_reads as open_
 
-    return Reader(db)
+    return open_(db, reap=reap)
 
 
 def store_is_current(db: str | None) -> bool:

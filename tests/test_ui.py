@@ -110,17 +110,20 @@ def test_a_filter_narrows_the_runs_and_a_selection_compares(browser, served):
     page.goto(served.url)
     assert len(_cells(page, "runs")) == 8
     page.fill("input[name=model]", "tcn")
-    page.click("#filter")
+    with page.expect_navigation():  # the filter is a GET form: wait for its page, not the old
+        page.click("#filter")
     rows = _cells(page, "runs")
     assert len(rows) == 4 and {r[3] for r in rows} == {"tcn"}
     page.fill("input[name=model]", "")
     page.fill("input[name=q]", "rnn")
-    page.click("#filter")
+    with page.expect_navigation():
+        page.click("#filter")
     assert {r[3] for r in _cells(page, "runs")} == {"rnn"}
     page.goto(served.url)
     page.locator("#runs input[type=checkbox]").nth(0).check()
     page.locator("#runs input[type=checkbox]").nth(1).check()
-    page.click("#compare")
+    with page.expect_navigation():
+        page.click("#compare")
     assert page.locator("h1").inner_text() == "Compare" and "run=" in page.url
     page.close()
 

@@ -13,7 +13,7 @@ import typer
 from seqbench import api
 
 if TYPE_CHECKING:
-    from seqbench.store.query import Reader
+    from seqbench.store.results import ReadStore
     from seqbench.store.store import Store
 
 
@@ -22,17 +22,15 @@ class AppState:
     db: str | None = None
     _store: Store | None = None
     _reader: Store | None = None
-    _read: Reader | None = None
+    _read: ReadStore | None = None
 
-    def read_only(self) -> Reader:
+    def read_only(self) -> ReadStore:
         """The store for a command that only reads, validated before it is read: a SQLite
         store at head is opened read-only once, without SQLAlchemy, and read over that one
-        connection; anything else is opened with open_store first (read-only)."""
+        connection; anything else is opened read-only by open_store, which checks it (runs
+        whose process died are marked crashed, the one write a read command makes)."""
         if self._read is None:
-            read = api.open_reader(self.db)
-            if read.connection is None:
-                self.reader()  # checks the store: missing, another revision, a server URL
-            self._read = read
+            self._read = api.open_reads(self.db, reap=True)
         return self._read
 
     def reader(self) -> Store:
@@ -43,11 +41,8 @@ class AppState:
         return self._reader
 
     def dispose(self) -> None:
-        for store in (self._store, self._reader):
-            if store is not None:
-                store.dispose()
-        if self._read is not None:
-            self._read.close()
+        for store in {id(s): s for s in (self._store, self._reader, self._read) if s}.values():
+            store.dispose()
         self._store = self._reader = self._read = None
 
     def store(self) -> Store:

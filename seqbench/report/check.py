@@ -31,8 +31,8 @@ from seqbench.report.frames import (
     results_frame,
     shown,
 )
-from seqbench.store import baselines as stored
 from seqbench.store.common import float_text
+from seqbench.store.reading import reading
 from seqbench.store.store import Store
 
 CHECK_STATUSES = ("pass", "regressed", "improved", "missing")
@@ -209,16 +209,18 @@ def save_baseline(
 
 
 def write_points(store: Store, name: str, points: list[Point]) -> None:
-    stored.write(store, name, [asdict(p) for p in points])
+    store.write_baseline(name, [asdict(p) for p in points])
 
 
 def read_points(store: Store, name: str) -> list[Point]:
-    return [Point(**row) for row in stored.read(store, name)]
+    return [Point(**row) for row in store.baseline_points(name)]
 
 
-def list_baselines(db: str | None) -> tuple[list[str], list[tuple]]:
-    """(columns, rows): name, points, created (UTC) per stored baseline."""
-    return stored.listing(db)
+def list_baselines(db) -> tuple[list[str], list[tuple]]:
+    """(columns, rows): name, points, created (UTC) per stored baseline. `db`: a store, or a
+    path or URL to open for this read."""
+    with reading(db) as store:
+        return store.baseline_list()
 
 
 def _json_value(v: float):

@@ -1,5 +1,5 @@
 """From the store to pandas: one row per completed run with the requested summary metric (the
-rows come from `seqbench.store.results`)."""
+rows come from the store's reads, `seqbench.store.results.ReadStore`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from seqbench.errors import UsageError
-from seqbench.store.results import result_rows
+from seqbench.store.reading import reading
 
 GROUP_AXES = ("k", "seq_len", "model")
 
@@ -71,12 +71,12 @@ def metric_direction(metric: str, task: str | None = None) -> str:
 
 def remember_directions(db, tasks: set[str]) -> None:
     """Read the stored direction of the tasks that are not built in (plugin tasks)."""
-    from seqbench.store.results import task_directions
     from seqbench.tasks import TASKS
 
     unknown = sorted(t for t in tasks if not TASKS.is_builtin(t) and t not in _STORED_DIRECTION)
     if unknown:
-        _STORED_DIRECTION.update(task_directions(db, unknown))
+        with reading(db) as store:
+            _STORED_DIRECTION.update(store.task_directions(unknown))
 
 
 def results_frame(
@@ -94,17 +94,22 @@ def results_frame(
     (non-finite restored), has_value (False for a run without the metric, which only
     `without_metric` brings). One row
     per config hash (seed included): a (config, seed) trained again is one sample, its newest
-    run (whatever its outcome), not several."""
-    cols, rows = result_rows(
-        db,
-        metric,
-        tasks=tasks,
-        models=models,
-        sweep=sweep,
-        where=where,
-        statuses=statuses,
-        without_metric=without_metric,
-    )
+    run (whatever its outcome), not several. `db`: a store (Store or ReadStore), or a path
+    or URL to open for this read."""
+    with reading(db) as store:
+        cols, rows = store.result_rows(
+            metric,
+            tasks=tasks,
+            models=models,
+            sweep=sweep,
+            where=where,
+            statuses=statuses,
+            without_metric=without_metric,
+        )
+        return _one_per_config(cols, rows, store)
+
+
+def _one_per_config(cols, rows, store) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=cols)
     if not df.empty:
         same = ["config_hash", "model", "task", "k", "seq_len", "seed"]  # the hash, spelt out
@@ -113,7 +118,7 @@ def results_frame(
     df = df.drop(columns=["config_hash"])
     if df.empty:
         return df.astype({"has_value": bool})
-    remember_directions(db, set(df["task"]))
+    remember_directions(store, set(df["task"]))
     return df
 
 
@@ -241,9 +246,12 @@ def runs_frame(db: str | None = None, *, summaries: bool = True, **filters) -> p
     and archived_at among them), `config.<field>` for every config field, `tags.<key>`, and
     with `summaries` one `summary.<key>` column per summary key. Non-finite values stay
     inf/nan (missing is NaN)."""
-    from seqbench.store.results import run_rows, values_of_runs
+    with reading(db) as store:
+        return _runs_frame(store, summaries, filters)
 
-    cols, rows = run_rows(db, **filters)
+
+def _runs_frame(store, summaries: bool, filters: dict) -> pd.DataFrame:
+    cols, rows = store.run_rows(**filters)
     df = pd.DataFrame(rows, columns=cols)
     configs = list(df.pop("config")) if not df.empty else []
     tags = list(df.pop("tags")) if not df.empty else []
@@ -253,7 +261,7 @@ def runs_frame(db: str | None = None, *, summaries: bool = True, **filters) -> p
             df = pd.concat([df, flat.set_index(df.index)], axis=1)
     df = df.set_index("run_id") if "run_id" in df else df
     if summaries and not df.empty:
-        vals = values_of_runs(db, "summaries", [int(i) for i in df.index])
+        vals = store.values_of_runs("summaries", [int(i) for i in df.index])
         long = pd.DataFrame(
             [(r, f"summary.{k}", v) for r, k, v in vals],
             columns=["run_id", "key", "value"],
@@ -268,9 +276,8 @@ def curves_frame(
 ) -> pd.DataFrame:
     """The logged metrics of runs. Long: columns run_id, key, step, value (inf/nan kept). Wide:
     indexed by (run_id, step), one column per key."""
-    from seqbench.store.results import values_of_runs
-
-    rows = values_of_runs(db, "metrics", [int(r) for r in run_ids], metrics)
+    with reading(db) as store:
+        rows = store.values_of_runs("metrics", [int(r) for r in run_ids], metrics)
     df = pd.DataFrame(
         [(r, k, int(s), v) for r, k, s, v in rows],
         columns=["run_id", "key", "step", "value"],

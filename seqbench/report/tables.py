@@ -24,7 +24,7 @@ from seqbench.report.frames import (
     unset_to_none,
 )
 from seqbench.report.stats import clearly_ahead
-from seqbench.store.results import summary_keys
+from seqbench.store.reading import reading
 
 # The statuses of a run that ran to an outcome: completed, or lost to a divergence or failure
 # (an interrupted run is the user's choice, not an outcome of the config).
@@ -151,7 +151,8 @@ def build_report(
     every = every[(every["status"] != "completed") | every["has_value"]]
     df = _samples(every)
     if df.empty:
-        known = summary_keys(db)
+        with reading(db) as store:
+            known = store.summary_keys()
         if known and metric not in known:
             from seqbench.errors import UnknownNameError
 

@@ -1,17 +1,19 @@
 """Baseline rows: named sets of reference values, one row per (model, task, k, variant,
-metric). What they mean and how a check judges them is `seqbench.report.check`'s."""
+metric), behind Store.write_baseline, Store.baseline_points and ReadStore.baseline_list.
+What they mean and how a check judges them is `seqbench.report.check`'s."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, insert, select
 
 from seqbench.store.common import join_float, split_float, utcnow
-from seqbench.store.query import run_query
 from seqbench.store.schema import Baseline
-from seqbench.store.store import Store
+
+if TYPE_CHECKING:
+    from seqbench.store.store import Store
 
 # the columns of a baseline point, as write() takes and read() returns them
 POINT_FIELDS = (
@@ -53,12 +55,3 @@ def read(store: Store, name: str) -> list[dict[str, Any]]:
             }
             for b in s.scalars(q)
         ]
-
-
-def listing(db: str | None) -> tuple[list[str], list[tuple]]:
-    """(columns, rows): each baseline's name, number of points and when it was saved (UTC)."""
-    return run_query(
-        db,
-        "SELECT name, COUNT(*) AS points, MAX(created_at) AS created FROM baselines "
-        "GROUP BY name ORDER BY name",
-    )

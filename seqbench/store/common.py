@@ -13,6 +13,7 @@ import json
 import math
 import os
 import sqlite3
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -228,3 +229,45 @@ def describe_database_error(e: BaseException) -> str | None:
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
         return f"cannot write: {e.strerror}"
     return None
+
+
+def process_alive(host: str | None, pid: Any) -> bool | None:
+    """Whether the process `pid` on `host` is alive: None when it cannot be told from here
+    (another host, no pid)."""
+    import socket
+
+    if not host or host != socket.gethostname() or pid is None:
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, TypeError, OverflowError):
+        return None
+    return True
+
+
+def stale_reason(env: Mapping[str, Any] | None, beat, now) -> str | None:
+    """Why a running run with environment `env` and last heartbeat `beat` is stale, or None."""
+    env = env or {}
+    host = env.get("driver_host") or env.get("host")
+    pid = env.get("driver_pid", env.get("pid"))
+    if process_alive(host, pid) is False:
+        return f"stale: its process ({pid} on {host}) is gone (killed, or out of memory)"
+    try:
+        limit = float(env.get("stale_after") or DEFAULT_STALE_S)
+    except (TypeError, ValueError):
+        limit = DEFAULT_STALE_S
+    if beat is None or (now - beat).total_seconds() > limit:
+        return f"stale: no heartbeat for more than {limit:g} s (its process died or hung)"
+    return None
+
+
+def metric_rows(run_id: int, rows: Iterable[tuple[str, int, float]]) -> list[dict]:
+    """(key, step, value) -> metrics rows; a non-finite value keeps its kind."""
+    out = []
+    for key, step, value in rows:
+        v, kind = split_float(value)
+        row = {"run_id": run_id, "key": key, "step": int(step), "value": v, "value_kind": kind}
+        out.append(row)
+    return out

@@ -191,6 +191,19 @@ def _check_revision(rev: str | None, has_tables: bool, where: str) -> bool:
     )
 
 
+def check_readable(db: str | os.PathLike | None) -> str:
+    """The URL of the store at `db` once it is known to be readable as it is: what
+    open_store(readonly=True) checks (a missing store, another revision, a file that is not
+    seqbench's raise StoreError), without building a Store. Creates and changes nothing."""
+    url = resolve_url(db)
+    path = sqlite_path(url)
+    where = str(path) if path else make_url(url).render_as_string(hide_password=True)
+    rev, has_tables = inspect_revision(url, writable=False)
+    if _check_revision(rev, has_tables, where):
+        raise StoreError(f"no seqbench database at {where}")
+    return url
+
+
 def backup_sqlite(path: Path) -> Path:
     """Copy a SQLite database (WAL-safe, via the backup API) to a timestamped file beside it."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -256,7 +256,7 @@ def run_query(
     a statement running past `timeout` seconds or returning more than `max_rows` rows raises
     StoreError naming the flag that raises the limit. `note` (if given) is told, in one
     line, which wall holds on a PostgreSQL role that could write. `db`: a path or URL (None:
-    the default store), or an open Store (its URL: the reader opens its own connection)."""
+    the default store), or a Reader (a store's one connection; ReadStore.query)."""
     reader = db if isinstance(db, Reader) else None
     db = reader.db if reader is not None else getattr(db, "url", db)  # a Store: its URL
     if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
@@ -277,40 +277,34 @@ def run_query(
         raise ReadOnlyError(f"seqbench query is read-only: {word} statements are refused")
     if reader is not None and reader.connection is not None:
         return _run_sqlite(reader.path, sql, params or {}, _Limits(timeout, max_rows), reader)
-    return _run_scanned(db, sql, params or {}, _Limits(timeout, max_rows), note)
+    checked = reader is not None and reader.checked
+    return _run_scanned(db, sql, params or {}, _Limits(timeout, max_rows), note, checked)
 
 
 class Reader:
-    """A command's reads over one connection. A SQLite store at head is opened read-only once,
+    """A store's reads over one connection. A SQLite store at head is opened read-only once,
     its revision read once on that connection, and every statement given to run_query with
     this reader runs on it behind the walls of `seqbench query` (query_only, the authorizer,
     the deadline). Any other store (PostgreSQL, or a SQLite file store.open_store must check
-    first): each statement by run_query's own path. Close it (or use it as a context)."""
+    first): each statement by run_query's own path, the store checked first unless
+    `checked` (an open Store's reader: it was checked when it was opened). The ReadStore that
+    holds it closes it."""
 
-    def __init__(self, db: Any):
+    def __init__(self, db: Any, opened=None, *, checked: bool = False):
         from seqbench.store.common import open_readable_sqlite
 
         self.db = getattr(db, "url", db)
-        opened = open_readable_sqlite(self.db)
+        self.checked = checked
+        opened = opened if opened is not None else open_readable_sqlite(self.db)
         self.path, self.connection = opened if opened else (None, None)
         if self.connection is not None:
             self.connection.execute("PRAGMA query_only = ON")
             self.connection.set_authorizer(_authorizer)
 
-    @property
-    def url(self) -> Any:
-        return self.db
-
     def close(self) -> None:
         if self.connection is not None:
             self.connection.close()
             self.connection = None
-
-    def __enter__(self) -> Reader:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _check_text(text: str, what: str) -> None:
@@ -320,17 +314,17 @@ def _check_text(text: str, what: str) -> None:
         raise UsageError(f"{what} is not valid UTF-8 (byte at position {e.start})") from None
 
 
-def _run_scanned(db, sql: str, params: dict[str, Any], limits: _Limits, note=None):
+def _run_scanned(db, sql: str, params: dict[str, Any], limits: _Limits, note=None, checked=False):
     """The statement, past the scanner, to the database, whose own walls hold it read-only
     (the tests call this directly to show that they hold without the scanner)."""
     # A SQLite store at head is read with the standard library alone (no SQLAlchemy import);
-    # anything else is checked by open_store first (read-only: it creates nothing).
+    # anything else is checked by open_store first (read-only: it creates nothing), unless
+    # an open Store's reader says it was checked when it was opened.
     path = readable_sqlite(db)
     if path is None:
-        from seqbench.store.store import open_store, resolve_url, sqlite_path
+        from seqbench.store.engine import check_readable, resolve_url, sqlite_path
 
-        open_store(db, readonly=True).dispose()  # raises for a missing or unusable store
-        url = resolve_url(db)
+        url = resolve_url(db) if checked else check_readable(db)  # raises for an unusable one
         path = sqlite_path(url)
         if path is None:
             from sqlalchemy.engine import make_url

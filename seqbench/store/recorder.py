@@ -123,7 +123,7 @@ class StoreRecorder:
 
 class MemoryRecorder:
     """A RunRecorder in memory for the run `run_id` (created by the sweep driver's claim): the
-    record travels back to the driver, which writes it (store.sweeps.write_result). With a
+    record travels back to the driver, which writes it (Store.write_point_result). With a
     `stream` (a queue to the driver), metrics go to the driver as they are logged, so the
     store has them while the point runs and keeps them when it is interrupted."""
 

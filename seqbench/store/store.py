@@ -21,10 +21,11 @@ from sqlalchemy.orm import sessionmaker
 from seqbench.errors import StoreError, UsageError
 from seqbench.store import migrate
 from seqbench.store.common import (
-    DEFAULT_STALE_S,
     HEAD_REVISION,
     join_float,
+    metric_rows,
     split_float,
+    stale_reason,
     utcnow,
 )
 from seqbench.store.engine import (
@@ -38,15 +39,20 @@ from seqbench.store.engine import (
     resolve_url,
     sqlite_path,
 )
+from seqbench.store.results import ReadStore
 from seqbench.store.schema import Curve, Metric, Run, Summary
+from seqbench.store.sweeps import SweepRows
 
 
-class Store:
-    """A handle on one results database. Cheap to create; share one per process.
-    `readonly=True`: for the commands that only read; nothing it does changes the database."""
+class Store(ReadStore, SweepRows):
+    """A handle on one results database: the one way into it. Its reads (reports, checks,
+    baselines, the dashboard) are ReadStore's (store/results.py), over one read-only
+    connection; a sweep's rows are SweepRows' (store/sweeps.py); its writes and the ORM reads
+    are here. Cheap to create; share one per process. `readonly=True`: for the commands that
+    only read; nothing it does changes the database."""
 
     def __init__(self, url: str, readonly: bool = False):
-        self.url = url
+        super().__init__(url)
         self.readonly = readonly
         self.engine = _make_engine(url, readonly)
         self._file_id = self._identity()
@@ -61,6 +67,7 @@ class Store:
         return inspect_revision(self.url)[0]
 
     def dispose(self) -> None:
+        self.close()  # the read connection
         self.engine.dispose()
 
     def _identity(self) -> tuple[int, int] | None:
@@ -292,6 +299,20 @@ class Store:
                 s.execute(insert(Curve), _curve_rows(run_id, kind, xs, ys))
         return run_id
 
+    # -- baselines ---------------------------------------------------------------------------
+    def write_baseline(self, name: str, points: Iterable[Mapping[str, Any]]) -> None:
+        """Replace baseline `name` with `points` (dicts of baselines.POINT_FIELDS), in one
+        transaction."""
+        from seqbench.store import baselines
+
+        baselines.write(self, name, points)
+
+    def baseline_points(self, name: str) -> list[dict[str, Any]]:
+        """The points of baseline `name` in the order they were saved (empty if none)."""
+        from seqbench.store import baselines
+
+        return baselines.read(self, name)
+
     def recorder(self):
         """A RunRecorder writing one run to this store."""
         from seqbench.store.recorder import StoreRecorder
@@ -372,48 +393,6 @@ def _run_filter(
     for key, value in (tags or {}).items():  # JSON field access, per dialect
         q = q.where(Run.tags[key].as_string() == str(value))
     return q
-
-
-def process_alive(host: str | None, pid: Any) -> bool | None:
-    """Whether the process `pid` on `host` is alive: None when it cannot be told from here
-    (another host, no pid)."""
-    import socket
-
-    if not host or host != socket.gethostname() or pid is None:
-        return None
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError, TypeError, OverflowError):
-        return None
-    return True
-
-
-def stale_reason(env: Mapping[str, Any] | None, beat, now) -> str | None:
-    """Why a running run with environment `env` and last heartbeat `beat` is stale, or None."""
-    env = env or {}
-    host = env.get("driver_host") or env.get("host")
-    pid = env.get("driver_pid", env.get("pid"))
-    if process_alive(host, pid) is False:
-        return f"stale: its process ({pid} on {host}) is gone (killed, or out of memory)"
-    try:
-        limit = float(env.get("stale_after") or DEFAULT_STALE_S)
-    except (TypeError, ValueError):
-        limit = DEFAULT_STALE_S
-    if beat is None or (now - beat).total_seconds() > limit:
-        return f"stale: no heartbeat for more than {limit:g} s (its process died or hung)"
-    return None
-
-
-def metric_rows(run_id: int, rows: Iterable[tuple[str, int, float]]) -> list[dict]:
-    """(key, step, value) -> metrics rows; a non-finite value keeps its kind."""
-    out = []
-    for key, step, value in rows:
-        v, kind = split_float(value)
-        row = {"run_id": run_id, "key": key, "step": int(step), "value": v, "value_kind": kind}
-        out.append(row)
-    return out
 
 
 def summary_rows(run_id: int, values: Mapping[str, float]) -> list[dict]:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from seqbench.config import RunConfig
 from seqbench.configure import config_hash, stored_k
 from seqbench.errors import UsageError
-from seqbench.store import sweeps as rows
 from seqbench.store.common import utcnow
 from seqbench.store.store import Store
 from seqbench.store.sweeps import DONE, PointState
@@ -53,9 +52,9 @@ def plan_sweep(
     replan: bool = False,
 ) -> int:
     """Create (or reuse) the sweep row and its points; refuse a reused name with another spec
-    unless force or replan (store/sweeps.plan). One transaction."""
+    unless force or replan (store/sweeps.SweepRows.plan_sweep). One transaction."""
     planned = [(config_hash(c), c.to_dict()) for c in points]
-    return rows.plan(store, name, canonical(spec), planned, force, replan)
+    return store.plan_sweep(name, canonical(spec), planned, force, replan)
 
 
 def check_options(stale_after: float = 60.0, **_: object) -> None:
@@ -145,8 +144,8 @@ def run_sweep(
     on_start: Callable[[int, int], None] = lambda total, todo: None,
     on_result: Callable[[str], None] = lambda status: None,
 ) -> SweepOutcome:
-    rows.recover_stale(store, sweep_id, stale_after)
-    states = rows.point_states(store, sweep_id)
+    store.recover_stale_points(sweep_id, stale_after)
+    states = store.point_states(sweep_id)
     todo = []
     for p in states:
         if force or p.status in ("pending", "interrupted", "crashed"):
@@ -165,14 +164,14 @@ def run_sweep(
             _dispatch(store, sweep_id, executor, todo, counts, on_result, live, claim, stale_after)
         except KeyboardInterrupt:  # Ctrl-C: the points in flight re-run first next time
             _store_streamed(store, executor)  # what they logged so far is kept
-            rows.mark(store, live, "interrupted")
-            rows.set_status(store, sweep_id, "interrupted")  # not "running" in sweep status
+            store.mark_runs(live, "interrupted")
+            store.set_sweep_status(sweep_id, "interrupted")  # not "running" in sweep status
             raise
         finally:
             executor.shutdown()
-    final = rows.point_states(store, sweep_id)
+    final = store.point_states(sweep_id)
     done = all(p.status in DONE for p in final)
-    rows.set_status(store, sweep_id, "completed" if done else "incomplete")
+    store.set_sweep_status(sweep_id, "completed" if done else "incomplete")
     elsewhere = counts.pop("elsewhere", 0)  # done or running in another driver meanwhile
     ran = len(todo) - elsewhere
     unfinished = sum(p.status not in (*DONE, "running") for p in final)
@@ -220,7 +219,7 @@ def _dispatch(
                 started_at=utcnow(),
                 heartbeat_at=utcnow(),
             )
-            run_id = rows.claim(store, sweep_id, p.config_hash, fields, claim)
+            run_id = store.claim_point(sweep_id, p.config_hash, fields, claim)
             if run_id is None:  # done or running elsewhere
                 counts["elsewhere"] = counts.get("elsewhere", 0) + 1
                 on_result("elsewhere")
@@ -233,7 +232,7 @@ def _dispatch(
         ):
             run_id, p = inflight.pop(handle), point_of.pop(handle)
             if crashed:  # not the config's fault: run it again on a fresh pool
-                rows.mark(store, [run_id], "crashed", error)
+                store.mark_runs([run_id], "crashed", error)
                 live.discard(run_id)
                 crashes[p.config_hash] = crashes.get(p.config_hash, 0) + 1
                 if crashes[p.config_hash] <= CRASH_RETRIES:
@@ -241,18 +240,18 @@ def _dispatch(
                     continue
                 status = "crashed"
             elif record is None:
-                rows.mark(store, [run_id], "failed", error or "worker error")
+                store.mark_runs([run_id], "failed", error or "worker error")
                 status = "failed"
             else:
                 _await_stream(store, executor, run_id, ended)
-                status = rows.write_result(store, run_id, record)
+                status = store.write_point_result(run_id, record)
             store.ensure_present()  # a deleted file takes the writes silently
             live.discard(run_id)
             counts[status] = counts.get(status, 0) + 1
             on_result(status)
         _store_streamed(store, executor, ended)
         if inflight and time.monotonic() - last_beat >= HEARTBEAT_EVERY:
-            rows.heartbeat(store, inflight.values())
+            store.heartbeat_points(inflight.values())
             last_beat = time.monotonic()
 
 
@@ -263,7 +262,7 @@ def _store_streamed(store: Store, executor, ended: set[int] | None = None) -> No
     batches = drain() if drain else []
     data = [(run_id, batch) for run_id, batch in batches if batch is not None]
     if data:
-        rows.log_metrics(store, data)
+        store.log_point_metrics(data)
     if ended is not None:
         ended.update(run_id for run_id, batch in batches if batch is None)
 
@@ -282,13 +281,13 @@ def _await_stream(store: Store, executor, run_id: int, ended: set[int]) -> None:
 
 def sweep_status(store: Store, name: str | None = None) -> list[dict]:
     """Per sweep: total points and how many are done, running, failed or remaining."""
-    return [_summary(sw, rows.point_states(store, sw.id)) for sw in rows.list_sweeps(store, name)]
+    return [_summary(sw, store.point_states(sw.id)) for sw in store.list_sweeps(name)]
 
 
 def sweep_detail(store: Store, name: str) -> tuple[dict, list]:
     """One sweep's summary (as sweep_status gives it) and its points' states, read once."""
-    (sw,) = rows.list_sweeps(store, name)  # an unknown name is an error there
-    states = rows.point_states(store, sw.id)
+    (sw,) = store.list_sweeps(name)  # an unknown name is an error there
+    states = store.point_states(sw.id)
     return _summary(sw, states), states
 
 

@@ -5,8 +5,9 @@ pages rendered on the server and charts drawn by matplotlib as inline SVG: no ne
 no JavaScript framework, nothing fetched from a CDN (every byte comes from this process), and
 the charts are the figures `--plot` writes. Read-only by construction: the server answers
 GET and HEAD only, opens the store read-only (`open_store(readonly=True)`) and reads reports
-through store/query.Reader, the walls of `seqbench query` (SQLite: a mode=ro connection with
-query_only and an authorizer; PostgreSQL: read-only transactions). Every read goes through
+through the store's reads (store/results.ReadStore) behind the walls of `seqbench query`
+(SQLite: a mode=ro connection with query_only and an authorizer; PostgreSQL: read-only
+transactions). Every read goes through
 the api, as the CLI's do: no SQL here.
 """
 
@@ -128,7 +129,7 @@ class Dashboard:
         metric = self._one(q, "metric", "test_metric")
         where = f"run_id IN ({', '.join(map(str, ids))})" if ids else None
         models = api.split_list(q.get("models")) or None
-        with api.open_reader(self.db) as reader:
+        with api.open_reads(self.db) as reader:
             rep = api.build_report(
                 reader, compare=models, metric=metric, by=by, sweep=sweep, where=where
             )
@@ -346,7 +347,7 @@ class Dashboard:
         return "Stress", body, None
 
     def checks(self, q: dict):
-        with api.open_reader(self.db) as reader:
+        with api.open_reads(self.db) as reader:
             cols, rows = api.list_baselines(reader)
         names = [r[0] for r in rows]
         linked = [[_link("/checks", r[0], baseline=r[0]), *r[1:]] for r in rows]

@@ -153,11 +153,10 @@ def test_runs_sweep_selects_what_report_sweep_reads(cli, store):
     import json
 
     from seqbench.configure import make_config
-    from seqbench.store import sweeps
     from tests.conftest import add_run
 
     cfg = make_config("rnn", "adding", {"steps": 3})
-    sweeps.plan(store, "s", {"grids": []}, [(config_hash(cfg), cfg.to_dict())], False)
+    store.plan_sweep("s", {"grids": []}, [(config_hash(cfg), cfg.to_dict())], False)
     run = add_run(store, {"test_metric": 0.5}, config_hash=config_hash(cfg), config=cfg.to_dict())
     add_run(store, {"test_metric": 0.9}, config_hash="other")
     listed = json.loads(cli("runs", "--sweep", "s", "-f", "json").stdout)

@@ -136,7 +136,6 @@ def test_a_name_that_reads_as_a_uuid_prefix_is_refused(cli, store):
 
 def test_tags_set_during_a_sweep_point_survive_its_end(store):
     """The result write keeps the row's tags (runs tag while the point runs)."""
-    from seqbench.store import sweeps
 
     run = add_run(store, status="running", tags={"cfg": "1"})
     store.retag_runs([run.id], {"owner": "alice"})
@@ -145,7 +144,7 @@ def test_tags_set_during_a_sweep_point_survive_its_end(store):
         "metrics": [],
         "summaries": {"test_metric": 0.1},
     }
-    sweeps.write_result(store, run.id, record)
+    store.write_point_result(run.id, record)
     assert store.get_run(run.id).tags == {"cfg": "1", "owner": "alice"}
 
 

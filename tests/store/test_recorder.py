@@ -8,7 +8,6 @@ import math
 import pytest
 
 from seqbench.configure import config_hash, make_config
-from seqbench.store import sweeps
 from seqbench.store.recorder import MemoryRecorder, StoreRecorder
 from seqbench.training.loop import train
 
@@ -61,9 +60,8 @@ def test_a_sweep_point_row_is_created_once(store):
     """The driver claims the row; the worker records into memory; the driver writes the
     record into that same row."""
     cfg = make_config("rnn", "adding", FAST)
-    sweep_id = sweeps.plan(store, "s", {"grids": []}, [(config_hash(cfg), cfg.to_dict())], False)
-    run_id = sweeps.claim(
-        store,
+    sweep_id = store.plan_sweep("s", {"grids": []}, [(config_hash(cfg), cfg.to_dict())], False)
+    run_id = store.claim_point(
         sweep_id,
         config_hash(cfg),
         {"kind": "train", "model": "rnn", "task": "adding", "config": {}},
@@ -72,10 +70,10 @@ def test_a_sweep_point_row_is_created_once(store):
     rec = MemoryRecorder(run_id)
     out = train(cfg, rec)
     assert out.run_id == run_id and _count(store, "runs") == 1
-    assert sweeps.write_result(store, run_id, rec.record()) == "completed"
+    assert store.write_point_result(run_id, rec.record()) == "completed"
     assert _count(store, "runs") == 1
     run = store.get_run(run_id)
     assert run.status == "completed" and run.config["hidden"] == 4 and run.n_params > 0
     assert store.summaries(run_id)["steps"] == 3
     # a second driver finds the point taken
-    assert sweeps.claim(store, sweep_id, config_hash(cfg), {"kind": "train"}, 60.0) is None
+    assert store.claim_point(sweep_id, config_hash(cfg), {"kind": "train"}, 60.0) is None
