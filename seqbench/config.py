@@ -83,6 +83,11 @@ class RunConfig:
     subset: int | None = _in(TASK)
     path: str | None = _in(TASK)
     teacher_lam: float = _in(TASK, default=0.9)
+    # a language model's test split scored whole, as streams (set by resolution for the tasks
+    # that can, TaskSpec.stream_test): a recurrent model carries its state across the split, a
+    # feedforward one sees its context; False: at most eval_size windows, each from a zero
+    # state (how runs before it were scored)
+    test_stream: bool | None = _in(TASK)
     # a dataset from a file (tasks/filedata.py), filled in by resolution from the file itself:
     # its kind (regression, classification, next-token), the sha256 of its content (which,
     # not `path`, is the experiment: the same file elsewhere pools, another file never does),
@@ -207,7 +212,7 @@ NOT_COMPUTED = {"tags", "save_checkpoint"}
 NOT_EXPERIMENT = {"model", "task", "seed", *NOT_HASHED}
 # Fields added after stores had runs: unset (None) they are left out of the hash, so that
 # every run from before keeps its hash (a resumed sweep does not re-run it).
-ADDED_LATER = ("target", "data_hash", "split_seed", "plugin", "forget_cap")
+ADDED_LATER = ("target", "data_hash", "split_seed", "plugin", "forget_cap", "test_stream")
 FIELDS = {f.name: f for f in fields(RunConfig)}
 
 

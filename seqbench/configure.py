@@ -108,6 +108,10 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
             values[name] = FIELDS[name].default
     if values.get("epochs") is not None and "steps" not in overrides:
         values["steps"] = None
+    if task_spec.stream_test and values.get("test_stream") is None:
+        values["test_stream"] = True
+    elif values.get("test_stream") and not task_spec.stream_test:
+        raise UsageError(f"test_stream scores a language model's test split; {task} has none")
     cfg = lstm_condition(RunConfig(model=model, task=task, **values))
     validate(cfg)
     return replace(cfg, plugin=provenance(cfg))

@@ -21,7 +21,8 @@ class TaskSpec:
     sequence has (copy: T blanks between 10 symbols and 10 answers are T + 20 steps), so the
     model sees T + extra_steps. plugin: where a plugin's spec came from ("dist version"; None:
     built in), recorded in each run's config and hash. defaults: config fields the task sets
-    (a plugin task's training budget, say: {"steps": 500}), applied as TASK_DEFAULTS are."""
+    (a plugin task's training budget, say: {"steps": 500}), applied as TASK_DEFAULTS are.
+    stream_test: the test split is scored whole (a language model's)."""
 
     name: str
     target: str
@@ -36,6 +37,9 @@ class TaskSpec:
     extra_steps: int = 0
     plugin: str | None = None
     defaults: dict[str, Any] = field(default_factory=dict)  # a plugin task's own (e.g. steps)
+    # a language model's test split can be scored whole, as one stream (Task.evaluate_stream;
+    # the config field test_stream): recurrent models carry their state across it
+    stream_test: bool = False
 
     def load(self) -> type:
         module, _, cls = self.target.partition(":")
@@ -121,6 +125,7 @@ for _spec in (
         "bpc",
         100,
         baseline_note="unigram of train",
+        stream_test=True,
     ),
     TaskSpec(
         "ptb-word",
@@ -129,6 +134,7 @@ for _spec in (
         "ppl",
         35,
         baseline_note="unigram of train",
+        stream_test=True,
     ),
     TaskSpec(
         "text",
@@ -137,6 +143,7 @@ for _spec in (
         "bpc",
         100,
         baseline_note="unigram of train",
+        stream_test=True,
     ),
     TaskSpec(
         "teacher",

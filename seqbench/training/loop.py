@@ -317,7 +317,10 @@ def _loop(run: _Run) -> TrainOutcome:
     def evaluate(split):
         model.eval()
         with amp():
-            ev = task.evaluate(lambda x: model(x.to(device)), split, cfg.eval_batch_size)
+            if split == "test" and cfg.test_stream:  # the whole split (tasks/text.py)
+                ev = task.evaluate_stream(model, split, device)
+            else:
+                ev = task.evaluate(lambda x: model(x.to(device)), split, cfg.eval_batch_size)
         model.train()
         return ev
 
