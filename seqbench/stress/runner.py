@@ -134,9 +134,17 @@ def trained_backbone(store: Store, run_ref: str):
         )
     if not os.path.exists(run.checkpoint):
         raise SeqbenchError(f"run {run.id}: checkpoint {run.checkpoint} is missing")
+    from seqbench.config import experiment_fields
+
+    ck = load_checkpoint(run.checkpoint)
+    if experiment_fields(ck.get("config") or {}) != experiment_fields(run.config or {}):
+        raise SeqbenchError(
+            f"run {run.id}: the checkpoint {run.checkpoint} holds the weights of another "
+            "config (another run's, or another store's run of that id); retrain it"
+        )
     cfg = stored_config(run.model, run.task, run.config, device="cpu")
     _, task, model, _ = prepare(cfg)
-    model.load_state_dict(load_checkpoint(run.checkpoint)["state_dict"])
+    model.load_state_dict(ck["state_dict"])
     return model.backbone, task.in_dim, run, cfg
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import math
 import resource
+import secrets
 import time
 import traceback
 from collections.abc import Callable
@@ -416,7 +417,10 @@ def _loop(run: _Run) -> TrainOutcome:
     if why:  # the test pass blew up although training did not: diverged, never a result
         return run.finish("diverged", summaries, why)
     if cfg.save_checkpoint:
-        path = run.checkpoint_dir / f"run-{run.recorder.run_id}.pt"
+        # the run id plus a random tag: two stores in one directory both have a run 1, and
+        # neither may overwrite the other's weights
+        tag = secrets.token_hex(4)
+        path = run.checkpoint_dir / f"run-{run.recorder.run_id}-{tag}.pt"
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save({"config": cfg.to_dict(), "state_dict": model.state_dict()}, path)
         return run.finish("completed", summaries, checkpoint=str(path.resolve()))

@@ -1,5 +1,6 @@
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -213,3 +214,28 @@ def test_cli_stress_table_json_and_plot(cli, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     bad = cli("stress", "--models", "rnn", "--seq-len", "-3")
     assert bad.exit_code == 2 and bad.stderr.startswith("Error: seq-len must be positive")
+
+
+def test_two_stores_in_one_directory_keep_their_own_checkpoints(tmp_path, monkeypatch):
+    """Both stores have a run 1; each stress --run loads its own run's weights, and a
+    checkpoint of another config is refused rather than analysed."""
+    from seqbench.store.store import open_store
+
+    monkeypatch.chdir(tmp_path)
+    stores = [open_store(tmp_path / f"{name}.db") for name in ("a", "b")]
+    kw = {"seq_len": 20, "steps": 5, "save_checkpoint": True, "eval_size": 32}
+    outs = [
+        api.train("rnn", "adding", db=s, hidden=h, **kw)
+        for s, h in zip(stores, (8, 12), strict=True)
+    ]
+    assert outs[0].run_id == outs[1].run_id == 1
+    paths = [s.get_run(1).checkpoint for s in stores]
+    assert paths[0] != paths[1] and all(os.path.exists(p) for p in paths)
+    for s, h in zip(stores, (8, 12), strict=True):
+        (res,) = stress(s, [], seq_len=30, runs=["1"], batch=1)
+        assert s.get_run(res.run_id).config["hidden"] == h
+    stores[0].update_run(1, checkpoint=paths[1])  # a's run 1 pointed at b's weights
+    with pytest.raises(SeqbenchError, match="holds the weights of another config"):
+        stress(stores[0], [], seq_len=30, runs=["1"], batch=1)
+    for s in stores:
+        s.dispose()
