@@ -53,12 +53,14 @@ def query(
     for p in param or []:
         name, value = api.split_assignment(p, "--param", "NAME=VALUE")
         params[name] = api.coerce_param(value)
-    cols, rows = api.run_query(
-        state(ctx).db,
-        sql,
-        params,
-        timeout=timeout,
-        max_rows=max_rows,
-        note=lambda line: typer.echo(f"note: {line}", err=True),
-    )
+    # the store checked and opened for reading (one read-only connection to a SQLite store
+    # at head); never the crash reaping of the other read commands: query writes nothing
+    with api.open_reads(state(ctx).db) as store:
+        cols, rows = store.query(
+            sql,
+            params,
+            timeout=timeout,
+            max_rows=max_rows,
+            note=lambda line: typer.echo(f"note: {line}", err=True),
+        )
     render(cols, rows, fmt, json_columns=True)
