@@ -113,7 +113,10 @@ def load_reference_weights(ours, ref: RefTCN) -> None:
         ours.head.load_state_dict(ref.linear.state_dict())
 
 
-def curve(model, task, cfg, steps, every, seed):
+def curve(model, task, cfg, steps, every, seed, clip):
+    """Valid metric every `every` steps; `clip`: the gradient-norm clip after backward (None:
+    none, as the reference code behaves: its copy script calls clip_grad_norm_ before
+    loss.backward(), on the previous step's cleared gradients, so it never clips)."""
     from seqbench.training.loop import make_optimizer
 
     opt = make_optimizer(cfg, model)
@@ -124,8 +127,8 @@ def curve(model, task, cfg, steps, every, seed):
         loss = task.loss(model(x), y)
         opt.zero_grad()
         loss.backward()
-        if cfg.clip:
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+        if clip:
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
         if step % every == 0:
             model.eval()
@@ -195,10 +198,12 @@ def main() -> None:
         levels = build_model("tcn", task, cfg.model_args(task.seq_len)).backbone.levels
         runs = {}
         for name, model in contenders(a.task, task, cfg, levels, seed).items():
-            runs[name] = curve(model, task, cfg, a.steps, a.every, seed)
+            clip = None if name.startswith("reference") else cfg.clip  # see curve()
+            runs[name] = curve(model, task, cfg, a.steps, a.every, seed, clip)
         print(
             f"\n{a.task} T={a.seq_len}, seed {seed}: TCN K={cfg.kernel_size}, {levels} levels, "
-            f"{cfg.hidden} channels, {cfg.optimizer} {cfg.lr:g}, clip {cfg.clip}, batch "
+            f"{cfg.hidden} channels, {cfg.optimizer} {cfg.lr:g}, clip {cfg.clip} (the reference: "
+            f"none), batch "
             f"{cfg.batch_size}; valid {task.metric} (trivial {task.baseline():.4g})"
         )
         names = list(runs)
