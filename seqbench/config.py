@@ -57,8 +57,8 @@ class RunConfig:
     seed: int = _in(TASK, default=0)
     device: str = "auto"
     precision: str = "fp32"  # fp32, bf16 (autocast) or fp16 (autocast + grad scaler, CUDA)
-    stable: bool = _in(MODEL, default=False)
-    lam: float = _in(MODEL, default=0.99)  # stability bound for --stable
+    stable: bool = False
+    lam: float = 0.99  # stability bound for --stable
     eval_every: int | None = None  # None: 10 evaluations per run
     eval_size: int = _in(TASK, default=1000)
     eval_batch_size: int = 256

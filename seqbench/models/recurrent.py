@@ -36,9 +36,9 @@ class TorchRecurrent(Backbone):
         )
         self.out_dim = args.hidden
         self.forget_bias = args.forget_bias
-        # --stable on an LSTM: f = forget_cap · σ(·), by seqbench's own loop (torch's fused
-        # LSTM has no such gate); None: torch.nn's LSTM as it is
-        self.forget_cap = args.forget_cap if kind == "lstm" and args.stable else None
+        # --stable on an LSTM (resolution sets forget_cap only there): f = forget_cap · σ(·),
+        # by seqbench's own loop (torch's fused LSTM has no such gate); None: torch.nn's LSTM
+        self.forget_cap = args.forget_cap if kind == "lstm" else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

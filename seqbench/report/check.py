@@ -83,10 +83,10 @@ def valid_tolerance(x: float) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x) and x >= 0
 
 
-def tolerance(value: float, rtol: float, atol: float, error: float | None = None) -> float:
+def tolerance(value: float, rtol: float, atol: float, error: float) -> float:
     """max(atol, rtol·error): the tolerance scales with the point's error, its distance from a
-    perfect score (error: the value itself by default, right for MSE, NLL, bits and other
-    losses; 1 − accuracy for an accuracy, see point_error). A solved point (MSE 1e-4, accuracy
+    perfect score (point_error: the value itself for MSE, NLL, bits and other losses;
+    1 − accuracy for an accuracy). A solved point (MSE 1e-4, accuracy
     0.96) is then held to its own scale: rtol = 0.1 fails a 1.1× regression of its error,
     where an absolute floor (atol) would let it regress a hundredfold. 0 for a non-finite
     value."""
@@ -94,7 +94,7 @@ def tolerance(value: float, rtol: float, atol: float, error: float | None = None
         raise UsageError(f"--rtol and --atol must be finite and ≥ 0, got {rtol} and {atol}")
     if not math.isfinite(value):
         return 0.0
-    return max(atol, rtol * abs(value if error is None else error))
+    return max(atol, rtol * abs(error))
 
 
 def point_error(value: float, metric: str, task: str) -> float:

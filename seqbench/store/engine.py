@@ -63,6 +63,13 @@ def sqlite_path(url: str) -> Path | None:
     return Path(u.database)
 
 
+def where(url: str) -> str:
+    """The store as an error message names it: the SQLite file, or the URL without its
+    password."""
+    path = sqlite_path(url)
+    return str(path) if path else make_url(url).render_as_string(hide_password=True)
+
+
 def _make_engine(url: str, readonly: bool = False) -> Engine:
     u = make_url(url)
     path = sqlite_path(url)
@@ -196,11 +203,10 @@ def check_readable(db: str | os.PathLike | None) -> str:
     open_store(readonly=True) checks (a missing store, another revision, a file that is not
     seqbench's raise StoreError), without building a Store. Creates and changes nothing."""
     url = resolve_url(db)
-    path = sqlite_path(url)
-    where = str(path) if path else make_url(url).render_as_string(hide_password=True)
+    named = where(url)
     rev, has_tables = inspect_revision(url, writable=False)
-    if _check_revision(rev, has_tables, where):
-        raise StoreError(f"no seqbench database at {where}")
+    if _check_revision(rev, has_tables, named):
+        raise StoreError(f"no seqbench database at {named}")
     return url
 
 

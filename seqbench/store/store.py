@@ -39,6 +39,9 @@ from seqbench.store.engine import (
     resolve_url,
     sqlite_path,
 )
+from seqbench.store.engine import (
+    where as store_where,
+)
 from seqbench.store.results import ReadStore
 from seqbench.store.schema import Curve, Metric, Run, Summary
 from seqbench.store.sweeps import SweepRows
@@ -429,7 +432,7 @@ def open_store(
     """
     url = resolve_url(db)
     path = sqlite_path(url)
-    where = str(path) if path else make_url(url).render_as_string(hide_password=True)
+    where = store_where(url)
     rev, has_tables = inspect_revision(url, writable=not readonly)
     needs_create = _check_revision(rev, has_tables, where)
     if needs_create and (readonly or not create):
@@ -492,7 +495,7 @@ def upgrade_store(db: str | os.PathLike | None = None) -> tuple[str | None, str,
     """
     url = resolve_url(db)
     path = sqlite_path(url)
-    where = str(path) if path else make_url(url).render_as_string(hide_password=True)
+    where = store_where(url)
     rev, has_tables = inspect_revision(url)
     head = migrate.head_revision()
     if rev is not None and rev not in migrate.known_revisions():

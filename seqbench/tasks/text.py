@@ -92,7 +92,7 @@ class LanguageModel(Task):
                 tot, n = self._add(model.head(feats), y[:, s : s + T], tot, n)
         else:
             rf = model.backbone.receptive_field
-            ctx = int(min(rf - 1, T // 2)) if rf != float("inf") else T // 2
+            ctx = int(min(rf - 1, T // 2))  # an unbounded context (inf) gets T // 2
             new = T - ctx
             for s in range(0, L, new):
                 lo = max(s - ctx, 0)
