@@ -77,6 +77,7 @@ def bench_kernels(
     for flag, v in (("seq-len", seq_len), ("batch", batch), ("hidden", hidden), ("repeat", repeat)):
         if v <= 0:
             raise UsageError(f"--{flag} must be positive, got {v}")
+    from seqbench.training.heap import keep_freed_memory
     from seqbench.training.threads import apply_threads, choose_threads
 
     n_threads, threads_from = choose_threads(threads)
@@ -87,6 +88,7 @@ def bench_kernels(
             need, f"bench at T={seq_len}, B={batch}, N={hidden}", "--seq-len, --batch or --hidden"
         )
     apply_threads(n_threads)
+    keep_freed_memory()
     dev = torch.device(device)
     if backends is None:
         backends = ("torch", "cpu")

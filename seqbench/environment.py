@@ -104,6 +104,8 @@ def capture(device: str, threads_from: str | None = None) -> dict[str, str | Non
     SEQBENCH_THREADS, OMP_NUM_THREADS, auto, or a sweep's share)."""
     import torch
 
+    from seqbench.training.heap import heap_state
+
     if device.startswith("cuda"):
         name = torch.cuda.get_device_name(torch.device(device))
     else:
@@ -124,4 +126,5 @@ def capture(device: str, threads_from: str | None = None) -> dict[str, str | Non
         "platform": platform.platform(),
         "threads": str(torch.get_num_threads()),
         "threads_from": threads_from,
+        "heap": heap_state(),  # training/heap.py: whether freed memory is kept between steps
     }

@@ -208,10 +208,12 @@ def stress(
     fields by name, as `--set` gives them) configure the fresh models: a TCN at k = 16 is
     analysed as it would train at k = 16, without a training run."""
     from seqbench.models import MODELS
+    from seqbench.training.heap import keep_freed_memory
     from seqbench.training.threads import apply_threads, choose_threads
 
     n_threads, threads_from = choose_threads(threads)
     apply_threads(n_threads)
+    keep_freed_memory()
 
     if seq_len <= 0:
         raise UsageError(f"seq-len must be positive, got {seq_len}")

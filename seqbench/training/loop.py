@@ -41,6 +41,7 @@ from seqbench.store.recorder import RunRecorder
 from seqbench.store.store import Store
 from seqbench.tasks import TASKS, make_task
 from seqbench.tasks.base import generator, to_device
+from seqbench.training.heap import keep_freed_memory
 from seqbench.training.threads import apply_threads, choose_threads, one_thread_for
 
 LOG_EVERY = 10  # train_loss / grad_norm are logged every this many steps
@@ -256,6 +257,7 @@ def train(
     config_hash = hash_of(cfg)
     n_threads, threads_from = choose_threads(threads, one_thread_for(cfg))
     apply_threads(n_threads)
+    keep_freed_memory()
     cfg, task, model, device = prepare(cfg)
     run_id = recorder.start(
         kind="train",
