@@ -83,6 +83,10 @@ class RunConfig:
     subset: int | None = _in(TASK)
     path: str | None = _in(TASK)
     teacher_lam: float = _in(TASK, default=0.9)
+    # copy: how its symbols are fed, "float" (the symbol's value as one input channel, what the
+    # reference code feeds: the default, set by resolution) or "tokens" (embedded, seqbench's
+    # variant); unset (None) on runs from before, which were fed tokens
+    symbols: str | None = _in(TASK)
     # a language model's test split scored whole, as streams (set by resolution for the tasks
     # that can, TaskSpec.stream_test): a recurrent model carries its state across the split, a
     # feedforward one sees its context; False: at most eval_size windows, each from a zero
@@ -212,18 +216,30 @@ NOT_COMPUTED = {"tags", "save_checkpoint"}
 NOT_EXPERIMENT = {"model", "task", "seed", *NOT_HASHED}
 # Fields added after stores had runs: unset (None) they are left out of the hash, so that
 # every run from before keeps its hash (a resumed sweep does not re-run it).
-ADDED_LATER = ("target", "data_hash", "split_seed", "plugin", "forget_cap", "test_stream")
+ADDED_LATER = (
+    "target",
+    "data_hash",
+    "split_seed",
+    "plugin",
+    "forget_cap",
+    "test_stream",
+    "symbols",
+)
+# Later fields whose value is what every run before the field computed: it hashes as unset,
+# so an explicit symbols=tokens copy run is the same experiment as one stored before
+AS_BEFORE = {"symbols": "tokens"}
 FIELDS = {f.name: f for f in fields(RunConfig)}
 
 
 def experiment_fields(config: Mapping[str, Any]) -> dict[str, Any]:
     """The fields of a config (a dict, as stored) that make its experiment: all but
     NOT_HASHED, the ADDED_LATER ones left unset, and `path` where the data's content hash is
-    recorded (the file's place is not the experiment; its content is). The one rule behind
+    recorded (the file's place is not the experiment; its content is), and a later field at
+    the value that runs before it had (AS_BEFORE). The one rule behind
     config hashes and a report's "do these runs differ" (report/frames.differing_fields)."""
     out = {k: v for k, v in config.items() if k not in NOT_HASHED}
     for name in ADDED_LATER:
-        if out.get(name) is None:
+        if out.get(name) is None or (name in AS_BEFORE and out[name] == AS_BEFORE[name]):
             out.pop(name, None)
     if out.get("data_hash") is not None:
         out.pop("path", None)
@@ -258,21 +274,22 @@ PAIR_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
         }
         for t in ("digits", "pdigits", "fashion", "pfashion")
     },
-    # TCN (Bai et al.): adding K=7, 30 channels, Adam 4e-3; copy K=8, 10 channels, RMSprop 5e-4,
-    # clip 1; sequential MNIST K=7, 25 channels, Adam 2e-3; music K=5, 150 ch, clip 0.2.
+    # TCN (Bai et al.): adding K=7, 30 channels, Adam 4e-3; copy K=8, 10 channels, RMSprop 5e-4;
+    # sequential MNIST K=7, 25 channels, Adam 2e-3; music K=5, 150 ch, clip 0.2.
     # Adding: from the reference init the TCN left the 1/6 plateau by step 1600 at T=200 (the
     # paper-text init had kept it there past 6500); 8000 steps leave a margin for the seeds.
     ("tcn", "adding"): {"hidden": 30, "kernel_size": 7, "lr": 4e-3, "steps": 8000},
     # copy: 8 levels as in the reference script (receptive field 3571), not the fewest that
     # cover T: with 4 levels (211 ≥ T = 200) it stays at the memoryless baseline for 4000
-    # steps; with 8 it reaches 3e-5 in 2000 (benchmarks/tcn_reference.py --task copy).
+    # steps (benchmarks/tcn_reference.py --task copy). No clip: the script's --clip 1 is
+    # applied before loss.backward(), to cleared gradients, so it never clips; --clip 1 is
+    # the clip its text implies.
     ("tcn", "copy"): {
         "hidden": 10,
         "kernel_size": 8,
         "levels": 8,
         "optimizer": "rmsprop",
         "lr": 5e-4,
-        "clip": 1.0,
     },
     ("tcn", "digits"): {"hidden": 25, "kernel_size": 7, "lr": 2e-3},
     ("tcn", "pdigits"): {"hidden": 25, "kernel_size": 7, "lr": 2e-3},
@@ -292,7 +309,9 @@ PAIR_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
 }
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {
     "adding": {"steps": 3000},
-    "copy": {"steps": 2000},
+    # copy: the reference code (locuslab/TCN copy_memory) feeds each symbol's value as one
+    # float channel; symbols=tokens embeds them (seqbench's variant)
+    "copy": {"steps": 2000, "symbols": "float"},
     "teacher": {"steps": 1000},
     "digits": {"steps": 2000, "batch_size": 32},
     "pdigits": {"steps": 2000, "batch_size": 32},

@@ -112,6 +112,8 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
         values["test_stream"] = True
     elif values.get("test_stream") and not task_spec.stream_test:
         raise UsageError(f"test_stream scores a language model's test split; {task} has none")
+    if given.get("symbols") is not None and "symbols" not in TASK_DEFAULTS.get(task, {}):
+        raise UsageError(f"symbols says how copy feeds its symbols; {task} has none")
     cfg = lstm_condition(RunConfig(model=model, task=task, **values))
     validate(cfg)
     return replace(cfg, plugin=provenance(cfg))

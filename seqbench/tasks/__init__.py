@@ -54,6 +54,11 @@ def _check_marker(c) -> None:
         raise UsageError(f"adding: marker must be uniform or halves, got {c.marker!r}")
 
 
+def _check_symbols(c) -> None:
+    if c.symbols not in (None, "float", "tokens"):
+        raise UsageError(f"copy: symbols must be float or tokens, got {c.symbols!r}")
+
+
 _S, _I, _M, _T = ("seqbench.tasks." + m for m in ("synthetic", "images", "music", "text"))
 _ACC = {
     "metric": "acc",
@@ -80,6 +85,7 @@ for _spec in (
         100,
         baseline_note="memoryless: 10·ln 8/(T+20)",
         extra_steps=20,
+        check=_check_symbols,
     ),
     TaskSpec(
         "digits",

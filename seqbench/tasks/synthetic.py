@@ -82,12 +82,19 @@ class CopyMemory(SyntheticTask):
     T+20, as in the paper and its code (locuslab/TCN copy_memory/utils.py). The output must be
     blank everywhere except the last 10 steps, which reproduce the symbols. Cross-entropy
     averaged over all T+20 steps, so a memoryless model that outputs blanks and then guesses
-    scores 10·ln 8 / (T+20). Symbols are tokens (embedded by the model); the reference code
-    feeds them as one float channel."""
+    scores 10·ln 8 / (T+20). symbols="float" (the default) feeds each symbol's value as one
+    float channel, as the reference code does (`x.unsqueeze(1)`); "tokens" (and runs from
+    before the option, None) feeds ids for the model to embed."""
 
     name = "copy"
     readout = "all"
     in_dim, out_dim, vocab = 16, 10, 10
+
+    def __init__(self, args: TaskArgs):
+        super().__init__(args)
+        self.floats = args.symbols == "float"
+        if self.floats:
+            self.in_dim, self.vocab = 1, None
 
     def sample(self, n, gen):
         T = self.seq_len
@@ -97,6 +104,8 @@ class CopyMemory(SyntheticTask):
         x[:, T + 9 :] = 9
         y = torch.zeros(n, T + 20, dtype=torch.long)
         y[:, -10:] = symbols
+        if self.floats:
+            return x.float().unsqueeze(-1), y  # (n, T+20, 1) values, (n, T+20) ids
         return x, y  # (n, T+20) ids each
 
     def loss(self, out, y):

@@ -128,7 +128,7 @@ def test_dry_run_prints_a_config_that_train_config_reads_back(cli, tmp_path, db)
     first = cli("train", *args, "--dry-run")
     assert first.exit_code == 0, first.output
     assert 'init = "paper"' in first.stdout and "levels = 8" in first.stdout
-    assert '[tags]\n"owner" = "me"' in first.stdout and "clip = 1.0" in first.stdout
+    assert '[tags]\n"owner" = "me"' in first.stdout and 'symbols = "float"' in first.stdout
     assert not db.exists()  # nothing trained, no store
     path = tmp_path / "cfg.toml"
     path.write_text(first.stdout)
@@ -196,7 +196,8 @@ def test_train_help_lists_every_default_layer(cli):
     out = cli("train", "--help").stdout
     flat = " ".join(out.replace("│", " ").split())
     assert "each field's own < the model family's < the task's < the papers'" in flat
-    assert "tcn/copy hidden=10 kernel_size=8 levels=8 optimizer=rmsprop lr=0.0005 clip=1" in flat
+    assert "tcn/copy hidden=10 kernel_size=8 levels=8 optimizer=rmsprop lr=0.0005;" in flat
+    assert "copy steps=2000 symbols=float" in flat
     assert "chorales steps=1000 batch_size=16 lr=0.01" in flat
     for model, task in PAIR_DEFAULTS:
         assert f"{model}/{task} " in flat, (model, task)

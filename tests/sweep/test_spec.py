@@ -71,3 +71,24 @@ def test_unknown_preset_and_scale():
         preset_grids("miller", "tiny")
     with pytest.raises(UsageError, match="--scale"):
         preset_grids("bai-tcn", "huge")
+
+
+@pytest.mark.parametrize("scale", ["tiny", "small", "paper"])
+def test_bai_tcn_is_size_matched_within_each_task(scale):
+    """Within each task every model is built, and its parameters counted, from the config
+    the sweep trains: all within 5% of one budget, with the same steps and batch (Bai et
+    al. matched sizes; the budgets are the preset's, the counts the models' own)."""
+    from seqbench.models.base import count_params
+    from seqbench.training.loop import prepare
+
+    by_task: dict[str, list] = {}
+    for cfg in expand(preset_grids("bai-tcn", scale)):
+        if cfg.seed == 0 and cfg.task not in ("fashion", "pfashion"):  # GPU-sized datasets
+            fitted, _, model, _ = prepare(cfg)
+            by_task.setdefault(cfg.task, []).append((cfg, count_params(model), fitted.hidden))
+    assert set(by_task) == {"adding", "copy", "digits", "pdigits"}
+    for task, rows in by_task.items():
+        assert {c.model for c, _, _ in rows} == {"tcn", "lstm", "gru", "rnn"}
+        (budget,) = {c.params for c, _, _ in rows}
+        assert all(abs(n - budget) <= 0.05 * budget for _, n, _ in rows), (task, rows)
+        assert len({(c.steps, c.batch_size, c.seq_len) for c, _, _ in rows}) == 1, task
