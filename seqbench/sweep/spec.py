@@ -280,6 +280,13 @@ def _bai_tcn(scale: str) -> list[dict]:
         grids.append(
             {"models": ["tcn", "lstm", "gru", "rnn"], "tasks": [task], "seeds": seeds, "set": s}
         )
+        if task == "copy":
+            # beside the reference's input, seqbench's variant: the same TCN (the width the
+            # budget fitted above; an embedding moves its count off the budget) fed tokens
+            width = {"tiny": 5, "small": 10, "paper": 11}[scale]
+            variant = {k: v for k, v in s.items() if k != "params"}
+            variant |= {"hidden": [width], "symbols": ["tokens"]}
+            grids.append({"models": ["tcn"], "tasks": [task], "seeds": seeds, "set": variant})
     return grids
 
 

@@ -82,13 +82,19 @@ def test_bai_tcn_is_size_matched_within_each_task(scale):
     from seqbench.training.loop import prepare
 
     by_task: dict[str, list] = {}
+    variants = []
     for cfg in expand(preset_grids("bai-tcn", scale)):
         if cfg.seed == 0 and cfg.task not in ("fashion", "pfashion"):  # GPU-sized datasets
             fitted, _, model, _ = prepare(cfg)
-            by_task.setdefault(cfg.task, []).append((cfg, count_params(model), fitted.hidden))
+            rows = variants if cfg.symbols == "tokens" else by_task.setdefault(cfg.task, [])
+            rows.append((cfg, count_params(model), fitted.hidden))
     assert set(by_task) == {"adding", "copy", "digits", "pdigits"}
     for task, rows in by_task.items():
         assert {c.model for c, _, _ in rows} == {"tcn", "lstm", "gru", "rnn"}
         (budget,) = {c.params for c, _, _ in rows}
         assert all(abs(n - budget) <= 0.05 * budget for _, n, _ in rows), (task, rows)
         assert len({(c.steps, c.batch_size, c.seq_len) for c, _, _ in rows}) == 1, task
+    # copy's token variant is the same TCN, width and budget, fed embedded tokens
+    ((variant, _, width),) = variants
+    ((same, _, fitted),) = [r for r in by_task["copy"] if r[0].model == "tcn"]
+    assert (variant.model, width, variant.steps) == ("tcn", fitted, same.steps)
