@@ -167,7 +167,8 @@ def label_variants(df: pd.DataFrame, group: list[str]) -> tuple[pd.DataFrame, di
     together.
 
     Returns the frame (the original name kept as `family`) and {model: [fields, labels]}
-    for the models that were split, labels in the order of their values."""
+    for the models that were split, labels in the order of their values, led by the plain
+    name where the model ran one config on another task (split on copy, one TCN on adding)."""
     skip = not_experiment() | set(group)
     fields: dict[tuple[str, str], set[str]] = {}  # (model, task) -> the fields that differ
     for key, g in df.groupby(["model", *group], dropna=False, sort=False):
@@ -194,6 +195,8 @@ def label_variants(df: pd.DataFrame, group: list[str]) -> tuple[pd.DataFrame, di
         mine = [lab for lab in order if lab.startswith(model + " (")]
         entry[0] = sorted(entry[0])
         entry[1] = sorted(mine, key=lambda lab: (order[lab][0], order[lab][1]))
+        if model in labels:  # its cells on the tasks where it ran one config keep the name
+            entry[1].insert(0, model)
     return df.assign(model=labels), split
 
 

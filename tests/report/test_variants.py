@@ -229,6 +229,27 @@ def test_a_cell_never_averages_runs_of_different_configs(cli, store, db):
     ]
 
 
+def test_a_model_split_on_one_task_keeps_its_cells_on_the_others(store, db):
+    """Two TCN configs on copy (floats and tokens) and one on adding: the adding TCN keeps its
+    own column, compared with the LSTM there, where before it was in no column at all."""
+    for seed, v in enumerate((0.01, 0.03)):
+        _run(store, "tcn", "adding", v, seed=seed, steps=20)
+        _run(store, "lstm", "adding", 0.16, seed=seed, steps=20)
+        _run(store, "tcn", "copy", 0.005, seed=seed, steps=20, symbols="float")
+        _run(store, "tcn", "copy", 0.0001, seed=seed, steps=20, symbols="tokens")
+        _run(store, "lstm", "copy", 0.09, seed=seed, steps=20, symbols="float")
+    rep = build_report(str(db), compare=["tcn", "lstm"])
+    assert rep.models == ["tcn", "tcn (symbols=float)", "tcn (symbols=tokens)", "lstm"]
+    notes: list[str] = []
+    cols, rows, _ = comparison_rows(rep, notes=notes)
+    cells = {row[0]: dict(zip(cols, row, strict=True)) for row in rows}
+    assert cells["adding"]["tcn"][::2] == (pytest.approx(0.02), 2)
+    assert cells["adding"]["tcn - lstm"] == pytest.approx(-0.14)
+    assert cells["copy"]["tcn (symbols=float) - lstm"] == pytest.approx(-0.085)
+    assert cells["copy"]["tcn (symbols=tokens)"][::2] == (pytest.approx(0.0001), 2)
+    assert "tcn (symbols=tokens): no lstm runs with the same symbols to compare it with" in notes
+
+
 def test_a_row_mixing_experiments_with_different_baselines_shows_none(store, db):
     # copy at two lengths: memoryless baselines 10·ln 8/(T+20) differ; their mean is no baseline
     for T in (100, 200):
