@@ -6,5 +6,5 @@ SELECT r.name, r.model, r.n_params, r.steps, ROUND(r.wall_seconds / 60.0, 1) AS 
         WHERE s.run_id = r.run_id AND s.key = 'best_step') AS best_step,
        r.best_valid_metric, r.test_metric
 FROM v_results r
-WHERE r.name IN ('indrnn-t5000', 'lstm-t5000') AND r.status = 'completed'
+WHERE r.name IN ('indrnn-t5000', 'indrnn-t5000-64', 'lstm-t5000') AND r.status = 'completed'
 ORDER BY r.name
