@@ -27,6 +27,7 @@ CASES = {
     # the T = 5000 reproduction's two models (scripts/reproduce-t5000.sh)
     "indrnn-5000": {"model": "indrnn", "seq_len": 5000, "batch_size": 32},
     "lstm-5000": {"model": "lstm", "seq_len": 5000, "batch_size": 32, "hidden": 64},
+    "indrnn-5000 2x64 b50": {"model": "indrnn", "seq_len": 5000, "hidden": 64},
     # the indrnn-adding preset's longest, and the paper's T = 5000 batch of 50
     "indrnn-1000 2x64 b50": {"model": "indrnn", "seq_len": 1000, "hidden": 64},
     "indrnn-5000 b50": {"model": "indrnn", "seq_len": 5000, "batch_size": 50},

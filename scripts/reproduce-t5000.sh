@@ -39,5 +39,6 @@ $sb report --compare indrnn lstm --task adding --by seq_len --format markdown \
   --where "$names" >"$out/indrnn-t5000.md"
 $sb curves indrnn-t5000 indrnn-t5000-64 lstm-t5000 --metric valid_metric \
   --plot "$out/indrnn-t5000.png" >/dev/null
+echo >>"$out/indrnn-t5000.md"
 $sb query - -f markdown <scripts/sql/t5000-cost.sql >>"$out/indrnn-t5000.md"
 echo "tables and plot in $out/indrnn-t5000.*"
