@@ -181,7 +181,7 @@ def test_dry_run_prints_the_grid_and_writes_nothing(cli, tmp_path):
 
 def test_a_shipped_preset_is_named_after_itself(cli):
     r = cli("sweep", "--preset", "bai-tcn", "--scale", "tiny", "--dry-run")
-    assert r.exit_code == 0 and "sweep 'bai-tcn-tiny': 16 points" in r.stderr
+    assert r.exit_code == 0 and "sweep 'bai-tcn-tiny': 17 points" in r.stderr
     custom = cli("sweep", "--preset", "bai-tcn", "--scale", "tiny", "--seeds", "0,1", "--dry-run")
     assert "sweep 'sweep-" in custom.stderr  # other seeds: another spec, another name
 
