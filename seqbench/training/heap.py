@@ -20,7 +20,7 @@ import platform
 # mallopt(3) parameters (malloc.h)
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
-# glibc before 2.35 caps the threshold at HEAP_MAX_SIZE / 2 (32 MiB on 64-bit): the fallback
+# some glibc versions cap the threshold at HEAP_MAX_SIZE / 2 (32 MiB on 64-bit): the fallback
 THRESHOLDS = (1 << 30, 32 << 20)
 
 
@@ -36,7 +36,7 @@ def heap_state() -> str | None:
 def keep_freed_memory() -> str:
     """Set glibc's heap to keep freed memory, once per process. Returns what was done: "kept
     (threshold N MiB)", or why not ("off": SEQBENCH_KEEP_FREED=0; "not glibc": another libc
-    or OS, where nothing is changed)."""
+    or OS; "refused": mallopt took neither threshold), where nothing is changed."""
     global _state
     if _state is None:
         _state = _apply()
@@ -57,4 +57,4 @@ def _apply() -> str:
             # -1 reads as SIZE_MAX inside glibc: the top of the heap is never given back
             libc.mallopt(M_TRIM_THRESHOLD, -1)
             return f"kept (threshold {threshold >> 20} MiB)"
-    return "not glibc"
+    return "refused"
