@@ -26,7 +26,7 @@ fi
 md() { "$@" --format markdown; }
 # 1. IndRNN (Li et al.): adding problem against T
 if wanted indrnn-adding; then
-  md $sb report --compare indrnn lstm rnn --task adding --sweep "indrnn-adding-$scale" \
+  md $sb report --compare indrnn lstm irnn rnn --task adding --sweep "indrnn-adding-$scale" \
     --by seq_len --plot "$out/indrnn-adding.png" >"$out/indrnn-adding.md"
 fi
 # 2. Miller & Hardt: teacher with true λ, window(k) against the full RNN; chorales against k

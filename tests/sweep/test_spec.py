@@ -98,3 +98,22 @@ def test_bai_tcn_is_size_matched_within_each_task(scale):
     ((variant, _, width),) = variants
     ((same, _, fitted),) = [r for r in by_task["copy"] if r[0].model == "tcn"]
     assert (variant.model, width, variant.steps) == ("tcn", fitted, same.steps)
+
+
+@pytest.mark.parametrize("scale", ["tiny", "small", "paper"])
+def test_indrnn_adding_runs_the_authors_script_setup(scale):
+    """One task for every model (markers one in each half, the same T, steps and batch 32);
+    the IndRNN and the IRNN with the script's Adam 2e-4, element-wise clip at 10 and no norm
+    clip, lr /10 after every 20,100 steps, which the paper scale (60,000 steps) reaches."""
+    points = expand(preset_grids("indrnn-adding", scale))
+    assert {c.model for c in points} == {"indrnn", "irnn", "lstm", "rnn"}
+    for T in {c.seq_len for c in points}:
+        row = [c for c in points if c.seq_len == T]
+        assert {(c.marker, c.steps, c.batch_size) for c in row} == {("halves", row[0].steps, 32)}
+    for c in points:
+        if c.model in ("indrnn", "irnn"):
+            assert (c.lr, c.clip, c.clip_value, c.lr_decay_every) == (2e-4, None, 10.0, 20100)
+    if scale == "paper":
+        assert {c.steps for c in points} == {60000}
+    lstm = [c for c in points if c.model == "lstm"]
+    assert {c.forget_bias for c in lstm} == {1.0}

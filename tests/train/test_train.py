@@ -268,8 +268,12 @@ def test_fixed_length_tasks_refuse_another_length(store):
 
 
 def test_paper_defaults_apply_per_pair():
+    # the IndRNN authors' adding script: 2x128, Adam 2e-4, batch 32, an element-wise clip at
+    # 10 and no norm clip, lr /10 after every 20,100 steps; the task's markers stay the task's
     cfg = api.make_config("indrnn", "adding", {})
-    assert (cfg.layers, cfg.hidden, cfg.lr, cfg.clip) == (2, 128, 2e-4, 10.0)
+    assert (cfg.layers, cfg.hidden, cfg.lr, cfg.batch_size) == (2, 128, 2e-4, 32)
+    assert (cfg.clip, cfg.clip_value, cfg.lr_decay_every, cfg.lr_decay) == (None, 10.0, 20100, 0.1)
+    assert cfg.marker == api.make_config("lstm", "adding", {}).marker == "uniform"
     cfg = api.make_config("tcn", "copy", {})
     assert (cfg.optimizer, cfg.kernel_size, cfg.hidden) == ("rmsprop", 8, 10)
 
@@ -316,6 +320,26 @@ def test_blown_up():
     assert blown_up(2.3, 0.02, False) is None  # an untrained copy model: ~110×, a result
     assert blown_up(1638.0, 1 / 6, False) is not None
     assert blown_up(0.05, 0.1, True) is None  # accuracy: no "far worse" rule
+
+
+def test_lr_decay_every_divides_the_step_after_every_n_steps(store):
+    """lr_decay_every = 2: the third SGD step is a tenth of the same step undecayed, and the
+    first two are untouched. Measured on the weights: with one seed every run sees the same
+    batches, so after step 2 the runs agree and step 3 moves lr·b (momentum buffer b) or
+    lr/10·b from the same point."""
+
+    def weights(steps, every=None):
+        kw = {**FAST, "steps": steps, "optimizer": "sgd", "lr": 0.05, "lr_decay_every": every}
+        out = _train(store, **kw, eval_every=steps, save_checkpoint=True)
+        return load_checkpoint(store.get_run(out.run_id).checkpoint)["state_dict"]
+
+    two, two_decayed = weights(2), weights(2, every=2)
+    full, decayed = weights(3), weights(3, every=2)
+    for name, w in two.items():
+        assert torch.equal(two_decayed[name], w)  # no decay within the first 2 steps
+        step, step_decayed = full[name] - w, decayed[name] - w
+        assert float(step.abs().max()) > 0
+        torch.testing.assert_close(step_decayed, 0.1 * step, rtol=1e-4, atol=1e-7)
 
 
 @pytest.mark.parametrize("clip_value", [None, 1e-3])
