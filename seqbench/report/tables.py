@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -355,16 +356,39 @@ def compared_pairs(rep: Report) -> tuple[list[tuple[str, str]], list[str], list[
     la = [m for m in rep.models if _family_of(rep, m) == fa]
     lb = [m for m in rep.models if _family_of(rep, m) == fb]
     varying = {f for fam in (fa, fb) for f in (rep.variants or {}).get(fam, [[]])[0]}
-    match = sorted(varying & _comparable())
+    # a task field the two families ran at different values (one's markers in each half,
+    # the other's uniform) makes them different tasks even where neither is split
+    across = _task_fields_between(rep, la + lb) - varying
+    match = sorted((varying & _comparable()) | across)
     pairs = [(a, b) for a in la for b in lb if _values(rep, a, match) & _values(rep, b, match)]
     paired = {m for pair in pairs for m in pair}
     notes = [
         f"{m}: no {other} runs with the same {', '.join(match)} to compare it with"
+        + (f" ({_shown_values(rep, la + lb, sorted(across))})" if across else "")
         for labels, other in ((la, fb), (lb, fa))
         for m in labels
-        if m not in paired and len(la) * len(lb) > 1
+        if m not in paired and (len(la) * len(lb) > 1 or across)
     ]
     return pairs, match, notes
+
+
+def _task_fields_between(rep: Report, labels: list[str]) -> set[str]:
+    """The task fields (the seed, a file's place and the --by fields aside) whose values
+    differ among the runs of `labels`."""
+    from seqbench.config import TASK_FIELDS
+
+    names = [n for n in TASK_FIELDS if n not in ("seed", "path", *rep.group)]
+    df = rep.frame[rep.frame["model"].isin(labels)]
+    return {n for n in names if len({canonical(c.get(n)) for c in df["config"]}) > 1}
+
+
+def _shown_values(rep: Report, labels: list[str], names: list[str]) -> str:
+    """'marker: indrnn halves, lstm uniform' for the fields `names` across `labels`."""
+
+    def values(m: str, n: str) -> str:
+        return "/".join(str(json.loads(v[0])) for v in sorted(_values(rep, m, [n])))
+
+    return "; ".join(f"{n}: {', '.join(f'{m} {values(m, n)}' for m in labels)}" for n in names)
 
 
 def _family_of(rep: Report, label: str) -> str:

@@ -69,6 +69,31 @@ def test_the_difference_compares_a_with_b_never_a_with_a(store, db):
     assert rows[0][cols.index("rnn (seq_len=12) - tcn (k=12 seq_len=12)")] == pytest.approx(0.13)
 
 
+def test_two_families_on_different_tasks_get_no_difference(store, db):
+    """An IndRNN with markers one in each half against an LSTM with uniform ones: two tasks,
+    so no difference column compares them, and a note says why."""
+    for seed in range(2):
+        _run(store, "indrnn", 0.001, seed=seed, marker="halves")
+        _run(store, "lstm", 0.1, seed=seed, marker="uniform")
+    notes: list[str] = []
+    cols, rows, _ = comparison_rows(build_report(db, compare=["indrnn", "lstm"]), notes=notes)
+    assert not [c for c in cols if " - " in c or " / " in c]
+    assert notes == [
+        "indrnn: no lstm runs with the same marker to compare it with "
+        "(marker: indrnn halves, lstm uniform)",
+        "lstm: no indrnn runs with the same marker to compare it with "
+        "(marker: indrnn halves, lstm uniform)",
+    ]
+    # on one task, the same two are compared
+    for seed in range(2):
+        _run(store, "lstm", 0.1, seed=seed, marker="halves", steps=400)
+    rep = build_report(
+        db, compare=["indrnn", "lstm"], where="json_extract(config, '$.marker') = 'halves'"
+    )
+    cols, rows, _ = comparison_rows(rep)
+    assert rows[0][cols.index("indrnn - lstm")] == pytest.approx(-0.099)
+
+
 def test_model_fields_need_not_match_across_families(store, db):
     """lstm at two widths against one tcn: each width is compared with the tcn (a width is a
     family's own field), the T they share."""
