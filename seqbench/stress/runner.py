@@ -143,6 +143,14 @@ def trained_backbone(store: Store, run_ref: str):
             "config (another run's, or another store's run of that id); retrain it"
         )
     cfg = stored_config(run.model, run.task, run.config, device="cpu")
+    if cfg.forget_cap is not None and (run.config or {}).get("forget_cap") is None:
+        # a --stable LSTM trained before the forget-gate cap: today's resolution caps f,
+        # so its weights would run in a model they were not trained in
+        raise SeqbenchError(
+            f"run {run.id} is a --stable LSTM trained before the forget-gate cap (no "
+            "forget_cap): today's stable LSTM caps f, so its weights are not analysable as "
+            "it ran; retrain it"
+        )
     _, task, model, _ = prepare(cfg)
     model.load_state_dict(ck["state_dict"])
     return model.backbone, task.in_dim, run, cfg

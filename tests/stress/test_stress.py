@@ -239,3 +239,26 @@ def test_two_stores_in_one_directory_keep_their_own_checkpoints(tmp_path, monkey
         stress(stores[0], [], seq_len=30, runs=["1"], batch=1)
     for s in stores:
         s.dispose()
+
+
+def test_a_stable_lstm_from_before_the_forget_cap_is_refused(store):
+    """A --stable LSTM stored before forget_cap existed ran with an uncapped forget gate;
+    resolved again it would get today's cap, so stress --run refuses it rather than analyse
+    its weights in a model they were not trained in. Today's capped one is analysed."""
+    import torch
+
+    kw = {"seq_len": 20, "steps": 3, "hidden": 8, "eval_size": 32, "save_checkpoint": True}
+    out = api.train("lstm", "adding", db=store, stable=True, lam=0.8, **kw)
+    run = store.get_run(out.run_id)
+    assert run.config["forget_cap"] == 0.4
+    (res,) = stress(store, [], seq_len=30, runs=[str(out.run_id)], batch=1)
+    assert res.source == f"run {out.run_id}"
+    old = {k: v for k, v in run.config.items() if k != "forget_cap"}  # as stored before 0.4
+    ck = torch.load(run.checkpoint, weights_only=False)
+    ck["config"] = old
+    torch.save(ck, run.checkpoint)
+    store.update_run(run.id, config=old)
+    before = len(store.list_runs())
+    with pytest.raises(SeqbenchError, match="before the forget-gate cap"):
+        stress(store, [], seq_len=30, runs=[str(run.id)], batch=1)
+    assert len(store.list_runs()) == before
