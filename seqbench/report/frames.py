@@ -169,7 +169,10 @@ def label_variants(df: pd.DataFrame, group: list[str]) -> tuple[pd.DataFrame, di
     Returns the frame (the original name kept as `family`) and {model: [fields, labels]}
     for the models that were split, labels in the order of their values, led by the plain
     name where the model ran one config on another task (split on copy, one TCN on adding)."""
-    skip = not_experiment() | set(group)
+    # the --by fields are the cell's own keys; but the row's k is the run's stored context,
+    # while the config's k is the context asked for (none: the fewest levels covering T), so
+    # two TCNs of context 32, one asked for k = 32 and one not, are two models
+    skip = not_experiment() | (set(group) - {"k"})
     fields: dict[tuple[str, str], set[str]] = {}  # (model, task) -> the fields that differ
     for key, g in df.groupby(["model", *group], dropna=False, sort=False):
         vary = differing_fields(list(g["config"]), skip)

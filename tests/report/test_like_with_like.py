@@ -94,6 +94,33 @@ def test_two_families_on_different_tasks_get_no_difference(store, db):
     assert rows[0][cols.index("indrnn - lstm")] == pytest.approx(-0.099)
 
 
+def test_two_tcns_of_one_context_are_not_pooled(store, db):
+    """At T = 32 a TCN given no k (the fewest levels covering T) and one given k = 32 (sized
+    to see exactly 32 inputs) both store context 32; they are two models, so the k = 32 row
+    reports each apart rather than one cell of both."""
+    for seed in range(2):
+        for asked, value in ((None, 0.1), (32, 0.02)):
+            config = {"seq_len": 32, "seed": seed, "k": asked, "steps": 500}
+            r = store.create_run(
+                model="tcn",
+                task="adding",
+                k=32,
+                seed=seed,
+                seq_len=32,
+                config=config,
+                config_hash=json.dumps(["tcn", config], sort_keys=True),
+                status="completed",
+            )
+            store.set_summaries(r.id, {"test_metric": value})
+        _run(store, "rnn", 0.16, seed=seed, seq_len=32)
+    rep = build_report(db, compare=["tcn", "rnn"], by="k")
+    cols, rows, _ = comparison_rows(rep)
+    (row,) = [r for r in rows if r[cols.index("k")] == 32]
+    assert tuple(row[cols.index("tcn (k=32)")])[:3] == (pytest.approx(0.02), 0.0, 2)
+    assert tuple(row[cols.index("tcn (k=none)")])[:3] == (pytest.approx(0.1), 0.0, 2)
+    assert "tcn" not in cols
+
+
 def test_model_fields_need_not_match_across_families(store, db):
     """lstm at two widths against one tcn: each width is compared with the tcn (a width is a
     family's own field), the T they share."""
