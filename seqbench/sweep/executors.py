@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.store.recorder import MemoryRecorder
-from seqbench.training.threads import usable_cpus
+from seqbench.training.threads import POOL_THREADS, usable_cpus
 
 
 class Finished(NamedTuple):
@@ -67,7 +67,9 @@ def _worker_init(threads: int, driver: int, gpu_slots=None, stream=None) -> None
     import torch
 
     torch.set_num_threads(threads)
-    os.environ["SEQBENCH_THREADS"] = str(threads)  # train() keeps the worker's share
+    # train() takes at most the worker's share (and one thread for small fused steps, as
+    # outside a sweep): the share is a cap, not the user's SEQBENCH_THREADS
+    os.environ[POOL_THREADS] = str(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
 
     def watchdog():  # an orphaned worker (driver killed with SIGKILL) stops promptly

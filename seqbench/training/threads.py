@@ -3,7 +3,9 @@ their share of the cores from the pool instead).
 
 In order: `--threads N`, then `SEQBENCH_THREADS`, then `OMP_NUM_THREADS` (as torch itself
 honours it), else seqbench's choice: the cores that are free now, the usable cores less the
-other runnable processes (from /proc/loadavg), at least one. On an idle 2-core machine that is
+other runnable processes (from /proc/loadavg), at least one; in a sweep's worker no more than
+its share of the cores (a sweep once gave a fused RNN step two threads beside a second sweep,
+and its steps ran several times slower). On an idle 2-core machine that is
 2 threads, beside one busy neighbour 1 (benchmarks/threads.py measured a second thread beside
 a busy neighbour at 1.4-2.4x slower steps for every family's default config, and on an idle
 machine up to 1.7x faster for conv, IndRNN and transformer steps). Torch's fused RNN, LSTM and
@@ -19,6 +21,8 @@ import os
 from seqbench.errors import UsageError
 
 MAX_THREADS = 1024
+# set by a sweep's pool worker: its share of the cores (sweep/executors.threads_per_worker)
+POOL_THREADS = "SEQBENCH_POOL_THREADS"
 
 
 def usable_cpus() -> int:
@@ -85,7 +89,11 @@ def choose_threads(explicit: int | None = None, small: bool = False) -> tuple[in
     if small:
         return 1, "auto"
     cores = usable_cpus()
-    return max(1, min(cores, cores - busy_cpus())), "auto"
+    free = max(1, min(cores, cores - busy_cpus()))
+    share = _from_env(POOL_THREADS)
+    if share is not None:  # a sweep worker: its share of the cores, less what is busy now
+        return min(share, free), "sweep share"
+    return free, "auto"
 
 
 def apply_threads(n: int) -> int:

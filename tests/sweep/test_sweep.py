@@ -489,3 +489,26 @@ def test_metrics_reach_the_store_while_a_point_runs_and_survive_ctrl_c(tmp_path)
     assert statuses == [("interrupted",)]
     status = statuses[0][0]
     assert status == "interrupted" and kept >= seen
+
+
+def test_a_sweep_worker_takes_one_thread_for_small_fused_steps(tmp_path):
+    """One worker on every core: a TCN point takes the worker's share (less what is busy), a
+    small fused RNN point one thread, as `train` gives it outside a sweep; before, the share
+    was passed on as SEQBENCH_THREADS and overrode that rule."""
+    from seqbench.training.threads import usable_cpus
+
+    db = tmp_path / "t.db"
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "SEQBENCH_THREADS")}
+    cmd = seqbench_cmd(
+        db,
+        "sweep --models rnn,tcn --tasks adding --set steps=3 --set hidden=8 --set seq_len=20",
+        "--set eval_size=16 --workers 1 --quiet --name th",
+    )
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    store = open_store(db)
+    envs = {r.model: r.environment for r in store.list_runs()}
+    store.dispose()
+    assert (envs["rnn"]["threads"], envs["rnn"]["threads_from"]) == ("1", "auto")
+    assert envs["tcn"]["threads_from"] == "sweep share"
+    assert 1 <= int(envs["tcn"]["threads"]) <= usable_cpus()
