@@ -374,12 +374,15 @@ def compared_pairs(rep: Report) -> tuple[list[tuple[str, str]], list[str], list[
 
 def _task_fields_between(rep: Report, labels: list[str]) -> set[str]:
     """The task fields (the seed, a file's place and the --by fields aside) whose values
-    differ among the runs of `labels`."""
+    differ among the runs of `labels` in one report row."""
     from seqbench.config import TASK_FIELDS
 
     names = [n for n in TASK_FIELDS if n not in ("seed", "path", *rep.group)]
     df = rep.frame[rep.frame["model"].isin(labels)]
-    return {n for n in names if len({canonical(c.get(n)) for c in df["config"]}) > 1}
+    out: set[str] = set()
+    for _, row in df.groupby(rep.group, dropna=False):  # within a row: tasks differ by design
+        out |= {n for n in names if len({canonical(c.get(n)) for c in row["config"]}) > 1}
+    return out
 
 
 def _shown_values(rep: Report, labels: list[str], names: list[str]) -> str:

@@ -94,6 +94,29 @@ def test_two_families_on_different_tasks_get_no_difference(store, db):
     assert rows[0][cols.index("indrnn - lstm")] == pytest.approx(-0.099)
 
 
+def test_task_fields_that_differ_between_tasks_do_not_split_a_pair(store, db):
+    """adding has markers and copy none: in a report of both tasks each row holds one task,
+    so the pair is compared on each and nothing is noted."""
+    for model, value in (("indrnn", 0.001), ("lstm", 0.1)):
+        _run(store, model, value, marker="uniform")
+        config = {"seq_len": 100, "seed": 0, "steps": 500}
+        r = store.create_run(
+            model=model,
+            task="copy",
+            seed=0,
+            seq_len=100,
+            config=config,
+            config_hash=json.dumps([model, "copy", config], sort_keys=True),
+            status="completed",
+        )
+        store.set_summaries(r.id, {"test_metric": value / 10})
+    notes: list[str] = []
+    cols, rows, _ = comparison_rows(build_report(db, compare=["indrnn", "lstm"]), notes=notes)
+    assert notes == []
+    diffs = {r[0]: r[cols.index("indrnn - lstm")] for r in rows}
+    assert diffs == {"adding": pytest.approx(-0.099), "copy": pytest.approx(-0.0099)}
+
+
 def test_two_tcns_of_one_context_are_not_pooled(store, db):
     """At T = 32 a TCN given no k (the fewest levels covering T) and one given k = 32 (sized
     to see exactly 32 inputs) both store context 32; they are two models, so the k = 32 row
