@@ -6,7 +6,7 @@
 #   bash scripts/reproduce.sh [tiny|small|paper] [--report-only]
 #
 # The store is $SEQBENCH_DB (default ./seqbench.db); an interrupted sweep resumes where it
-# stopped. --scale small takes about 80 minutes on a 2-core CPU (the three presets in turn).
+# stopped. --scale small takes about 90 minutes on a 2-core CPU (the three presets in turn).
 # PRESETS="bai-tcn miller-hardt" runs (and writes the tables and baselines of) those alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
