@@ -2,8 +2,8 @@
 # IndRNN's headline (Li et al.): the adding problem at T = 5000, one marker in each half
 # (docs/reproductions.md §1b). Three runs of 9000 steps, side by side, one core each: the
 # IndRNN as the authors' script trains it (seqbench's indrnn/adding default), the IndRNN with
-# seqbench's earlier variant (batch 50, norm clip 10) at 2x64, and an LSTM beside them. About 60 minutes for the longest on an idle core (the
-# first IndRNN; benchmarks/RESULTS.md). Writes docs/reproductions/small/indrnn-t5000.{md,png}.
+# seqbench's earlier variant (batch 50, norm clip 10) at 2x64, and an LSTM beside them. About
+# 60 minutes for the longest on an idle core (the first IndRNN; benchmarks/RESULTS.md). Writes docs/reproductions/small/indrnn-t5000.{md,png}.
 #
 #   bash scripts/reproduce-t5000.sh [--report-only]
 #

@@ -87,9 +87,9 @@ def _worker_init(threads: int, driver: int, gpu_slots=None, stream=None) -> None
 
 def threads_per_worker(workers: int) -> int:
     """Torch threads for each of `workers` pool processes: OMP_NUM_THREADS when the user set
-    it (as torch itself honours it), else the usable CPUs shared out. More threads than cores
-    slows torch's CPU kernels several-fold, so two sweeps side by side should each be given
-    OMP_NUM_THREADS=1 or a disjoint `taskset`."""
+    it (as torch itself honours it), else the usable CPUs shared out. It is a cap: each point
+    takes no more than the cores free when it starts (training/threads.choose_threads), as
+    more threads than cores slows torch's CPU kernels several-fold."""
     env = os.environ.get("OMP_NUM_THREADS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)

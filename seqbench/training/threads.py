@@ -1,5 +1,5 @@
 """How many CPU threads torch gets for `train`, `stress` and `bench` (a sweep's workers get
-their share of the cores from the pool instead).
+the same choice within the share of the cores their pool gives them).
 
 In order: `--threads N`, then `SEQBENCH_THREADS`, then `OMP_NUM_THREADS` (as torch itself
 honours it), else seqbench's choice: the cores that are free now, the usable cores less the

@@ -247,6 +247,8 @@ def test_a_stable_lstm_from_before_the_forget_cap_is_refused(store):
     its weights in a model they were not trained in. Today's capped one is analysed."""
     import torch
 
+    from seqbench.training.loop import load_checkpoint
+
     kw = {"seq_len": 20, "steps": 3, "hidden": 8, "eval_size": 32, "save_checkpoint": True}
     out = api.train("lstm", "adding", db=store, stable=True, lam=0.8, **kw)
     run = store.get_run(out.run_id)
@@ -254,7 +256,7 @@ def test_a_stable_lstm_from_before_the_forget_cap_is_refused(store):
     (res,) = stress(store, [], seq_len=30, runs=[str(out.run_id)], batch=1)
     assert res.source == f"run {out.run_id}"
     old = {k: v for k, v in run.config.items() if k != "forget_cap"}  # as stored before 0.4
-    ck = torch.load(run.checkpoint, weights_only=False)
+    ck = load_checkpoint(run.checkpoint)
     ck["config"] = old
     torch.save(ck, run.checkpoint)
     store.update_run(run.id, config=old)
