@@ -54,6 +54,7 @@ _REEXPORTS = {
     # query
     "run_query": "seqbench.store.query",
     "coerce_param": "seqbench.store.query",
+    "DEFAULT_MAX_BYTES": "seqbench.store.query",
     # reading results into pandas
     "runs_frame": "seqbench.report.frames",
     "curves_frame": "seqbench.report.frames",
@@ -181,6 +182,16 @@ def reader_role(
 
         open_store(db, readonly=True).dispose()  # a seqbench store at head
     return create_reader_role(url, role, password, execute=execute)
+
+
+def reader_role_effects_left(db: str | None, role: str) -> list[str]:
+    """The functions with effects outside a transaction (WAL messages, notifications, advisory
+    locks, large objects, xid assignment) that the reader role `role` may still call: [] once
+    a superuser has run `db reader-role`."""
+    from seqbench.store.engine import resolve_url
+    from seqbench.store.pg_query import effects_left, valid_role_name
+
+    return effects_left(resolve_url(db), valid_role_name(role))
 
 
 def check_store(db: str | None) -> list[str]:

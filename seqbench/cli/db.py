@@ -70,8 +70,11 @@ def reader_role(
     """Create a least-privilege reader role on a PostgreSQL store, to hand to analysts: it may
     log in and SELECT seqbench's tables and views, its sessions are read-only, and it holds no
     other right (it cannot write through any client, nor cancel or terminate the writers'
-    sessions). Run it as the store's owner with CREATEROLE, or as a superuser; --print-sql
-    gives the statements to run by hand instead.
+    sessions). Functions whose effects outlive a rolled-back transaction (WAL messages,
+    notifications, advisory locks, large objects, xid assignment) are revoked from PUBLIC in
+    this database (seqbench's writers call none of them); that needs a superuser, and the
+    command says which stay callable when it was not one. Run it as the store's owner with
+    CREATEROLE, or as a superuser; --print-sql gives the statements to run by hand instead.
 
     Example: READER_PW=s3cret seqbench --db postgresql+psycopg://admin@db/seqbench
     db reader-role analyst --password-env READER_PW
@@ -86,6 +89,15 @@ def reader_role(
         typer.echo("\n".join(sql))
     else:
         typer.echo(f"reader role {role!r} can now log in and read the store (SELECT only)")
+        left = api.reader_role_effects_left(state(ctx).db, role)
+        if left:
+            typer.echo(
+                f"note: the server kept {len(left)} function(s) with effects outside a "
+                f"transaction callable by {role!r} ({', '.join(left[:4])}"
+                f"{', ...' if len(left) > 4 else ''}): only a superuser can revoke them; run "
+                "this command again as one",
+                err=True,
+            )
 
 
 @app.command()

@@ -7,7 +7,8 @@ The walls, each enforced by PostgreSQL itself:
 - it runs in a **READ ONLY transaction** (the session's default is read-only too, set at
   connection start), which is always rolled back, and the connection is closed after it;
 - `statement_timeout` and `idle_in_transaction_session_timeout` bound it in time, and rows
-  are **streamed** in batches, stopping past `--max-rows`, so memory is bounded by the cap;
+  are **streamed** one at a time, stopping past `--max-rows` or `--max-bytes`, so memory is
+  bounded by the caps (and one row);
 - for shared stores, a **reader role** (`seqbench db reader-role`) holds SELECT on seqbench's
   tables and views and nothing else: it cannot write through any client, nor signal (cancel or
   terminate) the writers' sessions. `query` says in one line when its role could write.
@@ -16,6 +17,7 @@ The walls, each enforced by PostgreSQL itself:
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -106,6 +108,79 @@ def write_wall(conn) -> str | None:
     )
 
 
+_PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def bind_parameters(sql: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """`:name` parameters to psycopg's `%(name)s`, and every literal `%` doubled (psycopg reads
+    `%` anywhere in the text). A `:name` is a parameter only where the server would read one:
+    not inside '…', E'…', "…" or $tag$…$tag$ quotes, nor comments, nor a `::type` cast (so
+    `SELECT ':x'` is the string, and `'{"a":1}'::jsonb` is a cast). Raises StoreError naming
+    a parameter the statement uses and `params` does not give."""
+    out: list[str] = []
+    used: dict[str, Any] = {}
+    i, n = 0, len(sql)
+
+    def copy(j: int) -> None:  # sql[i:j] verbatim, its % doubled
+        out.append(sql[i:j].replace("%", "%%"))
+
+    while i < n:
+        c = sql[i]
+        prev = sql[i - 1] if i else " "
+        if sql.startswith("--", i):
+            j = sql.find("\n", i)
+            j = n if j < 0 else j + 1
+        elif sql.startswith("/*", i):
+            depth, j = 1, i + 2
+            while depth and j < n:
+                if sql.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif sql.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+        elif c == "'" and prev in "eE" and (i < 2 or not _ident(sql[i - 2])):
+            j = i + 1
+            while j < n and (sql[j] != "'" or sql.startswith("''", j)):
+                j += 2 if sql[j] == "\\" or sql.startswith("''", j) else 1
+            j = min(n, j + 1)
+        elif c in "'\"":
+            j = i + 1
+            while True:
+                j = sql.find(c, j)
+                if j < 0 or not sql.startswith(c * 2, j):
+                    break
+                j += 2
+            j = n if j < 0 else j + 1
+        elif c == "$" and not _ident(prev) and (m := _DOLLAR.match(sql, i)):
+            end = sql.find(m.group(0), m.end())
+            j = n if end < 0 else end + len(m.group(0))
+        elif sql.startswith("::", i):
+            j = i + 2
+        elif c == ":" and (m := _PARAM.match(sql, i + 1)):
+            name = m.group(0)
+            if name not in params:
+                raise StoreError(
+                    f"SQL error: no value for the parameter :{name} (--param {name}=VALUE)"
+                )
+            used[name] = params[name]
+            out.append(f"%({name})s")
+            i = m.end()
+            continue
+        else:
+            j = i + 1
+        copy(j)
+        i = j
+    return "".join(out), used
+
+
+def _ident(c: str) -> bool:
+    return c.isalnum() or c in "_$"
+
+
+_DOLLAR = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
+
+
 def run_postgres(
     url: str,
     sql: str,
@@ -115,25 +190,19 @@ def run_postgres(
 ) -> tuple[list[str], list[tuple]]:
     """One statement, read-only by the server's rules (module docstring)."""
     psycopg = _psycopg()
-    from sqlalchemy import text
-    from sqlalchemy.dialects import postgresql
-
-    # :name parameters, as SQLAlchemy's text() spells them, to psycopg's %(name)s
-    from sqlalchemy.exc import SQLAlchemyError
-
-    compiled = text(sql).compile(dialect=postgresql.psycopg.dialect())
-    query = str(compiled)  # a literal % is %% here: always send a dict, so psycopg undoes it
-    try:
-        bound = compiled.construct_params(params)
-    except SQLAlchemyError as e:
-        raise StoreError(f"SQL error: {str(e).splitlines()[0]} (--param NAME=VALUE)") from e
+    query, bound = bind_parameters(sql, params)
     ms = max(1, round(limits.timeout * 1000))
     conn = _connect(url, ms)
     try:
         message = write_wall(conn) if note is not None else None
         try:
+            fetched = _fetch_by_cursor(conn, query, bound, limits, sql)
+            if fetched is not None:
+                if message:
+                    note(message)
+                return fetched
             with conn.cursor() as cur:
-                stream = cur.stream(query, bound, size=_chunk())
+                stream = cur.stream(query, bound, size=1)  # one row at a time: max_bytes holds
                 try:
                     rows = limits.rows(_chunks(stream))
                 finally:  # past --max-rows: psycopg cancels the query on the server
@@ -169,10 +238,49 @@ def run_postgres(
         conn.close()
 
 
-def _chunk() -> int:
-    """Rows per streamed result: libpq 17 sends them in chunks, older ones one at a time."""
+_CURSOR_WORDS = {"SELECT", "WITH", "VALUES", "TABLE"}
+
+
+def _fetch_by_cursor(conn, query: str, bound: dict, limits, sql: str):
+    """A query through a server-side cursor, fetched in batches sized so that the rows held
+    stay within max_bytes: the server makes only the rows asked for, so a result of huge
+    values is refused after one of them, not after the client library has buffered all it
+    could read (a plain stream buffers ahead: 5 rows of 100 MB peaked at 0.8 GB). (columns,
+    rows), or None for a statement a cursor cannot hold (SHOW, EXPLAIN, a WITH that writes),
+    which the caller streams."""
+    from seqbench.store.query import split_statement
+
     psycopg = _psycopg()
-    return 1000 if psycopg.pq.version() >= 170000 else 1
+    if split_statement(sql)[1] not in _CURSOR_WORDS:
+        return None
+    conn.execute("SAVEPOINT seqbench_cursor")
+    cur = conn.cursor(name="seqbench_query")
+    try:
+        cur.execute(query, bound)
+    except (psycopg.errors.FeatureNotSupported, psycopg.errors.SyntaxError):
+        conn.execute("ROLLBACK TO SAVEPOINT seqbench_cursor")
+        return None
+    try:
+        rows: list[tuple] = []
+        size, batch = 0, 1
+        while True:
+            got = cur.fetchmany(batch)
+            for r in got:
+                size += limits.row_bytes(r)
+                rows.append(tuple(r))
+            if len(rows) > limits.max_rows:
+                raise limits.too_many()
+            if size > limits.max_bytes:
+                raise limits.too_big()
+            if len(got) < batch:
+                break
+            each = max(1, size // max(1, len(rows)))  # bytes a row, so far
+            batch = max(1, min(1000, (limits.max_bytes - size) // each // 2))
+        cols = [d.name for d in cur.description or []]
+        return cols, rows
+    finally:
+        with contextlib.suppress(psycopg.Error):
+            cur.close()
 
 
 def _chunks(stream, size: int = 1000):
@@ -199,10 +307,78 @@ def valid_role_name(role: str) -> str:
     return role
 
 
+# Functions PostgreSQL grants to PUBLIC whose effects reach outside a read-only transaction
+# that is rolled back, or that the rollback cannot undo: a WAL message (written and kept:
+# 10 calls of 10 MB filled pg_wal by 100 MB), notifications, advisory locks (session locks
+# outlive the transaction), large objects, and xid assignment (burns transaction ids, writes
+# WAL). `db reader-role` revokes them from PUBLIC in the store's database (seqbench's writers
+# call none of them; nothing is granted back, since a grant gives a role a right it may not
+# have had: lo_import and lo_export, the server-file ones, are not PUBLIC's to begin with,
+# and granting them would hand out the server's files). Table locks, REINDEX,
+# VACUUM and ANALYZE need rights a reader does not hold (owner, UPDATE/DELETE/TRUNCATE).
+EFFECT_FUNCTIONS = (
+    "pg_logical_emit_message",
+    "pg_notify",
+    "pg_advisory_lock",
+    "pg_advisory_lock_shared",
+    "pg_advisory_xact_lock",
+    "pg_advisory_xact_lock_shared",
+    "pg_try_advisory_lock",
+    "pg_try_advisory_lock_shared",
+    "pg_try_advisory_xact_lock",
+    "pg_try_advisory_xact_lock_shared",
+    "pg_advisory_unlock",
+    "pg_advisory_unlock_shared",
+    "pg_advisory_unlock_all",
+    "lo_create",
+    "lo_creat",
+    "lo_from_bytea",
+    "lo_open",
+    "lowrite",
+    "lo_put",
+    "lo_unlink",
+    "lo_truncate",
+    "lo_truncate64",
+    "txid_current",
+    "pg_current_xact_id",
+)
+
+
+def _revoke_effects_sql():
+    from psycopg import sql as q
+
+    names = q.SQL(", ").join(q.Literal(n) for n in EFFECT_FUNCTIONS)
+    return q.SQL(
+        "DO $$ DECLARE f regprocedure; BEGIN "
+        "FOR f IN SELECT p.oid::regprocedure FROM pg_proc p "
+        "WHERE p.pronamespace = 'pg_catalog'::regnamespace AND p.proname = ANY(ARRAY[{names}]) "
+        "LOOP EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f); END LOOP; END $$"
+    ).format(names=names)
+
+
+def effects_left(url: str, role: str) -> list[str]:
+    """The functions of EFFECT_FUNCTIONS that `role` may still call (the server let the
+    revocation through only where the role that ran it owns them: a superuser)."""
+    psycopg = _psycopg()
+    try:
+        with psycopg.connect(**connect_args(url), autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT p.proname FROM pg_proc p WHERE p.pronamespace = "
+                "'pg_catalog'::regnamespace AND p.proname = ANY(%s) "
+                "AND has_function_privilege(%s, p.oid, 'EXECUTE') ORDER BY 1",
+                [list(EFFECT_FUNCTIONS), role],
+            ).fetchall()
+    except psycopg.Error as e:
+        raise StoreError(f"cannot read the reader role's rights: {_first_line(e)}") from e
+    return [r[0] for r in rows]
+
+
 def reader_role_sql(role: str, database: str, password: str | None = None) -> list[str]:
     """The statements that create (or re-grant) a least-privilege reader role: it may log in
     and SELECT seqbench's tables and views, its sessions are read-only by default, and it
-    holds no other right (no writes, no role membership, so it cannot signal the writers)."""
+    holds no other right (no writes, no role membership, so it cannot signal the writers),
+    and the functions with effects beyond its transaction are revoked from PUBLIC
+    (EFFECT_FUNCTIONS)."""
     from psycopg import sql as q
 
     ident = q.Identifier(role)
@@ -220,6 +396,7 @@ def reader_role_sql(role: str, database: str, password: str | None = None) -> li
             q.SQL(", ").join(q.Identifier(t) for t in (*READ_TABLES, *READ_VIEWS)), ident
         ),
     ]
+    stmts.append(_revoke_effects_sql())
     if password is not None:
         stmts.insert(2, q.SQL("ALTER ROLE {} PASSWORD {}").format(ident, q.Literal(password)))
     return stmts

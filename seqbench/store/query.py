@@ -81,6 +81,11 @@ _READ_PRAGMAS_WITH_ARG = {
 }
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_ROWS = 100_000
+# bytes of result values (text and blobs by their length, numbers as 8): 100 MiB, about the
+# default row cap at 1 kB a row
+DEFAULT_MAX_BYTES = 100 * 2**20
+# SQLite's own ceiling on one string or blob (SQLITE_MAX_LENGTH, compiled in)
+_SQLITE_MAX_LENGTH = 1_000_000_000
 # First keywords of statements that change something (or a session or transaction): refused
 # before the database sees them. Anything else not a read goes to the database, which then
 # reports a syntax error for a typo ("SELEC 1") instead of a refused write.
@@ -250,11 +255,14 @@ def run_query(
     *,
     timeout: float = DEFAULT_TIMEOUT_S,
     max_rows: int = DEFAULT_MAX_ROWS,
+    max_bytes: int = DEFAULT_MAX_BYTES,
     note: Callable[[str], None] | None = None,
 ) -> tuple[list[str], list[tuple]]:
     """Run one read-only statement; return (column names, rows). Writes raise ReadOnlyError;
     a statement running past `timeout` seconds or returning more than `max_rows` rows raises
-    StoreError naming the flag that raises the limit. `note` (if given) is told, in one
+    StoreError naming the flag that raises the limit, and so does a result whose values
+    pass `max_bytes` (SQLite refuses to build one string or blob longer than that; PostgreSQL's
+    rows are streamed one at a time and counted as they come). `note` (if given) is told, in one
     line, which wall holds on a PostgreSQL role that could write. `db`: a path or URL (None:
     the default store), or a Reader (a store's one connection; ReadStore.query)."""
     reader = db if isinstance(db, Reader) else None
@@ -265,6 +273,8 @@ def run_query(
         )
     if max_rows < 1:
         raise UsageError(f"--max-rows must be at least 1, got {max_rows}")
+    if max_bytes < 1:
+        raise UsageError(f"--max-bytes must be at least 1, got {max_bytes}")
     _check_text(sql, "the SQL text")
     for name, value in (params or {}).items():
         _check_text(name, "a parameter name")
@@ -276,9 +286,11 @@ def run_query(
     if word in _WRITE_WORDS:
         raise ReadOnlyError(f"seqbench query is read-only: {word} statements are refused")
     if reader is not None and reader.connection is not None:
-        return _run_sqlite(reader.path, sql, params or {}, _Limits(timeout, max_rows), reader)
+        return _run_sqlite(
+            reader.path, sql, params or {}, _Limits(timeout, max_rows, max_bytes), reader
+        )
     checked = reader is not None and reader.checked
-    return _run_scanned(db, sql, params or {}, _Limits(timeout, max_rows), note, checked)
+    return _run_scanned(db, sql, params or {}, _Limits(timeout, max_rows, max_bytes), note, checked)
 
 
 class Reader:
@@ -341,16 +353,33 @@ def _run_scanned(db, sql: str, params: dict[str, Any], limits: _Limits, note=Non
 class _Limits:
     timeout: float
     max_rows: int
+    max_bytes: int = DEFAULT_MAX_BYTES
 
     def rows(self, batches) -> list[tuple]:
-        """Rows from an iterator of batches, stopping (and refusing) past max_rows: memory
-        is bounded by the cap, not by the result."""
+        """Rows from an iterator of batches, stopping (and refusing) past max_rows or
+        max_bytes: memory is bounded by the caps, not by the result."""
         out: list[tuple] = []
+        size = 0
         for batch in batches:
-            out.extend(tuple(r) for r in batch)
+            for r in batch:
+                size += self.row_bytes(r)
+                out.append(tuple(r))
             if len(out) > self.max_rows:
                 raise self.too_many()
+            if size > self.max_bytes:
+                raise self.too_big()
         return out
+
+    @staticmethod
+    def row_bytes(row) -> int:
+        """A row's size as the byte cap counts it: text and blobs by length, the rest as 8."""
+        return sum(len(v) if isinstance(v, (str, bytes, bytearray, memoryview)) else 8 for v in row)
+
+    def too_big(self) -> StoreError:
+        return StoreError(
+            f"the query's result is larger than {self.max_bytes} bytes; select fewer or "
+            "shorter values, or raise --max-bytes"
+        )
 
     def too_many(self) -> StoreError:
         return StoreError(
@@ -380,6 +409,10 @@ def _run_sqlite(path, sql: str, params: dict[str, Any], limits: _Limits, reader=
     try:
         # called every 10k virtual-machine steps; a true result interrupts the statement
         con.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+        # no single string or blob longer than the byte cap is ever built
+        length = con.setlimit(
+            sqlite3.SQLITE_LIMIT_LENGTH, min(limits.max_bytes, _SQLITE_MAX_LENGTH)
+        )
         try:
             cur = con.execute(sql, params)
             rows = limits.rows(_batches(cur.fetchmany))
@@ -387,8 +420,14 @@ def _run_sqlite(path, sql: str, params: dict[str, Any], limits: _Limits, reader=
             if str(e) == "interrupted":
                 raise limits.timed_out() from e
             raise StoreError(f"SQL error: {e}") from e
+        except sqlite3.DataError as e:
+            if "too big" in str(e):
+                raise limits.too_big() from e
+            raise StoreError(f"SQL error: {e}") from e
         except sqlite3.DatabaseError as e:
             msg = str(e)
+            if "too big" in msg:
+                raise limits.too_big() from e
             if "not authorized" in msg or "readonly" in msg:
                 raise ReadOnlyError(
                     "seqbench query is read-only: the statement would write and was refused"
@@ -400,5 +439,6 @@ def _run_sqlite(path, sql: str, params: dict[str, Any], limits: _Limits, reader=
         return cols, rows
     finally:
         con.set_progress_handler(None, 0)
+        con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, length)
         if reader is None:
             con.close()

@@ -18,6 +18,7 @@ database held them.
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 from seqbench.errors import UsageError
@@ -30,31 +31,53 @@ SWEEP_POINTS = (
     "JOIN sweeps s2 ON s2.id = sp.sweep_id WHERE s2.name = :sweep)"
 )
 # The library's read API reads everything a store holds: no row or time limit of `query`.
-_API_LIMITS = {"timeout": 24 * 3600.0, "max_rows": 2**31 - 2}
+_API_LIMITS = {"timeout": 24 * 3600.0, "max_rows": 2**31 - 2, "max_bytes": 2**62}
 
 
 class ReadStore:
     """The reads of one results database. `url`: its path or URL. A ReadStore of its own
-    (open_reads) holds one read-only connection; close it (or use it as a context)."""
+    (open_reads) holds one read-only connection; close it (or use it as a context).
+
+    Safe to share between threads (the dashboard's request threads): each thread reads over
+    a connection of its own, opened on its first read and kept for the thread's id (so their
+    number is bounded by the threads alive at once), behind the same walls; `release()` closes
+    the calling thread's, `close()` every one."""
 
     readonly = True
 
     def __init__(self, url: str, reader: Reader | None = None):
         self.url = url
-        self._reader = reader
+        self._lock = threading.Lock()
+        self._readers: dict[int, Reader] = {}
+        if reader is not None:
+            self._readers[threading.get_ident()] = reader
 
     def _target(self) -> Reader:
-        """What run_query reads through: this store's one read-only connection (a SQLite
-        store at head, opened on first use), or its checked URL."""
-        if self._reader is None:
-            self._reader = Reader(self.url, checked=True)  # an open store was checked
-        return self._reader
+        """What run_query reads through: the calling thread's read-only connection (a SQLite
+        store at head, opened on its first use), or the store's checked URL."""
+        me = threading.get_ident()
+        with self._lock:
+            reader = self._readers.get(me)
+        if reader is None:
+            reader = Reader(self.url, checked=True)  # an open store was checked
+            with self._lock:
+                self._readers[me] = reader
+        return reader
+
+    def release(self) -> None:
+        """Close the calling thread's read connection, if it has one (a server's request
+        thread, done with its request)."""
+        with self._lock:
+            reader = self._readers.pop(threading.get_ident(), None)
+        if reader is not None:
+            reader.close()
 
     def close(self) -> None:
-        """Close the read connection (a Store's dispose does too)."""
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
+        """Close the read connections (a Store's dispose does too)."""
+        with self._lock:
+            readers, self._readers = list(self._readers.values()), {}
+        for reader in readers:
+            reader.close()
 
     def dispose(self) -> None:
         """Close everything this store holds (a Store: its engine too)."""

@@ -179,7 +179,7 @@ def test_reads_and_parameters_still_work(pg_filled):
     assert rows == [("tcn", 0.5)]
     assert scanner_off(pg_filled, "SHOW transaction_read_only")[1] == [("on",)]
     assert scanner_off(pg_filled, "SELECT '%' || :x AS p", {"x": "s"})[1] == [("%s",)]
-    with pytest.raises(StoreError, match=r"bind parameter .missing."):
+    with pytest.raises(StoreError, match=r"no value for the parameter :missing"):
         scanner_off(pg_filled, "SELECT :missing")
 
 

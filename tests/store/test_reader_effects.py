@@ -1,0 +1,228 @@
+"""What a reader can do beyond its transaction, measured on the server from outside: the WAL
+position, pg_locks, pg_largeobject_metadata and the tables' statistics before and after each
+call a reader role makes through `seqbench query`'s path (scanner off). Also the byte cap of
+`query` on both backends (peak memory measured in a child process) and parameters bound only
+where `:name` is one."""
+
+# ruff: noqa: F811  (the fixtures imported from test_query_walls are parameters here)
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+
+import pytest
+
+from seqbench.errors import StoreError
+from seqbench.store import query as q
+from tests.store.test_query_walls import (  # noqa: F401 (fixtures)
+    _pg_conn,
+    pg_admin_url,
+    pg_filled,
+)
+
+LIMITS = q._Limits(timeout=10.0, max_rows=100_000)
+
+EFFECTS = [
+    "SELECT pg_logical_emit_message(false, 'p', repeat('x', 10000000))",
+    "SELECT pg_logical_emit_message(true, 'p', 'x')",
+    "SELECT count(pg_logical_emit_message(false, 'p', repeat('x', 1000000))) "
+    "FROM generate_series(1, 5)",
+    "SELECT pg_notify('chan', 'x')",
+    "SELECT pg_advisory_lock(1)",
+    "SELECT pg_advisory_lock_shared(2)",
+    "SELECT pg_try_advisory_lock(3)",
+    "SELECT pg_advisory_xact_lock(4)",
+    "SELECT lo_create(0)",
+    "SELECT lo_creat(-1)",
+    "SELECT lo_from_bytea(0, 'x')",
+    "SELECT lo_import('/etc/hostname')",
+    "SELECT txid_current()",
+    "SELECT pg_current_xact_id()",
+    "LOCK TABLE runs IN ACCESS EXCLUSIVE MODE",
+    "LOCK TABLE runs IN SHARE MODE",
+    "REINDEX TABLE runs",
+    "VACUUM runs",
+]
+
+
+def server_state(admin_url: str) -> tuple[int, int, int, tuple]:
+    """(WAL insert position in bytes, advisory and relation locks held by other sessions,
+    large objects, the tables' analyze/vacuum counts)."""
+    with _pg_conn(admin_url) as conn:
+        lsn = conn.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn").fetchone()[0]
+        locks = conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype IN ('advisory', 'relation') "
+            "AND pid <> pg_backend_pid()"
+        ).fetchone()[0]
+        objects = conn.execute("SELECT count(*) FROM pg_largeobject_metadata").fetchone()[0]
+        stats = conn.execute(
+            "SELECT analyze_count, vacuum_count FROM pg_stat_user_tables WHERE relname = 'runs'"
+        ).fetchone()
+    return int(lsn), locks, objects, tuple(stats)
+
+
+@pytest.fixture
+def reader(pg_filled, pg_admin_url, cli):
+    role = "seqbench_reader_fx"
+    r = cli("--db", pg_admin_url, "db", "reader-role", role)
+    assert r.exit_code == 0, r.output
+    assert "note:" not in r.stderr  # a superuser revoked everything on the list
+    from sqlalchemy.engine import make_url
+
+    return make_url(pg_admin_url).set(username=role).render_as_string(hide_password=False)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("sql", EFFECTS)
+def test_a_reader_has_no_effect_outside_its_transaction(reader, pg_admin_url, sql):
+    """Before: pg_logical_emit_message wrote 10 MB of WAL a call that no rollback undoes
+    (pg_wal 17 -> 113 MB for 10 calls), and lo_create, lo_from_bytea, advisory locks and
+    txid_current ran. Now each is refused by the server and the WAL, the locks, the large
+    objects and the statistics are as they were (the WAL within 64 kB: the server's own
+    background records)."""
+    wal, locks, objects, stats = server_state(pg_admin_url)
+    with pytest.raises(StoreError):
+        q._run_scanned(reader, sql, {}, LIMITS)
+    wal2, locks2, objects2, stats2 = server_state(pg_admin_url)
+    assert wal2 - wal < 64 * 1024, (sql, wal2 - wal)
+    assert (locks2, objects2, stats2) == (locks, objects, stats)
+
+
+@pytest.mark.postgres
+def test_analyze_by_a_reader_changes_no_statistics(reader, pg_admin_url):
+    """ANALYZE is not an error for a non-owner (the server skips the table with a warning):
+    it must leave the statistics as they were."""
+    before = server_state(pg_admin_url)
+    with contextlib.suppress(StoreError):
+        q._run_scanned(reader, "ANALYZE runs", {}, LIMITS)
+    after = server_state(pg_admin_url)
+    assert after[3] == before[3] and after[2] == before[2]
+
+
+@pytest.mark.postgres
+def test_the_reader_keeps_no_effect_function(reader, pg_admin_url):
+    from seqbench import api
+
+    role = "seqbench_reader_fx"
+    assert api.reader_role_effects_left(pg_admin_url, role) == []
+    # and still reads
+    assert q._run_scanned(reader, "SELECT count(*) FROM runs", {}, LIMITS)[1] == [(2,)]
+
+
+def _peak_growth(code: str) -> tuple[str, int]:
+    """Run `code` in a fresh interpreter; (its output, how much its peak RSS grew in MiB after
+    the line 'base')."""
+    prelude = (
+        "import resource\n"
+        "def rss(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024\n"
+        "from seqbench.store.query import run_query\n"
+        "from seqbench.errors import StoreError\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", prelude + code],
+        capture_output=True, text=True, timeout=300, check=True,
+    ).stdout  # fmt: skip
+    return out, int(out.rsplit("grew", 1)[1])
+
+
+@pytest.mark.postgres
+def test_max_bytes_bounds_a_postgres_result(pg_filled):
+    """Five values of 100 MB: refused after the first, the process growing by about that row
+    (a server-side cursor fetches only the rows asked for). Before: 1.16 GB peak."""
+    out, grew = _peak_growth(
+        f"url = {pg_filled!r}\n"
+        "run_query(url, 'SELECT 1')\n"
+        "base = rss()\n"
+        "try:\n"
+        "    run_query(url, \"SELECT repeat('x', 100000000) FROM generate_series(1, 5)\",\n"
+        "              max_bytes=10_000_000)\n"
+        "except StoreError as e:\n"
+        "    print('refused:', e)\n"
+        "print('grew', rss() - base)\n"
+    )
+    assert "refused: the query's result is larger than 10000000 bytes" in out
+    assert grew < 400, out
+
+
+def test_max_bytes_bounds_a_sqlite_result(tmp_path):
+    """SQLite builds no string or blob past the cap (its own length limit): a 100 MB hex
+    string is refused before it exists."""
+    from seqbench.store.store import open_store
+
+    db = tmp_path / "s.db"
+    open_store(db).dispose()
+    out, grew = _peak_growth(
+        f"db = {str(db)!r}\n"
+        "run_query(db, 'SELECT 1')\n"
+        "base = rss()\n"
+        "try:\n"
+        "    run_query(db, 'SELECT hex(randomblob(50000000))', max_bytes=10_000_000)\n"
+        "except StoreError as e:\n"
+        "    print('refused:', e)\n"
+        "print('grew', rss() - base)\n"
+    )
+    assert "refused: the query's result is larger than 10000000 bytes" in out
+    assert grew < 30, out
+    # many small rows are counted too
+    with pytest.raises(StoreError, match="larger than 1000 bytes"):
+        q.run_query(
+            db,
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500) "
+            "SELECT 'abcd' FROM n",
+            max_bytes=1000,
+        )
+    assert q.run_query(db, "SELECT 'abcd' AS s", max_bytes=4)[1] == [("abcd",)]
+
+
+@pytest.mark.parametrize("flag", ["0", "-5"])
+def test_a_bad_max_bytes_is_one_line(tmp_path, cli, flag):
+    from seqbench.store.store import open_store
+
+    db = tmp_path / "s.db"
+    open_store(db).dispose()
+    r = cli("--db", str(db), "query", "SELECT 1", "--max-bytes", flag)
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
+    assert "--max-bytes must be at least 1" in r.output
+
+
+@pytest.mark.postgres
+def test_parameters_are_bound_only_where_they_are_parameters(pg_filled):
+    """`SELECT ':x'` is a string (it returned '$1'), a `::jsonb` cast of '{"a":1}' is no
+    parameter (it was refused as a missing one), and `%` is itself."""
+
+    def run(sql, **params):
+        return q.run_query(pg_filled, sql, params)[1]
+
+    assert run("SELECT ':x' AS v", x=1) == [(":x",)]
+    assert run("""SELECT '{"a":1}'::jsonb ->> 'a' AS a""") == [("1",)]
+    assert run("SELECT :x::int + 1 AS v, 7 % 4 AS m, '%s' AS s", x="2") == [(3, 3, "%s")]
+    assert run('SELECT $$:x$$ AS d, "v" FROM (SELECT :x AS "v") t /* :y */ -- :z', x=5) == [
+        (":x", 5)
+    ]
+    assert run("SELECT E'\\':x' AS e, :x AS v", x=1) == [("':x", 1)]
+    with pytest.raises(StoreError, match=r"no value for the parameter :y"):
+        run("SELECT :y AS v")
+
+
+def test_sqlite_binds_the_same_way(tmp_path):
+    from seqbench.store.store import open_store
+
+    db = tmp_path / "s.db"
+    open_store(db).dispose()
+    assert q.run_query(db, "SELECT ':x' AS v, :x AS w", {"x": 1})[1] == [(":x", 1)]
+
+
+@pytest.mark.postgres
+def test_a_cursor_cannot_hold_every_statement(pg_filled):
+    """SHOW and EXPLAIN are streamed; a WITH that writes is still refused as a write."""
+    assert q.run_query(pg_filled, "SHOW transaction_read_only")[1] == [("on",)]
+    assert q.run_query(pg_filled, "EXPLAIN SELECT 1")[1]
+    from seqbench.errors import ReadOnlyError
+
+    with pytest.raises(ReadOnlyError):
+        q._run_scanned(
+            pg_filled, "WITH x AS (DELETE FROM runs RETURNING id) SELECT * FROM x", {}, LIMITS
+        )
+    assert os.environ.get("SEQBENCH_TEST_PG_URL")
