@@ -20,13 +20,20 @@ def ui(
     host: Annotated[
         str, typer.Option(help="Address to bind: loopback unless you mean to share it.")
     ] = "127.0.0.1",
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Another name the browser may reach it by (repeatable): requests whose Host "
+            "header names anything but loopback, --host or these are refused (421)."
+        ),
+    ] = None,
 ) -> None:
     """Browse the store in a web browser: runs (filter, sort, search, select), one run, the
     --compare table and its plot for chosen runs or a sweep, curves grouped over seeds,
     sweeps filling in (points in flight with their latest metric), stress runs and checks.
 
     Read-only: it answers GET only and reads as `seqbench query` does. Everything it shows is
-    served from this process (no CDN). Stop it with Ctrl-C.
+    served from this process (no CDN). Stop it with Ctrl-C or SIGTERM.
 
     Example: seqbench ui --port 8000   (then open http://127.0.0.1:8000/)
     """
@@ -39,6 +46,8 @@ def ui(
         typer.echo(f"seqbench ui: serving {url} (read-only; Ctrl-C to stop)", err=True)
 
     try:
-        api.serve_ui(state(ctx).db, host=host, port=port, ready=ready)
+        api.serve_ui(
+            state(ctx).db, host=host, port=port, ready=ready, allow_hosts=tuple(allow_host or ())
+        )
     except KeyboardInterrupt:
         typer.echo("stopped", err=True)

@@ -152,7 +152,7 @@ def grouped_curves(db, runs: list, metric: str, by: list[str], band: str = "std"
         label = " ".join(f"{f}={_group_value(run, f)}" for f in by) or "all runs"
         groups.setdefault(label, []).append(run)
     df = curves_frame(db, [r.id for r in runs], [metric])
-    df = df[df["value"].map(math.isfinite)]
+    df = df[df["value"].map(math.isfinite).astype(bool)]  # bool even when empty
     label_of = {r.id: label for label, rs in groups.items() for r in rs}
     df = df.assign(group=df["run_id"].map(label_of))
     rows = []

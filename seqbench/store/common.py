@@ -96,9 +96,10 @@ def sqlite_uri(path: Path | str, mode: str = "ro") -> str:
 
 
 def connect_readonly(path: Path, timeout: float = 5.0) -> sqlite3.Connection:
-    """A read-only connection to a SQLite file (mode=ro: it writes no byte)."""
+    """A read-only connection to a SQLite file (mode=ro: it writes no byte). One thread uses
+    it at a time (ReadStore keeps one per thread), but it may be closed from another."""
     try:
-        return sqlite3.connect(sqlite_uri(path), uri=True, timeout=timeout)
+        return sqlite3.connect(sqlite_uri(path), uri=True, timeout=timeout, check_same_thread=False)
     except sqlite3.Error as e:
         raise StoreError(f"cannot open {str(path)!r}: {e}") from e
 

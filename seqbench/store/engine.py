@@ -13,6 +13,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.pool import QueuePool
 
 from seqbench.errors import StoreError
 from seqbench.store import migrate
@@ -106,9 +107,16 @@ def _make_engine(url: str, readonly: bool = False) -> Engine:
 
 def _reader_engine(path: Path) -> Engine:
     """An engine that cannot change the file: opened with mode=ro, query_only on, and no
-    journal-mode switch (a writer's connection turns a rollback-journal file into WAL)."""
+    journal-mode switch (a writer's connection turns a rollback-journal file into WAL).
+
+    The pool is named: for a "sqlite://" URL SQLAlchemy would pick its SingletonThreadPool,
+    which closes one thread's connection when a sixth thread connects, while the first may
+    still be reading it (the dashboard's concurrent requests crashed in libsqlite3 and read
+    "database disk image is malformed" that way). A QueuePool hands each connection to one
+    thread at a time."""
     engine = create_engine(
         "sqlite://",
+        poolclass=QueuePool,
         creator=lambda: sqlite3.connect(
             sqlite_uri(path), uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False
         ),

@@ -16,6 +16,8 @@ from __future__ import annotations
 import html
 import json
 import math
+import sys
+import threading
 import traceback
 from collections.abc import Callable
 from http import HTTPStatus
@@ -98,6 +100,19 @@ def _field(name: str, value: str, placeholder: str = "") -> str:
     )
 
 
+class NotFound(Exception):
+    """What a request named is not there (a page, a sweep): a 404 that says which."""
+
+
+# matplotlib's figure machinery is not thread-safe: one chart is drawn at a time
+_DRAW = threading.Lock()
+# pages rendered at once; more requests wait their turn (the GIL runs one at a time anyway)
+PAGE_SLOTS = 8
+# a client that sends no complete request within this many seconds is dropped
+REQUEST_TIMEOUT_S = 30
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+
+
 class Dashboard:
     """The pages over one store: each method takes the query (a dict of lists) and returns
     (title, body HTML, refresh seconds or None)."""
@@ -118,8 +133,9 @@ class Dashboard:
     def _ids(q: dict) -> list[int]:
         out = []
         for v in api.split_list(q.get("run")):
-            if not v.isdigit():
-                raise SeqbenchError(f"run ids are numbers, got {v!r}")
+            # isdecimal, not isdigit: '²' is a digit that int() refuses
+            if not (v.isascii() and v.isdecimal() and 0 < int(v) < 2**63):
+                raise SeqbenchError(f"run ids are positive whole numbers, got {v!r}")
             out.append(int(v))
         return out
 
@@ -223,8 +239,10 @@ class Dashboard:
 
             groups, frame = api.grouped_curves(self.store, [r], keys[0], ["model"], "std")
             if not frame.empty:
-                fig, _ = api.plot_grouped(frame, groups, keys[0], "std", None, r.task)
-                parts.append(f"<h3>{keys[0]}</h3><div class='chart'>{svg(fig)}</div>")
+                with _DRAW:
+                    fig, _ = api.plot_grouped(frame, groups, keys[0], "std", None, r.task)
+                    chart = svg(fig)
+                parts.append(f"<h3>{_e(keys[0])}</h3><div class='chart'>{chart}</div>")
         conf = sorted((r.config or {}).items())
         parts.append("<h3>config</h3>" + _table(["field", "value"], conf))
         env = sorted((r.environment or {}).items())
@@ -253,7 +271,9 @@ class Dashboard:
             cols, rows, best = api.leaderboard_rows(rep)
         cells = [[api.format_cell(v) for v in r] for r in rows]
         table = _table(cols, cells, ident="report", bold=best)
-        chart = f"<div class='chart' id='report-chart'>{svg(api.plot_report(rep, None))}</div>"
+        with _DRAW:
+            drawn = svg(api.plot_report(rep, None))
+        chart = f"<div class='chart' id='report-chart'>{drawn}</div>"
         return "Compare", form + notes + table + chart, None
 
     def curves(self, q: dict):
@@ -274,14 +294,20 @@ class Dashboard:
         )
         if not ids and not sweep:
             return "Curves", form + "<p>pick runs on the Runs page, or name a sweep</p>", None
+        if sweep and not ids and sweep not in {s["name"] for s in api.sweep_status(self.store)}:
+            raise NotFound(f"no sweep {sweep!r} in this store")
         runs = api.curve_runs(self.store, [str(i) for i in ids], sweep=sweep)
+        if not runs:
+            return "Curves", form + f"<p>sweep {html.escape(sweep or '')} has no runs yet</p>", 2
         groups, frame = api.grouped_curves(self.store, runs, metric, api.split_list(group_by), band)
         if frame.empty:
             return "Curves", form + f"<p>no {html.escape(metric)} logged for these runs</p>", None
-        fig, drawn = api.plot_grouped(frame, groups, metric, band, None, runs[0].task)
+        with _DRAW:
+            fig, drawn = api.plot_grouped(frame, groups, metric, band, None, runs[0].task)
+            chart = svg(fig)
         rows = [[label, len(groups[label])] for label, _ in drawn]
         table = _table(["group", "runs"], rows, ident="groups")
-        return "Curves", form + f"<div class='chart'>{svg(fig)}</div>" + table, None
+        return "Curves", form + f"<div class='chart'>{chart}</div>" + table, None
 
     def sweeps(self, q: dict):
         rows = [
@@ -297,6 +323,8 @@ class Dashboard:
 
     def sweep(self, q: dict):
         name = self._one(q, "name")
+        if name not in {s["name"] for s in api.sweep_status(self.store)}:
+            raise NotFound(f"no sweep {name!r} in this store")
         status, points = api.sweep_points(self.store, name)
         counts = [[k, status.get(k)] for k in ("status", "total", "completed", "diverged",
                                                "running", "failed", "remaining")]  # fmt: skip
@@ -304,7 +332,7 @@ class Dashboard:
         for p in points:
             latest = ", ".join(f"{k} {v:.4g} @ {s}" for k, (s, v) in sorted(p["latest"].items()))
             run = _link(f"/run/{p['run_id']}", p["run_id"]) if p["run_id"] else ""
-            badge = f'<span class="status-{p["status"]}">{p["status"]}</span>'
+            badge = f'<span class="status-{_e(p["status"])}">{_e(p["status"])}</span>'
             rows.append(
                 [p["position"], p["model"], p["task"], p["k"], p["seed"], badge, run, latest]
             )
@@ -341,9 +369,9 @@ class Dashboard:
             curves = {k: self.store.curve(r.id, k) for k in ("grad_norm", "truncation_error")}
             label = f"{r.model} seed {r.seed}"
             body += f"<h3>run {r.id}: {_e(label)}</h3>"
-            body += (
-                f"<div class='chart' id='stress-chart'>{svg(stress_figure(curves, label))}</div>"
-            )
+            with _DRAW:
+                chart = svg(stress_figure(curves, label))
+            body += f"<div class='chart' id='stress-chart'>{chart}</div>"
         return "Stress", body, None
 
     def checks(self, q: dict):
@@ -382,7 +410,7 @@ class Dashboard:
             "/checks": self.checks,
         }
         if path not in pages:
-            raise LookupError(path)
+            raise NotFound(f"no page {path}")
         return pages[path](q)
 
 
@@ -404,9 +432,29 @@ def render_page(title: str, body: str, path: str, refresh: int | None, where: st
     )
 
 
-def make_handler(board: Dashboard) -> type[BaseHTTPRequestHandler]:
+def allowed_hosts(host: str, extra: tuple[str, ...] = ()) -> frozenset[str]:
+    """The names a request's Host header may give (without its port): the loopback names, the
+    address served on and any `extra`. Anything else is refused, so a page on another site
+    that rebinds its DNS name to 127.0.0.1 cannot read the dashboard."""
+    names = {*LOOPBACK_NAMES, host.strip("[]"), *(h.strip("[]") for h in extra)}
+    return frozenset(n.lower() for n in names if n)
+
+
+def _host_name(header: str) -> str:
+    """The name in a Host header, without its port: 'a:8000' -> 'a', '[::1]:80' -> '::1'."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def make_handler(board: Dashboard, hosts: frozenset[str] | None = None) -> type:
+    hosts = hosts if hosts is not None else allowed_hosts("127.0.0.1")
+    slots = threading.BoundedSemaphore(PAGE_SLOTS)
+
     class Handler(BaseHTTPRequestHandler):
         server_version = "seqbench-ui"
+        timeout = REQUEST_TIMEOUT_S  # a half-open or slow client does not hold a thread forever
 
         def log_message(self, fmt, *args):  # quiet: a dashboard is not a web server's log
             pass
@@ -417,28 +465,49 @@ def make_handler(board: Dashboard) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             self.send_header("Cache-Control", "no-store")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.send_header(
+                "Content-Security-Policy",
+                "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'",
+            )
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(data)
 
         def do_GET(self):  # http.server calls do_<METHOD>
+            name = _host_name(self.headers.get("Host", ""))
+            if name not in hosts:
+                text = f"this dashboard answers only to {', '.join(sorted(hosts))}\n"
+                self._send(HTTPStatus.MISDIRECTED_REQUEST, text, "text/plain; charset=utf-8")
+                return
             url = urlsplit(self.path)
-            q = parse_qs(url.query)
             where = board.store.display_url
-            try:
-                title, body, refresh = board.page(url.path, q)
-                self._send(HTTPStatus.OK, render_page(title, body, url.path, refresh, where))
-            except LookupError:
-                body = f"<p>no page {html.escape(url.path)}</p>"
-                self._send(HTTPStatus.NOT_FOUND, render_page("not found", body, "", None, where))
-            except SeqbenchError as e:  # a bad filter, an unknown run: said on the page
-                body = f"<p class='error'>{html.escape(str(e))}</p>"
-                page = render_page("cannot show this", body, url.path, None, where)
-                self._send(HTTPStatus.BAD_REQUEST, page)
-            except Exception:
-                text = html.escape(traceback.format_exc())
-                page = render_page("error", f"<pre>{text}</pre>", url.path, None, where)
-                self._send(HTTPStatus.INTERNAL_SERVER_ERROR, page)
+            with slots:
+                try:
+                    q = parse_qs(url.query)
+                    title, body, refresh = board.page(url.path, q)
+                    page = render_page(title, body, url.path, refresh, where)
+                    status = HTTPStatus.OK
+                except NotFound as e:
+                    body = f"<p>{html.escape(str(e))}</p>"
+                    page = render_page("not found", body, "", None, where)
+                    status = HTTPStatus.NOT_FOUND
+                except SeqbenchError as e:  # a bad filter, an unknown run: said on the page
+                    body = f"<p class='error'>{html.escape(str(e))}</p>"
+                    page = render_page("cannot show this", body, url.path, None, where)
+                    status = HTTPStatus.BAD_REQUEST
+                except Exception as e:  # ours: one line to the browser, the traceback logged
+                    sys.stderr.write(
+                        f"seqbench ui: error serving {self.path!r}:\n{traceback.format_exc()}"
+                    )
+                    text = f"internal error ({type(e).__name__}); the server's log has the details"
+                    page = render_page(
+                        "error", f"<p>{html.escape(text)}</p>", url.path, None, where
+                    )
+                    status = HTTPStatus.INTERNAL_SERVER_ERROR
+                finally:
+                    board.store.release()  # this thread's read connection
+            self._send(status, page)
 
         do_HEAD = do_GET
 
@@ -450,21 +519,40 @@ def make_handler(board: Dashboard) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve_ui(db: str | None, host: str = "127.0.0.1", port: int = 8000, ready=None) -> None:
-    """Serve the dashboard until interrupted. `ready(url)` is called once it listens."""
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # the listen backlog: a burst of connections waits, not refused
+
+    def handle_error(self, request, client_address):
+        """A client that went away mid-answer (reset, broken pipe, timed out) is no error of
+        ours: not worth a traceback on the server's log."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
+def serve_ui(
+    db: str | None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    ready=None,
+    allow_hosts: tuple[str, ...] = (),
+) -> None:
+    """Serve the dashboard until interrupted. `ready(url)` is called once it listens. Requests
+    whose Host header names anything but loopback, `host` or `allow_hosts` are refused."""
     import errno
 
     board = Dashboard(db)
     try:
         try:
-            httpd = ThreadingHTTPServer((host, port), make_handler(board))
+            httpd = _Server((host, port), make_handler(board, allowed_hosts(host, allow_hosts)))
         except OSError as e:
             if e.errno == errno.EADDRINUSE:
                 raise SeqbenchError(
                     f"port {port} on {host} is in use: give another with --port"
                 ) from None
             raise SeqbenchError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
-        httpd.daemon_threads = True
         url = f"http://{host}:{httpd.server_address[1]}/"
         if ready is not None:
             ready(url)
