@@ -512,3 +512,45 @@ def test_a_sweep_worker_takes_one_thread_for_small_fused_steps(tmp_path):
     assert (envs["rnn"]["threads"], envs["rnn"]["threads_from"]) == ("1", "auto")
     assert envs["tcn"]["threads_from"] == "sweep share"
     assert 1 <= int(envs["tcn"]["threads"]) <= usable_cpus()
+
+
+def _alive_not_zombie(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_workers_exit_when_their_driver_is_killed(tmp_path, attempt):
+    """kill -9 of a `sweep --workers 2` driver, its parent not reaping it (a zombie, as under
+    a shell or a scheduler that waits later): every pool worker is gone within 5 s. Before,
+    the workers' watch asked os.kill(driver, 0), which a zombie answers, and in 2 of 5 kills
+    they were still alive 16 s later."""
+    db = tmp_path / "orphan.db"
+    cmd = seqbench_cmd(
+        db,
+        "sweep --models rnn --tasks adding --seeds 0,1,2,3 --set steps=5000 --set hidden=16",
+        "--set seq_len=50 --set eval_size=64 --workers 2 --quiet --name orphan",
+    )
+    proc = popen(cmd)
+    deadline, workers = time.monotonic() + 120, []
+    while time.monotonic() < deadline and len(workers) < 2:
+        time.sleep(0.3)
+        workers = [p for p in _descendants(proc.pid) if _ppid(p) not in (proc.pid, None)]
+    assert len(workers) >= 2, "no pool workers found"
+    time.sleep(0.5 * attempt)  # at different moments of the workers' start
+    os.kill(proc.pid, signal.SIGKILL)
+    killed = time.monotonic()
+    try:
+        while any(_alive_not_zombie(p) for p in workers) and time.monotonic() - killed < 5:
+            time.sleep(0.1)
+        alive = [p for p in workers if _alive_not_zombie(p)]
+        assert _alive_not_zombie(proc.pid) is False  # the driver is a zombie, not reaped yet
+        assert not alive, f"workers {alive} outlived their driver by 5 s"
+    finally:
+        for p in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, signal.SIGKILL)
+        proc.wait(timeout=30)
