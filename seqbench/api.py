@@ -26,7 +26,7 @@ from seqbench.config import (
     split_assignment,
     split_list,
 )
-from seqbench.configure import make_config
+from seqbench.configure import check_shadowed, make_config
 from seqbench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -101,6 +101,7 @@ __all__ = [
     "delete_runs",
     "list_runs",
     "load_toml",
+    "check_shadowed",
     "make_config",
     "metric_name",
     "model_catalog",

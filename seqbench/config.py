@@ -557,6 +557,11 @@ def check_fields(cfg: RunConfig) -> None:
         raise UsageError(f"init must be one of {', '.join(INITS)}, got {cfg.init!r}")
     if not 0 <= cfg.dropout < 1:
         raise UsageError(f"dropout must be in [0, 1), got {cfg.dropout}")
+    if cfg.stable and not 0 < cfg.lam < 1:
+        raise UsageError(
+            f"--stable needs lam in (0, 1): a λ-contraction with λ ≥ 1 is no stability bound; "
+            f"got {cfg.lam:g}"
+        )
 
 
 def digest(d: Mapping[str, Any]) -> str:

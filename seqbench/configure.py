@@ -155,6 +155,7 @@ def make_config(
     merged: dict[str, Any] = {}
     if config_file:
         merged.update(load_toml(config_file))
+        check_shadowed(model, task, merged, overrides or {}, config_file)
     merged.update(overrides or {})
     for key, given in (("model", model), ("task", task)):
         # a config file may name the model and task too: it must agree with the command's
@@ -165,6 +166,19 @@ def make_config(
     tags = dict(merged.pop("tags", None) or {})
     cfg = resolve(model, task, merged)
     return RunConfig(**{**cfg.to_dict(), "tags": tags})
+
+
+def check_shadowed(
+    model: str, task: str, file_values: Mapping[str, Any], overrides: Mapping[str, Any], path
+) -> None:
+    """A config file's values that a flag or --set overrides are checked all the same (a file
+    with `steps = -5` is wrong whatever `--steps` says): each such value is resolved alone,
+    on the pair's defaults, and a bad one raises UsageError naming the file."""
+    for key in sorted(set(file_values) & set(overrides) - {"model", "task", "tags"}):
+        try:
+            resolve(model, task, {key: file_values[key]})
+        except UsageError as e:
+            raise UsageError(f"config file {str(path)!r}: {e} (overridden, but wrong)") from None
 
 
 def stored_config(

@@ -12,6 +12,11 @@ from seqbench.cli import bench, catalog, db, query, report, runs, stress, sweep,
 from seqbench.cli._options import AppState, interrupt_exit_code, sigterm_as_interrupt, state
 from seqbench.errors import SeqbenchError
 
+try:  # typer 0.2x carries its own copy of click; older ones use click itself
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+except ImportError:  # pragma: no cover
+    from click.exceptions import NoArgsIsHelpError, UsageError
+
 
 class _SeqbenchGroup(TyperGroup):
     """Maps SeqbenchError (a user mistake) to one line on stderr and its exit code, and
@@ -27,10 +32,18 @@ class _SeqbenchGroup(TyperGroup):
         _quiet_types(self)
         return super().format_help(ctx, formatter)
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except UsageError as e:  # a bad root option: `seqbench --bogus`
+            _usage_error(e)
+
     def invoke(self, ctx):
         try:
             with sigterm_as_interrupt():
                 return super().invoke(ctx)
+        except UsageError as e:  # a bad option or value of a command: one line too
+            _usage_error(e)
         except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM where no command recorded it
             typer.echo(
                 "interrupted: every write is one transaction, nothing half-written was kept",
@@ -83,6 +96,17 @@ def _quiet_types(cmd) -> None:
         cmd.get_help_option, cmd._quiet_help = get_help_option, True
     for sub in getattr(cmd, "commands", {}).values():
         _quiet_types(sub)
+
+
+def _usage_error(e: UsageError):
+    """A usage error (an unknown option, a value of the wrong type) as one line on stderr and
+    exit 2, where click draws a box under the usage text. `seqbench` and its groups given no
+    arguments still print their help."""
+    if isinstance(e, NoArgsIsHelpError):
+        raise e
+    where = e.ctx.command_path if e.ctx is not None else "seqbench"
+    typer.echo(f"Error: {one_line(e.format_message())} (see '{where} --help')", err=True)
+    raise typer.Exit(e.exit_code)
 
 
 def one_line(message: str) -> str:

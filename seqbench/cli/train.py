@@ -188,7 +188,10 @@ def train(
     if from_run is not None:
         base = api.run_config(state(ctx).reader(), from_run)
         model, task = _same(model, base.model, "model"), _same(task, base.task, "task")
-        overrides = {**base.overrides(), **(api.load_toml(config) if config else {}), **overrides}
+        from_file = api.load_toml(config) if config else {}
+        if config:
+            api.check_shadowed(model, task, from_file, overrides, config)
+        overrides = {**base.overrides(), **from_file, **overrides}
         config = None
     if model is None or task is None:
         raise UsageError("give --model and --task (or --from-run RUN)")

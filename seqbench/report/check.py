@@ -311,8 +311,24 @@ def load_file(path: str | Path) -> tuple[str, list[Point]]:
         raise UsageError(f"baseline file {str(p)!r} is a directory") from None
     except OSError as e:
         raise UsageError(f"cannot read baseline file {str(p)!r}: {e.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as e:
+    except RecursionError:
+        raise UsageError(
+            f"baseline file {str(p)!r} is not a seqbench baseline: its JSON nests too deep"
+        ) from None
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError,
+            OverflowError) as e:  # fmt: skip
         raise UsageError(f"baseline file {str(p)!r} is not a seqbench baseline: {e}") from None
+    seen: set[tuple] = set()
+    for pt in points:  # a repeated point would be counted (and pass) twice
+        key = (pt.model, pt.task, pt.k, pt.metric, pt.variant, pt.config)
+        if key in seen:
+            k = "" if pt.k is None else f" k={pt.k}"
+            variant = f" [{variant_label(pt.variant)}]" if pt.variant else ""
+            raise UsageError(
+                f"baseline file {str(p)!r} gives the point {pt.model}/{pt.task}{k} "
+                f"{pt.metric}{variant} twice: keep one"
+            )
+        seen.add(key)
     for pt in points:
         if pt.direction not in ("lower", "higher"):
             raise UsageError(f"baseline file {str(p)!r}: direction must be lower or higher")

@@ -136,7 +136,7 @@ def trained_backbone(store: Store, run_ref: str):
         raise SeqbenchError(f"run {run.id}: checkpoint {run.checkpoint} is missing")
     from seqbench.config import experiment_fields
 
-    ck = load_checkpoint(run.checkpoint)
+    ck = _read_checkpoint(run.id, run.checkpoint, load_checkpoint)
     if experiment_fields(ck.get("config") or {}) != experiment_fields(run.config or {}):
         raise SeqbenchError(
             f"run {run.id}: the checkpoint {run.checkpoint} holds the weights of another "
@@ -152,8 +152,50 @@ def trained_backbone(store: Store, run_ref: str):
             "it ran; retrain it"
         )
     _, task, model, _ = prepare(cfg)
-    model.load_state_dict(ck["state_dict"])
+    try:
+        model.load_state_dict(ck["state_dict"])
+    except (RuntimeError, KeyError, TypeError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SeqbenchError(
+            f"run {run.id}: the checkpoint {run.checkpoint} does not fit the run's model "
+            f"({first}); retrain it"
+        ) from None
+    bad = [
+        n for n, t in ck["state_dict"].items() if t.is_floating_point() and not t.isfinite().all()
+    ]
+    if bad:
+        raise SeqbenchError(
+            f"run {run.id}: the checkpoint {run.checkpoint} holds non-finite weights "
+            f"({bad[0]}{', ...' if len(bad) > 1 else ''}): nothing to analyse"
+        )
     return model.backbone, task.in_dim, run, cfg
+
+
+def _read_checkpoint(run_id: int, path: str, load) -> dict:
+    """A run's checkpoint as train() writes it (a dict with a config and a state_dict of
+    tensors), else a one-line SeqbenchError: a file that is not one (truncated, a directory,
+    a pickle that would run code, which weights_only refuses, a list)."""
+    import pickle
+    import zipfile
+
+    if os.path.isdir(path):
+        raise SeqbenchError(f"run {run_id}: its checkpoint {path} is a directory, not a file")
+    try:
+        ck = load(path)
+    except (pickle.UnpicklingError, zipfile.BadZipFile, RuntimeError, EOFError, OSError,
+            ValueError, TypeError, AttributeError) as e:  # fmt: skip
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SeqbenchError(
+            f"run {run_id}: its checkpoint {path} cannot be read as seqbench's weights "
+            f"({first[:200]})"
+        ) from None
+    state = ck.get("state_dict") if isinstance(ck, dict) else None
+    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise SeqbenchError(
+            f"run {run_id}: its checkpoint {path} is not seqbench's (a dict with a config and "
+            "a state_dict of tensors)"
+        )
+    return ck
 
 
 def save(
@@ -231,6 +273,12 @@ def stress(
         raise UsageError(f"hidden must be positive, got {hidden}")
     if dtype not in ("float32", "float64"):
         raise UsageError(f"dtype must be float32 or float64, got {dtype!r}")
+    import math
+
+    if not (math.isfinite(rtol) and 0 < rtol < 1):
+        raise UsageError(f"--rtol must be a number in (0, 1), got {rtol:g}")
+    if not (math.isfinite(eps) and 0 <= eps < 1):
+        raise UsageError(f"--eps must be a number in [0, 1), got {eps:g}")
     tdtype = getattr(torch, dtype)
     if k is not None and k < 1:
         raise UsageError(f"k must be at least 1, got {k}")
