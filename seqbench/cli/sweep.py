@@ -46,7 +46,11 @@ def sweep(
     ] = None,
     spec: Annotated[str | None, typer.Option(help="A TOML sweep spec file.")] = None,
     preset: Annotated[
-        str | None, typer.Option(help="miller-hardt, indrnn-adding or bai-tcn.")
+        str | None,
+        typer.Option(
+            help="miller-hardt, indrnn-adding, bai-tcn, or canary (the CI gate's: every family "
+            "on a task each learns in 150 steps)."
+        ),
     ] = None,
     scale: Annotated[str, typer.Option(help="Preset size: tiny, small or paper.")] = "small",
     name: Annotated[str | None, typer.Option(help="Sweep name (default: from the spec).")] = None,
