@@ -193,3 +193,13 @@ def test_stress_run_on_a_bad_checkpoint_is_one_line(cli, trained, how, msg):
     one_line(r, 1, msg)
     assert sha256(trained) == before
     assert not Path("/tmp/seqbench-pwned-ckpt").exists()
+
+
+def test_a_huge_limit_is_no_limit(cli, trained):
+    """`runs --limit` and `query --max-rows` past any store's size are accepted, as the
+    documented 'a cap past the store's rows is no cap' (docs/reliability.md)."""
+    huge = str(10**23)
+    r = cli("runs", "--limit", huge, "--format", "csv")
+    assert r.exit_code == 0 and len(r.stdout.strip().splitlines()) == 2, r.output
+    r = cli("query", "SELECT COUNT(*) AS n FROM runs", "--max-rows", huge, "--format", "csv")
+    assert r.exit_code == 0 and r.stdout.split() == ["n", "1"], r.output
