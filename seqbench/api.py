@@ -109,6 +109,7 @@ __all__ = [
     "open_reads",
     "parse_assignments",
     "reader_role",
+    "reader_role_effects_left",
     "run_config",
     "run_details",
     "run_sweep",

@@ -211,6 +211,8 @@ def plugin_runs(tmp_path_factory) -> Path:
     for model in ("diag", "tcn"):
         r = sb(db, "train", "-m", model, "-t", "sunspots", "--steps", "3", "--k", "4", "-q")
         assert r.returncode == 0, r.stderr
+    r = sb(db, "baseline", "save", "b")  # for `check --baseline b`
+    assert r.returncode == 0, r.stderr
     return db
 
 
@@ -235,7 +237,7 @@ finally:
         ["report", "--compare", "diag", "tcn", "--by", "k", "--format", "csv"],
         ["runs"],
         ["query", "SELECT model, task FROM runs"],
-        ["check", "--save-baseline", "b.json"],
+        ["check", "--baseline", "b"],
     ],
 )
 def test_read_commands_import_no_plugin(plugin_runs, tmp_path, args):

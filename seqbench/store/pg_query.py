@@ -248,10 +248,9 @@ def _fetch_by_cursor(conn, query: str, bound: dict, limits, sql: str):
     could read (a plain stream buffers ahead: 5 rows of 100 MB peaked at 0.8 GB). (columns,
     rows), or None for a statement a cursor cannot hold (SHOW, EXPLAIN, a WITH that writes),
     which the caller streams."""
-    from seqbench.store.query import split_statement
-
     psycopg = _psycopg()
-    if split_statement(sql)[1] not in _CURSOR_WORDS:
+    first = re.match(r"\s*([A-Za-z]+)", sql)  # run_query hands the statement without comments
+    if first is None or first.group(1).upper() not in _CURSOR_WORDS:
         return None
     conn.execute("SAVEPOINT seqbench_cursor")
     cur = conn.cursor(name="seqbench_query")
