@@ -36,6 +36,13 @@ class Backbone(nn.Module):
         """How many inputs (current one included) an output can depend on; inf if unbounded."""
         return math.inf
 
+    @property
+    def recurrent_depth(self) -> int:
+        """How many recurrences are stacked (layers each carrying a state of its own): L
+        contractions leave a truncation error of order k^(L−1) λ^k, so the per-step rate is
+        fitted to e(k) / k^(L−1). 1 for one recurrence and for feedforward backbones."""
+        return 1
+
     def recurrent_weights(self) -> dict[str, torch.Tensor]:
         """Recurrent matrices (or IndRNN's vectors u) by name, for stability analysis."""
         return {}

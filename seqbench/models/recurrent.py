@@ -52,6 +52,10 @@ class TorchRecurrent(Backbone):
                     elif name.startswith("bias_hh"):
                         p[H : 2 * H].zero_()
 
+    @property
+    def recurrent_depth(self) -> int:
+        return self.rnn.num_layers
+
     def recurrent_weights(self) -> dict[str, torch.Tensor]:
         return {n: p for n, p in self.rnn.named_parameters() if n.startswith("weight_hh")}
 
@@ -270,6 +274,10 @@ class IndRNN(Backbone):
         else:
             nn.init.xavier_uniform_(head.weight)
         nn.init.zeros_(head.bias)
+
+    @property
+    def recurrent_depth(self) -> int:
+        return len(self.layers)
 
     def recurrent_weights(self) -> dict[str, torch.Tensor]:
         return {f"u_l{i}": layer.u for i, layer in enumerate(self.layers)}

@@ -260,26 +260,27 @@ def _fetch_by_cursor(conn, query: str, bound: dict, limits, sql: str):
         conn.execute("ROLLBACK TO SAVEPOINT seqbench_cursor")
         return None
     try:
-        rows: list[tuple] = []
-        size, batch = 0, 1
-        while True:
-            got = cur.fetchmany(batch)
-            for r in got:
-                size += limits.row_bytes(r)
-                rows.append(tuple(r))
-            if len(rows) > limits.max_rows:
-                raise limits.too_many()
-            if size > limits.max_bytes:
-                raise limits.too_big()
-            if len(got) < batch:
-                break
-            each = max(1, size // max(1, len(rows)))  # bytes a row, so far
-            batch = max(1, min(1000, (limits.max_bytes - size) // each // 2))
-        cols = [d.name for d in cur.description or []]
-        return cols, rows
+        rows = limits.rows(_cursor_batches(cur, limits))
+        return [d.name for d in cur.description or []], rows
     finally:
         with contextlib.suppress(psycopg.Error):
             cur.close()
+
+
+def _cursor_batches(cur, limits):
+    """A server-side cursor's rows in batches: one row first, then as many as half the bytes
+    left under max_bytes hold at the mean row size so far (1 to 1000)."""
+    size = count = 0
+    batch = 1
+    while True:
+        got = cur.fetchmany(batch)
+        yield got
+        if len(got) < batch:
+            return
+        count += len(got)
+        size += sum(limits.row_bytes(r) for r in got)
+        each = max(1, size // count)
+        batch = max(1, min(1000, (limits.max_bytes - size) // each // 2))
 
 
 def _chunks(stream, size: int = 1000):

@@ -10,7 +10,8 @@
   stays above the threshold to the last lag is not vanishing, whatever the fit says).
 - Truncation error: e(k) = mean over the batch of ‖y_{T-1}(x) − y_{T-1}(x_{T-k..T-1})‖, the
   full model against the same model run from a zero state on only the last k inputs; for a
-  λ-contractive model e(k) = O(λ^k) (Miller & Hardt), and the fitted decay rate estimates λ.
+  λ-contractive model e(k) = O(λ^k) (Miller & Hardt), and the fitted decay rate estimates λ;
+  for L stacked contractions e(k) = O(k^(L−1) λ^k), and the rate is fitted per step.
 """
 
 from __future__ import annotations
@@ -110,7 +111,13 @@ def truncation_error(backbone, x: torch.Tensor, ks: list[int]) -> tuple[np.ndarr
     return np.asarray(errs), floor
 
 
-def decay_rate(ks: list[int], errs: np.ndarray, floor: float = 0.0) -> float:
-    """exp(slope) of log e(k) against k over the points above the rounding floor (≈ λ for
-    stable models); nan when fewer than two points are above it."""
-    return fit_log_slope(np.asarray(ks), errs, floor)
+def decay_rate(ks: list[int], errs: np.ndarray, floor: float = 0.0, depth: int = 1) -> float:
+    """The per-step decay of the truncation error: exp(slope) of log(e(k) / k^(depth−1))
+    against k over the points above the rounding floor (≈ λ for a stack of `depth`
+    λ-contractions, whose error is of order k^(depth−1) λ^k: fitted without that factor, a
+    2-layer IndRNN held to λ = 0.8 read 0.826); nan when fewer than two points are above
+    it."""
+    ks_ = np.asarray(ks, dtype=np.float64)
+    errs = np.asarray(errs, dtype=np.float64)
+    keep = np.isfinite(errs) & (errs > max(floor, 0.0))
+    return fit_log_slope(ks_[keep], errs[keep] / ks_[keep] ** (max(depth, 1) - 1))

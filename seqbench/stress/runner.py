@@ -69,7 +69,7 @@ def analyse(
         r.gain,
         r.horizon,
         r.verdict,
-        decay_rate(ks, trunc, floor),
+        decay_rate(ks, trunc, floor, backbone.recurrent_depth),
         backbone.spectra(),
         np.arange(seq_len),
         grad,

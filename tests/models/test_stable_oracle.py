@@ -21,7 +21,7 @@ STABLE = [m for m in MODELS if MODELS.get(m).stable and not MODELS.get(m).wraps_
 def _backbone(model, lam, stable=True, in_dim=3, **over):
     cfg = make_config(model, "adding", {"stable": stable, "lam": lam, "hidden": 24, **over})
     bb = make_backbone(model, in_dim, cfg.model_args())
-    bb.n_layers = cfg.layers
+    assert bb.recurrent_depth == cfg.layers  # the backbone's own count of its recurrences
     return bb
 
 
@@ -56,8 +56,7 @@ def _rates(bb):
     an error of order k^(L−1) λ^k, so the rate is fitted to e(k) / k^(L−1)."""
     x = _inputs()
     errs, floor = truncation_error(bb, x, KS)
-    poly = np.array(KS, dtype=float) ** (getattr(bb, "n_layers", 1) - 1)
-    return decay_rate(KS, errs / poly, floor / poly.max()), errs
+    return decay_rate(KS, errs, floor, bb.recurrent_depth), errs
 
 
 def _gradient_rate(bb, T=40):
@@ -66,7 +65,7 @@ def _gradient_rate(bb, T=40):
     bb(x)[0][:, -1].sum().backward()
     g = x.grad.norm(dim=(0, 2)).double().numpy()[::-1]  # lag 0, 1, ...
     lags = np.arange(T)
-    g = g / (lags + 1.0) ** (getattr(bb, "n_layers", 1) - 1)  # as _rates: k^(L−1) λ^k
+    g = g / (lags + 1.0) ** (bb.recurrent_depth - 1)  # as _rates: k^(L−1) λ^k
     keep = g > 1e-30 * g[0]
     return float(np.exp(np.polyfit(lags[keep][:20], np.log(g[keep][:20]), 1)[0]))
 
@@ -85,7 +84,7 @@ def test_after_projection_the_past_decays_at_lambda_per_step(model, lam):
         # each k: within a constant of λ^k (L stacked layers: of k^(L−1) λ^k), not only on
         # average
         ks = np.array(KS[1:])
-        most = errs[0] * ks ** (bb.n_layers - 1) * lam ** (ks - 1) * 1.05 + 1e-12
+        most = errs[0] * ks ** (bb.recurrent_depth - 1) * lam ** (ks - 1) * 1.05 + 1e-12
         assert np.all(errs[1:] <= most), (errs, most)
         assert _gradient_rate(bb) <= lam + 0.02
 

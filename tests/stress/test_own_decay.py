@@ -37,3 +37,43 @@ def test_held_rnns_forget_at_lambda_and_the_control_does_not(cli, tmp_path, monk
     assert all(decay <= lam for lam, decay in held.items()), held
     (irnn,) = [float(x["decay_lo"]) for x in rows if x["model"] == "irnn"]
     assert irnn > 0.8, rows  # the control: what a model that keeps its past measures
+
+
+def test_a_deep_stack_reads_its_per_step_rate(cli, tmp_path, monkeypatch):
+    """A 2-layer IndRNN trained with --stable --lam 0.8: `stress --run` stores the per-step
+    decay of its own truncation error, ≤ 0.8 (fitted without the k^(L−1) factor two stacked
+    contractions leave, the same weights read 0.81)."""
+    import sqlite3
+
+    monkeypatch.chdir(tmp_path)
+    db = str(tmp_path / "d.db")
+    r = cli("--db", db, "train", "-m", "indrnn", "-t", "adding", "--stable", "--lam", "0.8",
+            "--steps", "30", "--seq-len", "50", "--save-checkpoint", "-q")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    r = cli("--db", db, "stress", "--models", "", "--run", "1", "--seq-len", "100", "-q")
+    assert r.exit_code == 0, r.output
+    con = sqlite3.connect(db)
+    ((layers, bound, decay),) = con.execute(
+        "SELECT json_extract(t.config, '$.layers'), b.value, d.value FROM runs t "
+        "JOIN summaries b ON b.run_id = t.id AND b.key = 'stability_bound' "
+        "JOIN runs s ON s.kind = 'stress' "
+        "JOIN summaries d ON d.run_id = s.id AND d.key = 'decay_rate' WHERE t.id = 1"
+    ).fetchall()
+    con.close()
+    assert layers == 2 and bound <= 0.8 + 1e-6
+    assert 0 < decay <= 0.8, decay
+
+
+def test_the_decay_fit_is_per_step_for_a_stack():
+    """On errors of exactly C·k^(L−1)·λ^k the fit returns λ for depth L; a depth-1 fit of the
+    same errors overstates it."""
+    import numpy as np
+
+    from seqbench.stress.analysis import decay_rate
+
+    ks = [1, 2, 4, 8, 16, 32]
+    for depth, lam in ((1, 0.5), (2, 0.8), (3, 0.9)):
+        errs = 3.0 * np.array(ks, float) ** (depth - 1) * lam ** np.array(ks, float)
+        assert abs(decay_rate(ks, errs, 0.0, depth) - lam) < 1e-9
+        if depth > 1:
+            assert decay_rate(ks, errs, 0.0, 1) > lam + 0.01
