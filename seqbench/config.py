@@ -83,6 +83,11 @@ class RunConfig:
     subset: int | None = _in(TASK)
     path: str | None = _in(TASK)
     teacher_lam: float = _in(TASK, default=0.9)
+    # the teacher's recurrence: "tanh" (h = tanh(W h + U x), the task as it was; unset on runs
+    # from before) or "linear" (h = W h + U x, the output scaled by √(1 − λ²)): a linear
+    # teacher forgets at exactly λ per step, where a tanh one driven at unit variance
+    # saturates and forgets faster (0.61 per step at λ = 0.9 and 0.63 at 0.95, measured)
+    teacher_kind: str | None = _in(TASK)
     # copy: how its symbols are fed, "float" (the symbol's value as one input channel, what the
     # reference code feeds: the default, set by resolution) or "tokens" (embedded, seqbench's
     # variant); unset (None) on runs from before, which were fed tokens
@@ -224,10 +229,12 @@ ADDED_LATER = (
     "forget_cap",
     "test_stream",
     "symbols",
+    "teacher_kind",
 )
 # Later fields whose value is what every run before the field computed: it hashes as unset,
-# so an explicit symbols=tokens copy run is the same experiment as one stored before
-AS_BEFORE = {"symbols": "tokens"}
+# so an explicit symbols=tokens copy run is the same experiment as one stored before (and a
+# teacher_kind=tanh teacher run as one from before the field)
+AS_BEFORE = {"symbols": "tokens", "teacher_kind": "tanh"}
 FIELDS = {f.name: f for f in fields(RunConfig)}
 
 

@@ -59,6 +59,16 @@ def _check_symbols(c) -> None:
         raise UsageError(f"copy: symbols must be float or tokens, got {c.symbols!r}")
 
 
+def _check_teacher(c) -> None:
+    if c.teacher_kind not in (None, "tanh", "linear"):
+        raise UsageError(f"teacher: teacher_kind must be tanh or linear, got {c.teacher_kind!r}")
+    if c.teacher_kind == "linear" and not 0 < c.teacher_lam < 1:
+        raise UsageError(
+            "teacher: a linear teacher needs teacher_lam in (0, 1) (at λ ≥ 1 its state grows "
+            f"without bound), got {c.teacher_lam:g}"
+        )
+
+
 _S, _I, _M, _T = ("seqbench.tasks." + m for m in ("synthetic", "images", "music", "text"))
 _ACC = {
     "metric": "acc",
@@ -154,10 +164,12 @@ for _spec in (
     TaskSpec(
         "teacher",
         f"{_S}:Teacher",
-        "regress a random teacher RNN with spectral norm λ (MSE)",
+        "regress a random teacher RNN with spectral norm λ (MSE; teacher_kind=linear "
+        "forgets at exactly λ per step)",
         "mse",
         100,
         baseline_note="predict the mean: Var(y)",
+        check=_check_teacher,
     ),
     *(
         TaskSpec(

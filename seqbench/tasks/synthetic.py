@@ -124,7 +124,13 @@ class CopyMemory(SyntheticTask):
 class Teacher(RegressionTask):
     """A random teacher RNN h_t = tanh(W h_{t-1} + U x_t), y_t = v·h_t with W = λ·Q, Q orthogonal,
     so ‖W‖₂ = λ exactly (stable for λ < 1). Inputs x_t ~ N(0, 1); the student regresses y_t.
-    The baseline is the MSE of predicting the test set's mean."""
+    The baseline is the MSE of predicting the test set's mean.
+
+    teacher_kind=linear: h_t = W h_{t-1} + U x_t and y_t = √(1 − λ²)·v·h_t (about unit
+    variance at every λ). Then the output's dependence on x_{t−j} is v·(λQ)^j U: its own
+    truncation error, the output with inputs before the last k dropped, is λ^k times a
+    rotation of the state, so it decays at exactly λ per step (the tanh teacher, driven at unit
+    variance, saturates and forgets faster than λ)."""
 
     name = "teacher"
     readout = "all"
@@ -139,6 +145,9 @@ class Teacher(RegressionTask):
         self.W = (args.teacher_lam * q).float()  # (H, H), spectral norm λ
         self.U = torch.randn(H, self.in_dim, generator=g) / math.sqrt(self.in_dim)
         self.v = torch.randn(H, generator=g) / math.sqrt(H)
+        self.linear = args.teacher_kind == "linear"
+        if self.linear:
+            self.v = self.v * math.sqrt(1 - args.teacher_lam**2)
 
     @torch.no_grad()
     def run_teacher(self, x: torch.Tensor) -> torch.Tensor:
@@ -146,7 +155,9 @@ class Teacher(RegressionTask):
         ys = []
         drive = x @ self.U.T  # (n, T, H)
         for t in range(x.shape[1]):
-            h = torch.tanh(h @ self.W.T + drive[:, t])
+            h = h @ self.W.T + drive[:, t]
+            if not self.linear:
+                h = torch.tanh(h)
             ys.append(h @ self.v)
         return torch.stack(ys, dim=1)[..., None]  # (n, T, 1)
 

@@ -19,6 +19,19 @@ from seqbench.configure import config_hash, resolve
             {"k": 8, "symbols": "tokens", "clip": 1.0},
             "e92373fc3fc9b9ef91023e7eafff50d41891f2ecba60baddb98a1b09680bf6eb",
         ),
+        # the teacher before teacher_kind (commit 64d7cbd), and an explicit tanh teacher
+        (
+            "window",
+            "teacher",
+            {"k": 4, "teacher_lam": 0.5},
+            "04e98d8bc32b4924bf35d04368423c921ed8217050efcbe1944667f1bd8ef0e8",
+        ),
+        (
+            "rnn",
+            "teacher",
+            {"teacher_kind": "tanh"},
+            "22b98d24f30b0ee3e65fa7edc7e58c71f159968d0a6f3700d7f3d41720832f54",
+        ),
         (
             "indrnn",
             "digits",
