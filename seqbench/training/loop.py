@@ -10,7 +10,9 @@ Outcomes, all recorded in the store:
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import math
 import resource
 import secrets
@@ -144,18 +146,44 @@ PRECISION_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 def mixed_precision(precision: str, device: torch.device):
     """(a context factory for the forward and loss, a GradScaler or None). fp32: no autocast;
     bf16: autocast on CUDA or CPU; fp16: autocast with a gradient scaler, CUDA only (checked
-    by check_device). Parameters, optimiser state and the IndRNN state stay fp32."""
-    import contextlib
-
+    by check_device). Parameters, optimiser state and the IndRNN state stay fp32. On a CPU
+    whose oneDNN builds no bf16 LSTM (AVX2 without AVX-512), oneDNN is off under autocast and
+    torch's native RNN kernels run the recurrent layers, in fp32 (autocast's rule for ops it
+    does not lower), the rest in bf16."""
     if precision == "fp32":
         return contextlib.nullcontext, None
     dtype = PRECISION_DTYPES[precision]
 
     def amp():
+        if device.type == "cpu" and dtype == torch.bfloat16 and not _onednn_bf16_rnn():
+            return _native_rnn_autocast()
         return torch.autocast(device.type, dtype=dtype)
 
     scaler = torch.amp.GradScaler(device.type) if precision == "fp16" else None
     return amp, scaler
+
+
+@functools.cache
+def _onednn_bf16_rnn() -> bool:
+    """Whether this CPU's oneDNN builds a bf16 LSTM (it does not on a CPU with AVX2 but no
+    AVX-512: 'could not create a primitive descriptor for the LSTM forward propagation
+    primitive', which failed every bf16 LSTM, GRU and window run there)."""
+    lstm = torch.nn.LSTM(2, 2, batch_first=True)
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            lstm(torch.zeros(1, 2, 2))
+    except RuntimeError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _native_rnn_autocast():
+    """bf16 autocast with oneDNN off, so torch's native RNN kernels run the recurrent layers
+    (in fp32: autocast does not lower them); the backward pass follows the ops the forward
+    recorded."""
+    with torch.backends.mkldnn.flags(enabled=False), torch.autocast("cpu", dtype=torch.bfloat16):
+        yield
 
 
 def check_memory(cfg: RunConfig, task) -> None:
