@@ -5,6 +5,12 @@ from __future__ import annotations
 import difflib
 
 
+def first_line(e: BaseException) -> str:
+    """An exception's message as one line (its first), or its type's name when it has none."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
 class SeqbenchError(Exception):
     """Base class: a mistake in input or environment, never a bug."""
 
@@ -15,6 +21,10 @@ class UsageError(SeqbenchError):
     """A bad option value or combination (exit code 2, like a parse error)."""
 
     exit_code = 2
+
+
+class NotFoundError(SeqbenchError):
+    """What a command named is not in the store (a sweep): the dashboard answers it with 404."""
 
 
 class StoreError(SeqbenchError):

@@ -52,9 +52,9 @@ def filled(tmp_path_factory) -> Path:
 
 
 class Server:
-    def __init__(self, db: Path):
+    def __init__(self, db: Path, *extra: str):
         self.proc = subprocess.Popen(
-            [str(BIN / "seqbench"), "--db", str(db), "ui", "--port", "0"],
+            [str(BIN / "seqbench"), "--db", str(db), "ui", "--port", "0", *extra],
             stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         line = self.proc.stderr.readline()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -22,31 +21,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_ui import Server as UiServer
+from tests.test_ui import sb
+
 BIN = Path(sys.executable).parent
 SMALL = ["--set", "steps=20", "--set", "seq_len=20", "--set", "eval_size=32", "-q"]
 HOSTILE = '<img src=x onerror="alert(1)">'
 
 
-def sb(db: Path, *args) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    out = subprocess.run(
-        [str(BIN / "seqbench"), "--db", str(db), *map(str, args)],
-        capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
-    assert out.returncode == 0, (args, out.stderr[-2000:])
-    return out
+class Server(UiServer):
+    """tests/test_ui.py's server process, with a request helper and a stop that says how it
+    ended (exit code, stderr)."""
 
-
-class Server:
-    def __init__(self, db: Path, *extra: str):
-        self.proc = subprocess.Popen(
-            [str(BIN / "seqbench"), "--db", str(db), "ui", "--port", "0", *extra],
-            stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        line = self.proc.stderr.readline()
-        found = re.search(r"serving (http://127\.0\.0\.1:(\d+)/)", line)
-        assert found, line
-        self.url, self.port = found.group(1), int(found.group(2))
+    @property
+    def port(self) -> int:
+        return int(self.url.rstrip("/").rsplit(":", 1)[1])
 
     def get(self, path: str, host: str | None = None) -> tuple[int, str]:
         req = urllib.request.Request(self.url.rstrip("/") + path)
@@ -58,7 +47,7 @@ class Server:
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
 
-    def stop(self) -> tuple[int, str]:
+    def stop(self) -> tuple[int, str]:  # SIGTERM, as UiServer's terminate() sends
         self.proc.send_signal(signal.SIGTERM)
         rc = self.proc.wait(timeout=20)
         return rc, self.proc.stderr.read()

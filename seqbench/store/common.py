@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sqlite3
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from seqbench.errors import StoreError
+from seqbench.errors import StoreError, first_line
 
 DEFAULT_DB = "seqbench.db"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -222,9 +223,8 @@ def describe_database_error(e: BaseException) -> str | None:
         except ImportError:
             pass
     if driver:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return (
-            f"the database failed: {first} (each write is one transaction; a run it left "
+            f"the database failed: {first_line(e)} (each write is one transaction; a run it left "
             "`running` is marked crashed by the next command)"
         )
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
@@ -232,18 +232,104 @@ def describe_database_error(e: BaseException) -> str | None:
     return None
 
 
-def process_alive(host: str | None, pid: Any) -> bool | None:
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
+
+
+def _ident_char(c: str) -> bool:
+    """True for a character that continues an identifier (a '$' after one is not a quote)."""
+    return c.isalnum() or c in "_$"
+
+
+def skip_quoted(sql: str, i: int) -> int:
+    """The index just past the SQL quote or comment that starts at sql[i]: '…' and "…" (a
+    doubled quote inside is the quote), E'…' (backslash escapes too), $tag$…$tag$, -- to the
+    end of the line, /* … */ (nested, as PostgreSQL nests them); `i` itself when none starts
+    there. Raises StoreError for one left open. The one reading of SQL text that `query`'s
+    scanner (query.split_statement) and its PostgreSQL parameters (pg_query.bind_parameters)
+    share."""
+    n, c = len(sql), sql[i]
+    prev = sql[i - 1] if i else " "
+    if sql.startswith("--", i):
+        j = sql.find("\n", i)
+        return n if j < 0 else j + 1
+    if sql.startswith("/*", i):
+        depth, j = 1, i + 2
+        while depth and j < n:  # PostgreSQL nests block comments
+            if sql.startswith("/*", j):
+                depth, j = depth + 1, j + 2
+            elif sql.startswith("*/", j):
+                depth, j = depth - 1, j + 2
+            else:
+                j += 1
+        if depth:
+            raise StoreError("SQL error: unterminated /* comment")
+        return j
+    if c == "'" and prev in "eE" and (i < 2 or not _ident_char(sql[i - 2])):
+        j = i + 1  # E'...': backslash escapes as well as doubled quotes
+        while (j < n and sql[j] != "'") or sql.startswith("''", j):
+            j += 2 if sql[j] == "\\" or sql.startswith("''", j) else 1
+        if j >= n:
+            raise StoreError("SQL error: unterminated ' quote")
+        return j + 1
+    if c in "'\"":
+        j = i + 1
+        while True:  # a doubled quote is an escaped quote
+            j = sql.find(c, j)
+            if j < 0:
+                raise StoreError(f"SQL error: unterminated {c} quote")
+            if sql.startswith(c * 2, j):
+                j += 2
+                continue
+            return j + 1
+    if c == "$" and not _ident_char(prev) and (m := _DOLLAR_TAG.match(sql, i)):
+        j = sql.find(m.group(0), m.end())
+        if j < 0:
+            raise StoreError(f"SQL error: unterminated {m.group(0)} quote")
+        return j + len(m.group(0))
+    return i
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (the state first, the start time
+    at index 19); None when there is no such file (no such process, or no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of process `pid` (clock ticks since boot), which tells it from a later
+    process given the same pid; None off Linux or for no such process."""
+    fields = _proc_stat(pid)
+    return fields[19] if fields else None
+
+
+def process_alive(host: str | None, pid: Any, born: str | None = None) -> bool | None:
     """Whether the process `pid` on `host` is alive: None when it cannot be told from here
-    (another host, no pid)."""
+    (another host, no pid). On Linux a zombie (killed, its parent not yet reaping it) is dead,
+    which os.kill(pid, 0) does not tell; with `born` (process_start's), so is another process
+    given the same pid."""
     import socket
 
     if not host or host != socket.gethostname() or pid is None:
         return None
     try:
-        os.kill(int(pid), 0)
+        pid = int(pid)
+    except (ValueError, TypeError):
+        return None
+    if 0 < pid < 2**31 and os.path.isdir("/proc"):
+        fields = _proc_stat(pid)
+        if fields is None:
+            return False
+        return fields[0] not in ("Z", "X") and (born is None or fields[19] == born)
+    try:
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, ValueError, TypeError, OverflowError):
+    except (PermissionError, OverflowError):
         return None
     return True
 

@@ -21,8 +21,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from seqbench.errors import ReadOnlyError, StoreError
-from seqbench.store.common import VERSION_TABLE
+from seqbench.errors import ReadOnlyError, StoreError, first_line
+from seqbench.store.common import VERSION_TABLE, skip_quoted
 from seqbench.store.engine import SEQBENCH_TABLES
 
 # every relation a reader needs: `open_store` reads the version table, users the rest
@@ -70,15 +70,10 @@ def _connect(url: str, timeout_ms: int):
     try:
         conn = psycopg.connect(**kw, autocommit=False, connect_timeout=30)
     except psycopg.Error as e:
-        raise StoreError(f"cannot connect to PostgreSQL: {_first_line(e)}") from e
+        raise StoreError(f"cannot connect to PostgreSQL: {first_line(e)}") from e
     conn.read_only = True  # BEGIN READ ONLY before the statement
     conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # one snapshot throughout
     return conn
-
-
-def _first_line(e: Exception) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
 
 
 def write_wall(conn) -> str | None:
@@ -125,60 +120,25 @@ def bind_parameters(sql: str, params: dict[str, Any]) -> tuple[str, dict[str, An
         out.append(sql[i:j].replace("%", "%%"))
 
     while i < n:
-        c = sql[i]
-        prev = sql[i - 1] if i else " "
-        if sql.startswith("--", i):
-            j = sql.find("\n", i)
-            j = n if j < 0 else j + 1
-        elif sql.startswith("/*", i):
-            depth, j = 1, i + 2
-            while depth and j < n:
-                if sql.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif sql.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-        elif c == "'" and prev in "eE" and (i < 2 or not _ident(sql[i - 2])):
-            j = i + 1
-            while j < n and (sql[j] != "'" or sql.startswith("''", j)):
-                j += 2 if sql[j] == "\\" or sql.startswith("''", j) else 1
-            j = min(n, j + 1)
-        elif c in "'\"":
-            j = i + 1
-            while True:
-                j = sql.find(c, j)
-                if j < 0 or not sql.startswith(c * 2, j):
-                    break
-                j += 2
-            j = n if j < 0 else j + 1
-        elif c == "$" and not _ident(prev) and (m := _DOLLAR.match(sql, i)):
-            end = sql.find(m.group(0), m.end())
-            j = n if end < 0 else end + len(m.group(0))
-        elif sql.startswith("::", i):
-            j = i + 2
-        elif c == ":" and (m := _PARAM.match(sql, i + 1)):
-            name = m.group(0)
-            if name not in params:
-                raise StoreError(
-                    f"SQL error: no value for the parameter :{name} (--param {name}=VALUE)"
-                )
-            used[name] = params[name]
-            out.append(f"%({name})s")
-            i = m.end()
-            continue
-        else:
-            j = i + 1
+        j = skip_quoted(sql, i)
+        if j == i:  # not in a quote or a comment
+            if sql.startswith("::", i):
+                j = i + 2
+            elif sql[i] == ":" and (m := _PARAM.match(sql, i + 1)):
+                name = m.group(0)
+                if name not in params:
+                    raise StoreError(
+                        f"SQL error: no value for the parameter :{name} (--param {name}=VALUE)"
+                    )
+                used[name] = params[name]
+                out.append(f"%({name})s")
+                i = m.end()
+                continue
+            else:
+                j = i + 1
         copy(j)
         i = j
     return "".join(out), used
-
-
-def _ident(c: str) -> bool:
-    return c.isalnum() or c in "_$"
-
-
-_DOLLAR = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
 
 
 def run_postgres(
@@ -223,15 +183,15 @@ def run_postgres(
         except psycopg.errors.QueryCanceled as e:
             raise limits.timed_out() from e
         except psycopg.errors.InsufficientPrivilege as e:
-            raise ReadOnlyError(f"refused by the server: {_first_line(e)}") from e
+            raise ReadOnlyError(f"refused by the server: {first_line(e)}") from e
         except psycopg.errors.SyntaxError as e:
             if "multiple commands" in str(e):
                 raise StoreError(
                     "seqbench query runs one statement per call; the server refused a second"
                 ) from e
-            raise StoreError(f"SQL error: {_first_line(e)}") from e
+            raise StoreError(f"SQL error: {first_line(e)}") from e
         except psycopg.Error as e:
-            raise StoreError(f"SQL error: {_first_line(e)}") from e
+            raise StoreError(f"SQL error: {first_line(e)}") from e
     finally:
         with contextlib.suppress(psycopg.Error):
             conn.rollback()
@@ -369,7 +329,7 @@ def effects_left(url: str, role: str) -> list[str]:
                 [list(EFFECT_FUNCTIONS), role],
             ).fetchall()
     except psycopg.Error as e:
-        raise StoreError(f"cannot read the reader role's rights: {_first_line(e)}") from e
+        raise StoreError(f"cannot read the reader role's rights: {first_line(e)}") from e
     return [r[0] for r in rows]
 
 
@@ -423,5 +383,5 @@ def create_reader_role(
                 for stmt in stmts:
                     conn.execute(stmt)
         except psycopg.Error as e:
-            raise StoreError(f"cannot create the reader role: {_first_line(e)}") from e
+            raise StoreError(f"cannot create the reader role: {first_line(e)}") from e
     return [s.as_string(None) + ";" for s in shown]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seqbench.errors import ReadOnlyError, StoreError, UsageError
-from seqbench.store.common import readable_sqlite, sqlite_uri
+from seqbench.store.common import readable_sqlite, skip_quoted, sqlite_uri
 
 _WRITE_ACTIONS = {
     sqlite3.SQLITE_INSERT: "INSERT",
@@ -142,7 +142,6 @@ _WRITE_WORDS = {
     "ABORT",
 }
 _WORD = re.compile(r"[A-Za-z_]+")
-_DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
 
 
 def split_statement(sql: str) -> tuple[str, str]:
@@ -159,20 +158,8 @@ def split_statement(sql: str) -> tuple[str, str]:
         c = sql[i]
         if c in " \t\r\n\f":
             i += 1
-        elif sql.startswith("--", i):
-            j = sql.find("\n", i)
-            i = n if j < 0 else j + 1
-        elif sql.startswith("/*", i):
-            depth, i = 1, i + 2
-            while depth and i < n:  # PostgreSQL nests block comments
-                if sql.startswith("/*", i):
-                    depth, i = depth + 1, i + 2
-                elif sql.startswith("*/", i):
-                    depth, i = depth - 1, i + 2
-                else:
-                    i += 1
-            if depth:
-                raise StoreError("SQL error: unterminated /* comment")
+        elif sql.startswith(("--", "/*"), i):
+            i = skip_quoted(sql, i)
         elif end is not None:
             raise StoreError(
                 "seqbench query runs one statement per call; found more after the first ';'"
@@ -184,42 +171,13 @@ def split_statement(sql: str) -> tuple[str, str]:
         else:
             if start is None:
                 start = i
-            prev = sql[i - 1] if i else " "
-            if c == "'" and prev in "eE" and (i < 2 or not _ident_char(sql[i - 2])):
-                j = i + 1  # E'...': backslash escapes as well as doubled quotes
-                while (j < n and sql[j] != "'") or sql.startswith("''", j):
-                    j += 2 if sql[j] == "\\" or sql.startswith("''", j) else 1
-                if j >= n:
-                    raise StoreError("SQL error: unterminated ' quote")
-                i = j + 1
-            elif c in "'\"":
-                j = i + 1
-                while True:  # a doubled quote is an escaped quote
-                    j = sql.find(c, j)
-                    if j < 0:
-                        raise StoreError(f"SQL error: unterminated {c} quote")
-                    if sql.startswith(c * 2, j):
-                        j += 2
-                        continue
-                    break
-                i = j + 1
-            elif c == "$" and not _ident_char(prev) and (m := _DOLLAR_TAG.match(sql, i)):
-                j = sql.find(m.group(0), m.end())
-                if j < 0:
-                    raise StoreError(f"SQL error: unterminated {m.group(0)} quote")
-                i = j + len(m.group(0))
-            else:
-                i += 1
+            j = skip_quoted(sql, i)  # past a quote, or the next character
+            i = j if j > i else i + 1
     if start is None:
         raise StoreError("no SQL given")
     statement = sql[start:end].rstrip()
     word = _WORD.match(statement)
     return statement, (word.group(0).upper() if word else "")
-
-
-def _ident_char(c: str) -> bool:
-    """True for a character that continues an identifier (a '$' after one is not a quote)."""
-    return c.isalnum() or c in "_$"
 
 
 def _authorizer(action: int, arg1, arg2, _db, _trigger) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
 
-from seqbench.errors import SeqbenchError, UsageError
+from seqbench.errors import NotFoundError, UsageError
 from seqbench.store.common import metric_rows, stale_reason, utcnow
 from seqbench.store.schema import Metric, Run, Sweep, SweepPoint
 
@@ -237,5 +237,5 @@ class SweepRows:
         with self.Session() as s:
             sweeps = list(s.scalars(q))
         if name and not sweeps:
-            raise SeqbenchError(f"no sweep named {name!r} in {self.display_url}")
+            raise NotFoundError(f"no sweep named {name!r} in {self.display_url}")
         return sweeps

@@ -3,6 +3,7 @@ and summaries as runs of kind "stress"."""
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -10,7 +11,7 @@ import numpy as np
 import torch
 
 from seqbench.config import digest
-from seqbench.errors import SeqbenchError, UsageError
+from seqbench.errors import SeqbenchError, UsageError, first_line
 from seqbench.store.common import utcnow
 from seqbench.store.store import Store
 from seqbench.stress.analysis import (
@@ -125,7 +126,7 @@ def fresh_backbone(
 def trained_backbone(store: Store, run_ref: str):
     """The backbone of a trained run, from its checkpoint (weights only)."""
     from seqbench.configure import stored_config
-    from seqbench.training.loop import load_checkpoint, prepare
+    from seqbench.training.loop import prepare
 
     run = store.require_run(run_ref)
     if not run.checkpoint:
@@ -136,7 +137,7 @@ def trained_backbone(store: Store, run_ref: str):
         raise SeqbenchError(f"run {run.id}: checkpoint {run.checkpoint} is missing")
     from seqbench.config import experiment_fields
 
-    ck = _read_checkpoint(run.id, run.checkpoint, load_checkpoint)
+    ck = _read_checkpoint(run.id, run.checkpoint)
     if experiment_fields(ck.get("config") or {}) != experiment_fields(run.config or {}):
         raise SeqbenchError(
             f"run {run.id}: the checkpoint {run.checkpoint} holds the weights of another "
@@ -155,10 +156,9 @@ def trained_backbone(store: Store, run_ref: str):
     try:
         model.load_state_dict(ck["state_dict"])
     except (RuntimeError, KeyError, TypeError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SeqbenchError(
             f"run {run.id}: the checkpoint {run.checkpoint} does not fit the run's model "
-            f"({first}); retrain it"
+            f"({first_line(e)}); retrain it"
         ) from None
     bad = [
         n for n, t in ck["state_dict"].items() if t.is_floating_point() and not t.isfinite().all()
@@ -171,23 +171,24 @@ def trained_backbone(store: Store, run_ref: str):
     return model.backbone, task.in_dim, run, cfg
 
 
-def _read_checkpoint(run_id: int, path: str, load) -> dict:
+def _read_checkpoint(run_id: int, path: str) -> dict:
     """A run's checkpoint as train() writes it (a dict with a config and a state_dict of
     tensors), else a one-line SeqbenchError: a file that is not one (truncated, a directory,
     a pickle that would run code, which weights_only refuses, a list)."""
     import pickle
     import zipfile
 
+    from seqbench.training.loop import load_checkpoint
+
     if os.path.isdir(path):
         raise SeqbenchError(f"run {run_id}: its checkpoint {path} is a directory, not a file")
     try:
-        ck = load(path)
+        ck = load_checkpoint(path)
     except (pickle.UnpicklingError, zipfile.BadZipFile, RuntimeError, EOFError, OSError,
             ValueError, TypeError, AttributeError) as e:  # fmt: skip
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SeqbenchError(
             f"run {run_id}: its checkpoint {path} cannot be read as seqbench's weights "
-            f"({first[:200]})"
+            f"({first_line(e)[:200]})"
         ) from None
     state = ck.get("state_dict") if isinstance(ck, dict) else None
     if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
@@ -273,8 +274,6 @@ def stress(
         raise UsageError(f"hidden must be positive, got {hidden}")
     if dtype not in ("float32", "float64"):
         raise UsageError(f"dtype must be float32 or float64, got {dtype!r}")
-    import math
-
     if not (math.isfinite(rtol) and 0 < rtol < 1):
         raise UsageError(f"--rtol must be a number in (0, 1), got {rtol:g}")
     if not (math.isfinite(eps) and 0 <= eps < 1):

@@ -15,6 +15,7 @@ import traceback
 from typing import Any, NamedTuple
 
 from seqbench.errors import SeqbenchError, UsageError
+from seqbench.store.common import process_alive, process_start
 from seqbench.store.recorder import MemoryRecorder
 from seqbench.training.threads import POOL_THREADS, usable_cpus
 
@@ -72,51 +73,18 @@ def _worker_init(threads: int, driver: int, gpu_slots=None, stream=None) -> None
     os.environ[POOL_THREADS] = str(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
 
-    born = process_start(driver)
+    host, born = socket.gethostname(), process_start(driver)
 
     def watchdog():  # an orphaned worker (driver killed with SIGKILL) stops promptly
         import time
 
-        while driver_alive(driver, born):
+        # a zombie driver is dead too (os.kill(pid, 0) answered it: 2 of 5 kill -9s left
+        # workers running 16 s later), and so is another process given its pid
+        while process_alive(host, driver, born) is not False:
             time.sleep(0.5)
         os._exit(1)  # its run stays 'running' until the next command marks it crashed
 
     threading.Thread(target=watchdog, daemon=True).start()
-
-
-def process_start(pid: int) -> str | None:
-    """The start time of process `pid` (field 22 of /proc/PID/stat, in clock ticks since
-    boot), which tells it from a later process given the same pid; None off Linux."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    return stat[stat.rindex(")") + 2 :].split()[19]
-
-
-def driver_alive(pid: int, born: str | None) -> bool:
-    """Whether the sweep's driver still runs. A driver killed with SIGKILL stays a zombie
-    until its parent reaps it, and os.kill(pid, 0) succeeds on a zombie: that kept workers
-    alive after `kill -9` of their driver (2 of 5 kills, over 16 s). So on Linux the process
-    must be there, not a zombie (state Z or X), and be the same process (same start time)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode("ascii", "replace")
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc: the signal test alone
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] in ("Z", "X"):
-        return False
-    return born is None or fields[19] == born
 
 
 def threads_per_worker(workers: int) -> int:

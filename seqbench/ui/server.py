@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from seqbench import api
-from seqbench.errors import SeqbenchError
+from seqbench.errors import NotFoundError, SeqbenchError
 
 NAV = [
     ("/", "Runs"),
@@ -100,7 +100,7 @@ def _field(name: str, value: str, placeholder: str = "") -> str:
     )
 
 
-class NotFound(Exception):
+class NotFound(NotFoundError):
     """What a request named is not there (a page, a sweep): a 404 that says which."""
 
 
@@ -150,6 +150,13 @@ class Dashboard:
                 reader, compare=models, metric=metric, by=by, sweep=sweep, where=where
             )
         return rep, ids, sweep, by, metric
+
+    def _require_sweep(self, name: str) -> None:
+        """NotFound for a sweep the store does not hold (one indexed read of that sweep)."""
+        try:
+            api.sweep_status(self.store, name)
+        except NotFoundError:
+            raise NotFound(f"no sweep {name!r} in this store") from None
 
     # -- pages ----------------------------------------------------------------------------
     def runs(self, q: dict):
@@ -294,8 +301,8 @@ class Dashboard:
         )
         if not ids and not sweep:
             return "Curves", form + "<p>pick runs on the Runs page, or name a sweep</p>", None
-        if sweep and not ids and sweep not in {s["name"] for s in api.sweep_status(self.store)}:
-            raise NotFound(f"no sweep {sweep!r} in this store")
+        if sweep and not ids:
+            self._require_sweep(sweep)
         runs = api.curve_runs(self.store, [str(i) for i in ids], sweep=sweep)
         if not runs:
             return "Curves", form + f"<p>sweep {html.escape(sweep or '')} has no runs yet</p>", 2
@@ -323,9 +330,12 @@ class Dashboard:
 
     def sweep(self, q: dict):
         name = self._one(q, "name")
-        if name not in {s["name"] for s in api.sweep_status(self.store)}:
-            raise NotFound(f"no sweep {name!r} in this store")
-        status, points = api.sweep_points(self.store, name)
+        if not name:
+            raise NotFound("no sweep '' in this store")
+        try:
+            status, points = api.sweep_points(self.store, name)
+        except NotFoundError:
+            raise NotFound(f"no sweep {name!r} in this store") from None
         counts = [[k, status.get(k)] for k in ("status", "total", "completed", "diverged",
                                                "running", "failed", "remaining")]  # fmt: skip
         rows = []

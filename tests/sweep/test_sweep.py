@@ -403,6 +403,11 @@ def _ppid(pid: int) -> int | None:
         return None
 
 
+def _pool_workers(driver: int) -> list[int]:
+    """A sweep driver's pool workers: the fork server's children, the driver's grandchildren."""
+    return [p for p in _descendants(driver) if _ppid(p) not in (driver, None)]
+
+
 def test_a_killed_worker_is_a_crash_not_a_failure(tmp_path):
     """SIGKILL of one pool worker (what the OOM killer does): the points in flight are
     recorded `crashed`, not failed, the pool is rebuilt, they run again, the sweep ends with
@@ -426,8 +431,7 @@ def test_a_killed_worker_is_a_crash_not_a_failure(tmp_path):
                 except sqlite3.OperationalError:
                     running = 0
             if running:
-                # pool workers are the fork server's children: the driver's grandchildren
-                workers = [p for p in _descendants(proc.pid) if _ppid(p) not in (proc.pid, None)]
+                workers = _pool_workers(proc.pid)
     assert workers, "no pool worker found"
     time.sleep(1.0)
     os.kill(workers[0], signal.SIGKILL)
@@ -538,7 +542,7 @@ def test_workers_exit_when_their_driver_is_killed(tmp_path, attempt):
     deadline, workers = time.monotonic() + 120, []
     while time.monotonic() < deadline and len(workers) < 2:
         time.sleep(0.3)
-        workers = [p for p in _descendants(proc.pid) if _ppid(p) not in (proc.pid, None)]
+        workers = _pool_workers(proc.pid)
     assert len(workers) >= 2, "no pool workers found"
     time.sleep(0.5 * attempt)  # at different moments of the workers' start
     os.kill(proc.pid, signal.SIGKILL)
