@@ -404,8 +404,11 @@ def _ppid(pid: int) -> int | None:
 
 
 def _pool_workers(driver: int) -> list[int]:
-    """A sweep driver's pool workers: the fork server's children, the driver's grandchildren."""
-    return [p for p in _descendants(driver) if _ppid(p) not in (driver, None)]
+    """A sweep driver's pool workers: the fork server's children, the driver's grandchildren
+    (not deeper: a worker's own short-lived subprocesses, such as `git` reading the commit,
+    are its children and may be gone by the time the test sends its signal)."""
+    children = {p for p in _descendants(driver) if _ppid(p) == driver}
+    return [p for p in _descendants(driver) if _ppid(p) in children]
 
 
 def test_a_killed_worker_is_a_crash_not_a_failure(tmp_path):
@@ -434,7 +437,15 @@ def test_a_killed_worker_is_a_crash_not_a_failure(tmp_path):
                 workers = _pool_workers(proc.pid)
     assert workers, "no pool worker found"
     time.sleep(1.0)
-    os.kill(workers[0], signal.SIGKILL)
+    killed = False
+    for pid in workers + _pool_workers(proc.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+        killed = True
+        break
+    assert killed, "every pool worker found had already exited"
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     con = sqlite3.connect(db)
