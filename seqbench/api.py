@@ -103,15 +103,20 @@ __all__ = [
     "load_toml",
     "check_shadowed",
     "make_config",
+    "memory_answers",
+    "memory_cost",
+    "memory_plan",
     "metric_name",
     "model_catalog",
     "name_run",
     "open_reads",
     "parse_assignments",
+    "plot_memory",
     "reader_role",
     "reader_role_effects_left",
     "run_config",
     "run_details",
+    "run_memory",
     "run_sweep",
     "schema_history",
     "split_assignment",
@@ -499,6 +504,105 @@ def sweep_status(store: Store, name: str | None = None) -> list[dict]:
     from seqbench.sweep.runner import sweep_status as status
 
     return status(store, name)
+
+
+# -- memory: the answer --------------------------------------------------------------------------
+def memory_plan(
+    task: str,
+    *,
+    set_: list[str] | None = None,
+    path: str | None = None,
+    families: list[str] | None = None,
+    references: list[str] | None = None,
+    seeds: str = "0,1,2",
+    params: int | None = None,
+    epsilon: float | None = None,
+    max_k: int | None = None,
+    name: str | None = None,
+):
+    """The k-sweep that answers "how much context does `task` need?": the feedforward
+    `families` (default tcn, window) over a geometric grid of k up to T at one parameter budget
+    (`params`, default 10,000), beside the recurrent `references` (default lstm, gru), over at
+    least 3 seeds. Every point is resolved and the budget checked at every k; nothing is
+    written. Returns a seqbench.memory.plan.MemoryPlan."""
+    from seqbench.memory import answer, plan
+    from seqbench.sweep.spec import parse_range
+
+    if name is not None:
+        check_label("memory", name)
+    return plan.make_plan(
+        task,
+        sets=set_,
+        path=path,
+        families=families,
+        references=references,
+        seeds=parse_range(seeds),
+        params=plan.PARAMS if params is None else params,
+        epsilon=answer.EPSILON if epsilon is None else epsilon,
+        max_k=max_k,
+        name=name,
+    )
+
+
+def memory_cost(db: str | None, plan) -> dict:
+    """What `memory --dry-run` shows: the first round's runs (how many the store at `db`
+    already has; a store not made yet has none), the most the bisection can add, the training
+    steps, and an estimate of the time from the store's earlier runs of the same models and
+    task (None when it has none)."""
+    from seqbench.memory.plan import memory_cost as cost
+    from seqbench.store.store import store_exists
+
+    if not store_exists(db):
+        return cost(None, plan)
+    store = open_reads(db)
+    try:
+        return cost(store, plan)
+    finally:
+        store.dispose()
+
+
+def run_memory(
+    store: Store | Callable[[], Store],
+    plan,
+    *,
+    executor: str = "local",
+    address: str = "auto",
+    workers: int | None = None,
+    **options: Any,
+):
+    """Run (or resume) a memory plan: train what the store lacks, bisect the boundary on
+    integer k, derive the answer and store it with the runs it rests on. `options`: on_round,
+    on_result, stale_after, retry_failed. Returns a seqbench.memory.runner.MemoryOutcome."""
+    from seqbench.memory import runner
+    from seqbench.sweep import runner as sweeps
+
+    sweeps.check_options(**{k: v for k, v in options.items() if k == "stale_after"})
+    uses_cuda = any(sweeps.runs_on_cuda(p.device) for p in plan.points)
+    make_executor = sweeps.executor_factory(executor, address, workers, uses_cuda=uses_cuda)
+    store = store() if callable(store) else store
+    return runner.run_memory(store, runner.plan_with_tried(plan, store), make_executor, **options)
+
+
+def memory_answers(store: Store, name: str | None = None, task: str | None = None) -> list[dict]:
+    """The stored answers (newest first), each with `stale` (a run it rests on was deleted or
+    archived since) and `run_ids` (the runs it rests on that are still stored)."""
+    from seqbench.errors import NotFoundError
+
+    rows = store.answer_rows(name=name, task=task)
+    if name is not None and not rows:
+        raise NotFoundError(f"no memory answer named {name!r} in this store")
+    for r in rows:
+        r["run_ids"] = store.answer_run_ids(r["id"])
+    return rows
+
+
+def plot_memory(answer: dict, path: str) -> None:
+    """Draw an answer (a stored one, or MemoryOutcome.answer.to_dict()): the metric against
+    k per feedforward family with seeds' spread, the references and the trivial baseline as
+    lines, k* and its interval marked."""
+    from seqbench.memory.plot import plot_answer
+
+    plot_answer(answer, path)
 
 
 # -- configs of stored runs ---------------------------------------------------------------------

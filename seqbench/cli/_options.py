@@ -104,3 +104,11 @@ ThreadsOption = Annotated[
         "choice: the cores no other process is using; 1 for small RNN/LSTM/GRU steps).",
     ),
 ]
+
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+WorkersOption = Annotated[
+    int | None, typer.Option(help="Parallel runs on CPU (default: one per usable core).")
+]
+ExecutorOption = Annotated[str, typer.Option(help="local or ray.")]
+AddressOption = Annotated[str, typer.Option(help="Ray: auto, local (start one here) or HOST:PORT.")]
+RetryFailedOption = Annotated[bool, typer.Option("--retry-failed", help="Run failed points again.")]

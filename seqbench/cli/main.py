@@ -8,7 +8,7 @@ import typer
 from typer.core import TyperGroup
 
 from seqbench import __version__, api
-from seqbench.cli import bench, catalog, db, query, report, runs, stress, sweep, train, ui
+from seqbench.cli import bench, catalog, db, memory, query, report, runs, stress, sweep, train, ui
 from seqbench.cli._options import AppState, interrupt_exit_code, sigterm_as_interrupt, state
 from seqbench.errors import SeqbenchError
 
@@ -166,6 +166,7 @@ def root(
 app.add_typer(db.app, name="db")
 app.add_typer(bench.app, name="bench")
 app.add_typer(sweep.app, name="sweep")
+memory.register(app)
 runs.register(app)
 query.register(app)
 catalog.register(app)

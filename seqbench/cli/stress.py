@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from seqbench import api
-from seqbench.cli._options import ThreadsOption, joined, state
+from seqbench.cli._options import QuietOption, ThreadsOption, joined, state
 from seqbench.cli._output import Format, FormatOption, output_path, render
 
 
@@ -54,7 +54,7 @@ def stress(
     rtol: Annotated[float, typer.Option(help="Horizon: gradient ≥ rtol × lag-0 gradient.")] = 1e-6,
     eps: Annotated[float, typer.Option(help="Verdict band: stable if |γ − 1| ≤ eps.")] = 1e-3,
     plot: Annotated[str | None, typer.Option(help="Write a PNG of both curves.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: QuietOption = False,
     threads: ThreadsOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:

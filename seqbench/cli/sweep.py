@@ -9,6 +9,11 @@ import typer
 from seqbench import api
 from seqbench.cli._options import (
     EXIT_INTERRUPTED,
+    AddressOption,
+    ExecutorOption,
+    QuietOption,
+    RetryFailedOption,
+    WorkersOption,
     interrupt_exit_code,
     joined,
     sigterm_as_interrupt,
@@ -54,9 +59,7 @@ def sweep(
     ] = None,
     scale: Annotated[str, typer.Option(help="Preset size: tiny, small or paper.")] = "small",
     name: Annotated[str | None, typer.Option(help="Sweep name (default: from the spec).")] = None,
-    workers: Annotated[
-        int | None, typer.Option(help="Parallel runs on CPU (default: one per usable core).")
-    ] = None,
+    workers: WorkersOption = None,
     gpus: Annotated[
         str | None,
         typer.Option(help="GPUs for points on CUDA, e.g. 0,2 (default: every visible GPU)."),
@@ -64,10 +67,8 @@ def sweep(
     runs_per_gpu: Annotated[
         int, typer.Option(help="Points run at once on each GPU (Ray: a 1/N GPU share).")
     ] = 1,
-    executor: Annotated[str, typer.Option(help="local or ray.")] = "local",
-    address: Annotated[
-        str, typer.Option(help="Ray: auto, local (start one here) or HOST:PORT.")
-    ] = "auto",
+    executor: ExecutorOption = "local",
+    address: AddressOption = "auto",
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the grid; run nothing.")
     ] = False,
@@ -82,9 +83,7 @@ def sweep(
             "already done keep their runs.",
         ),
     ] = False,
-    retry_failed: Annotated[
-        bool, typer.Option("--retry-failed", help="Run failed points again.")
-    ] = False,
+    retry_failed: RetryFailedOption = False,
     stale_after: Annotated[
         float, typer.Option(help="Seconds without heartbeat before a running row is stale.")
     ] = 60.0,
@@ -92,7 +91,7 @@ def sweep(
         bool,
         typer.Option("--allow-failed", help="Exit 0 even when points failed (default: exit 1)."),
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: QuietOption = False,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Run a sweep (see `seqbench sweep status` for progress). Exits 1 when any point is left

@@ -8,6 +8,7 @@ import typer
 
 from seqbench import api
 from seqbench.cli._options import (
+    QuietOption,
     ThreadsOption,
     interrupt_exit_code,
     sigterm_as_interrupt,
@@ -133,7 +134,7 @@ def train(
         bool,
         typer.Option("--dry-run", help="Print the resolved config as TOML; train nothing."),
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: QuietOption = False,
     threads: ThreadsOption = None,
 ) -> None:
     """Train one model on one task and save the run (config, metrics, summaries) in the store.

@@ -26,7 +26,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 VERSION_TABLE = "seqbench_alembic_version"
 # The newest migration in migrations/versions (tests/store/test_migrations.py checks that this
 # equals alembic's head): compared against a store's revision without importing alembic.
-HEAD_REVISION = "0007"
+HEAD_REVISION = "0008"
 
 # crashed: the process running it died (a signal, the OOM killer), not the config's fault; a
 # plain re-run of the sweep runs it again

@@ -28,6 +28,7 @@ from seqbench.store.common import (
 
 BUSY_TIMEOUT_S = 30.0
 SEQBENCH_TABLES = {"runs", "metrics", "summaries", "curves", "sweeps", "baselines"}
+LATER_TABLES = {"sweep_points", "answers", "answer_runs"}  # added by revisions 0003 and 0008
 
 
 def resolve_url(db: str | os.PathLike | None) -> str:
@@ -146,7 +147,7 @@ def _sqlite_session(engine: Engine, begin: str, *pragmas: str) -> None:
 
 def _foreign_tables(url: str) -> list[str]:
     """Tables in the database that are not seqbench's (another application's data)."""
-    ours = SEQBENCH_TABLES | {"sweep_points", "sqlite_sequence", VERSION_TABLE}
+    ours = SEQBENCH_TABLES | LATER_TABLES | {"sqlite_sequence", VERSION_TABLE}
     path = sqlite_path(url)
     if path is not None:
         if not path.exists() or path.stat().st_size == 0:

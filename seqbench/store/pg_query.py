@@ -23,10 +23,10 @@ from typing import Any
 
 from seqbench.errors import ReadOnlyError, StoreError, first_line
 from seqbench.store.common import VERSION_TABLE, skip_quoted
-from seqbench.store.engine import SEQBENCH_TABLES
+from seqbench.store.engine import LATER_TABLES, SEQBENCH_TABLES
 
 # every relation a reader needs: `open_store` reads the version table, users the rest
-READ_TABLES = (*sorted(SEQBENCH_TABLES | {"sweep_points"}), VERSION_TABLE)
+READ_TABLES = (*sorted(SEQBENCH_TABLES | LATER_TABLES), VERSION_TABLE)
 READ_VIEWS = ("v_results", "v_results_all", "v_summaries")
 
 

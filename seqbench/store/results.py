@@ -233,6 +233,59 @@ class ReadStore:
             "GROUP BY name ORDER BY name",
         )
 
+    def answer_rows(self, name: str | None = None, task: str | None = None) -> list[dict]:
+        """`seqbench memory`'s stored answers, newest first: the answers table's columns
+        (details decoded) and `stale`, true when a run the answer rests on was deleted or
+        archived since it was derived (run `seqbench memory` again to re-derive it)."""
+        sql = [
+            "SELECT a.id, a.name, a.task, a.created_at, a.verdict, a.k_star, a.k_low, a.k_high,",
+            "  a.max_k, a.epsilon, a.metric, a.n_runs, a.sentence, a.details,",
+            "  (SELECT COUNT(*) FROM answer_runs ar JOIN runs r ON r.id = ar.run_id",
+            "   WHERE ar.answer_id = a.id AND r.archived_at IS NULL) AS live_runs",
+            "FROM answers a WHERE 1 = 1",
+        ]
+        params: dict[str, Any] = {}
+        if name is not None:
+            sql.append("AND a.name = :name")
+            params["name"] = name
+        if task is not None:
+            sql.append("AND a.task = :task")
+            params["task"] = task
+        sql.append("ORDER BY a.id DESC")
+        cols, rows = self.query("\n".join(sql), params)
+        out = []
+        for row in rows:
+            d = dict(zip(cols, row, strict=True))
+            d["details"] = decode_json(d["details"])
+            d["stale"] = d.pop("live_runs") != d["n_runs"]
+            out.append(d)
+        return out
+
+    def trained(self, task: str, models: list[str], limit: int = 2000) -> list[tuple]:
+        """(model, config_hash, status, wall_seconds, steps) of the newest training runs of
+        `models` on `task` that ended completed or diverged: which configs the store has done,
+        and what they cost (a dry run's estimate)."""
+        names, params = _in_list("m", models)
+        params.update(task=task, limit=limit)
+        _cols, rows = self.query(
+            "SELECT model, config_hash, status, wall_seconds, config FROM runs "
+            f"WHERE kind = 'train' AND task = :task AND model IN ({names}) "
+            "AND status IN ('completed', 'diverged') ORDER BY id DESC LIMIT :limit",
+            params,
+        )
+        out = []
+        for model, h, status, secs, config in rows:
+            steps = decode_json(config).get("steps")
+            out.append((model, h, status, secs, steps if isinstance(steps, int) else None))
+        return out
+
+    def answer_run_ids(self, answer_id: int) -> list[int]:
+        """The runs an answer rests on (those still in the store)."""
+        _cols, rows = self.query(
+            "SELECT run_id FROM answer_runs WHERE answer_id = :a ORDER BY run_id", {"a": answer_id}
+        )
+        return [int(r) for (r,) in rows]
+
 
 def _in_list(prefix: str, values: list) -> tuple[str, dict]:
     keys = [f"{prefix}{i}" for i in range(len(values))]

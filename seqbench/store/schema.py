@@ -148,3 +148,39 @@ class Baseline(Base):
     tolerance: Mapped[float] = mapped_column(Float, default=0.0)
     direction: Mapped[str] = mapped_column(String(8))  # "lower" or "higher" is better
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Answer(Base):
+    """`seqbench memory`'s answer for one name: how much context the task needs, derived from
+    the runs linked in answer_runs (re-derived each time the command runs; stale when a run
+    it rests on was deleted or archived since)."""
+
+    __tablename__ = "answers"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)  # its sweep's name
+    task: Mapped[str] = mapped_column(String(50), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    verdict: Mapped[str] = mapped_column(String(20))
+    k_star: Mapped[int | None] = mapped_column(Integer)
+    k_low: Mapped[int | None] = mapped_column(Integer)
+    k_high: Mapped[int | None] = mapped_column(Integer)  # NULL with k_star: past the largest k
+    max_k: Mapped[int] = mapped_column(Integer)
+    epsilon: Mapped[float] = mapped_column(Float)
+    metric: Mapped[str] = mapped_column(String(100))
+    n_runs: Mapped[int] = mapped_column(Integer)
+    sentence: Mapped[str] = mapped_column(Text)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON)  # cells, warnings, best, baseline
+
+
+class AnswerRun(Base):
+    """A run an answer rests on."""
+
+    __tablename__ = "answer_runs"
+
+    answer_id: Mapped[int] = mapped_column(
+        ForeignKey("answers.id", ondelete="CASCADE"), primary_key=True
+    )
+    run_id: Mapped[int] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True, index=True
+    )

@@ -43,7 +43,7 @@ from seqbench.store.engine import (
     where as store_where,
 )
 from seqbench.store.results import ReadStore
-from seqbench.store.schema import Curve, Metric, Run, Summary
+from seqbench.store.schema import Answer, AnswerRun, Curve, Metric, Run, Summary
 from seqbench.store.sweeps import SweepRows
 
 
@@ -220,9 +220,26 @@ class Store(ReadStore, SweepRows):
         left orphaned, whether or not the backend enforces its foreign keys)."""
         ids = sorted(set(run_ids))
         with self.Session.begin() as s:
-            for table in (Metric, Summary, Curve):
+            for table in (Metric, Summary, Curve, AnswerRun):
                 s.execute(delete(table).where(table.run_id.in_(ids)))
             return s.execute(delete(Run).where(Run.id.in_(ids))).rowcount
+
+    def save_answer(self, name: str, values: Mapping[str, Any], run_ids: list[int]) -> int:
+        """Write `seqbench memory`'s answer `name` (replacing the one it had) with the runs it
+        rests on, in one transaction; `values` are the answers table's columns. Returns its
+        id."""
+        ids = sorted(set(int(r) for r in run_ids))
+        with self.Session.begin() as s:
+            old = s.scalars(select(Answer.id).where(Answer.name == name)).all()
+            if old:
+                s.execute(delete(AnswerRun).where(AnswerRun.answer_id.in_(old)))
+                s.execute(delete(Answer).where(Answer.id.in_(old)))
+            row = Answer(name=name, created_at=utcnow(), n_runs=len(ids), **values)
+            s.add(row)
+            s.flush()
+            if ids:
+                s.execute(insert(AnswerRun), [{"answer_id": row.id, "run_id": r} for r in ids])
+            return row.id
 
     def retag_runs(
         self, run_ids: list[int], add: Mapping[str, str], remove: Iterable[str] = ()
@@ -412,6 +429,16 @@ def _curve_rows(run_id: int, kind: str, xs: Iterable[float], ys: Iterable[float]
         v, vk = split_float(y)
         rows.append({"run_id": run_id, "kind": kind, "x": float(x), "value": v, "value_kind": vk})
     return rows
+
+
+def store_exists(db: str | os.PathLike | None) -> bool:
+    """Whether there is a seqbench store at `db` yet (nothing is created or changed)."""
+    url = resolve_url(db)
+    path = sqlite_path(url)
+    if path is not None:
+        return path.exists() and path.stat().st_size > 0
+    rev, has_tables = inspect_revision(url, writable=False)
+    return rev is not None or has_tables
 
 
 def open_store(

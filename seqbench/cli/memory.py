@@ -1,0 +1,286 @@
+"""`seqbench memory`: how much context a task needs (k* with an interval), or that it needs
+recurrence."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from seqbench import api
+from seqbench.cli._options import (
+    EXIT_INTERRUPTED,
+    AddressOption,
+    ExecutorOption,
+    QuietOption,
+    RetryFailedOption,
+    WorkersOption,
+    interrupt_exit_code,
+    joined,
+    sigterm_as_interrupt,
+    state,
+)
+from seqbench.cli._output import Format, FormatOption, render
+from seqbench.errors import UsageError
+
+app = typer.Typer(
+    help=(
+        "How much context does a task need? Sweeps the feedforward families over k at one "
+        "parameter budget beside recurrent references, bisects the boundary, and states k* "
+        "with an interval over seeds, or that the task needs recurrence.\n\n"
+        "Example: seqbench memory --task adding --set seq_len=16 --set steps=300"
+    ),
+    invoke_without_command=True,
+)
+
+
+@app.callback()
+def memory(
+    ctx: typer.Context,
+    task: Annotated[
+        str | None, typer.Option(help="The task: a built-in, file (with --path) or a plugin.")
+    ] = None,
+    path: Annotated[str | None, typer.Option(help="--task file: the data file.")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="A task or training field: key=value (repeatable)."),
+    ] = None,
+    families: Annotated[
+        list[str] | None,
+        typer.Option("--families", help="Feedforward families swept over k (tcn,window)."),
+    ] = None,
+    references: Annotated[
+        list[str] | None,
+        typer.Option("--references", help="Recurrent references (lstm,gru); 'none' for none."),
+    ] = None,
+    seeds: Annotated[str, typer.Option(help="Seeds, at least 3: 0,1,2 or 0:4:+1.")] = "0,1,2",
+    params: Annotated[
+        int | None,
+        typer.Option(help="Parameter budget of every model at every k (default 10000)."),
+    ] = None,
+    epsilon: Annotated[
+        float | None,
+        typer.Option(
+            help="k* is the smallest k within epsilon of the best, as a share of the gap "
+            "between the trivial baseline and the best (default 0.05)."
+        ),
+    ] = None,
+    max_k: Annotated[
+        int | None, typer.Option(help="The largest context tried (default: T).")
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(help="Name of the answer and its sweep (default: from the question)."),
+    ] = None,
+    workers: WorkersOption = None,
+    executor: ExecutorOption = "local",
+    address: AddressOption = "auto",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what it would train and its cost; run nothing.")
+    ] = False,
+    retry_failed: RetryFailedOption = False,
+    plot: Annotated[
+        str | None, typer.Option(help="Draw the metric against k, k* marked, to this file.")
+    ] = None,
+    quiet: QuietOption = False,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Answer "how much context does this task need?" and store the answer (see
+    `seqbench memory list`). Resumable: runs the store has are reused, and an interrupted
+    command picks up where it stopped.
+
+    Example: seqbench memory --task file --path data.npz --dry-run
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if task is None:
+        raise UsageError("give --task (a built-in task, file with --path, or a plugin)")
+    refs = joined(references)
+    plan = api.memory_plan(
+        task,
+        set_=set_,
+        path=path,
+        families=api.split_list(joined(families)) if families else None,
+        references=[] if refs == "none" else (api.split_list(refs) if refs else None),
+        seeds=seeds,
+        params=params,
+        epsilon=epsilon,
+        max_k=max_k,
+        name=name,
+    )
+    if dry_run:
+        _dry_run(ctx, plan, fmt)
+        return
+    bar = None
+    ran = 0
+
+    def on_round(what: str, total: int, todo: int) -> None:
+        nonlocal bar
+        if bar is not None:
+            bar.stop()
+            bar = None
+        if not quiet:
+            from seqbench.cli._progress import Bar
+
+            typer.echo(f"memory {plan.name!r} ({what}): {total} runs, {todo} to train", err=True)
+            bar = Bar(f"{plan.name} {what}", ("failed",))
+            bar.start(todo)
+
+    failed = 0
+
+    def on_result(status: str) -> None:
+        nonlocal failed, ran
+        failed += status == "failed"
+        ran += 1
+        if bar is not None:
+            bar.advance(failed=failed)
+
+    out = None
+    code = EXIT_INTERRUPTED
+    try:
+        with sigterm_as_interrupt():
+            out = api.run_memory(
+                state(ctx).store,
+                plan,
+                executor=executor,
+                address=address,
+                workers=workers,
+                on_round=on_round,
+                on_result=on_result,
+                retry_failed=retry_failed,
+            )
+    except KeyboardInterrupt as e:
+        code = interrupt_exit_code(e)
+    finally:
+        if bar is not None:
+            bar.stop()
+    if out is None:
+        typer.echo(f"memory {plan.name!r} interrupted: the same command resumes it", err=True)
+        raise typer.Exit(code)
+    answer = out.answer.to_dict()
+    if plot:
+        api.plot_memory(answer, plot)
+    if fmt == Format.json:
+        doc = {"name": out.plan.name, "answer_id": out.answer_id, **answer}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        _show(answer, fmt)
+    typer.echo(
+        f"memory {out.plan.name!r}: trained {out.ran} run(s), {out.rounds} bisection round(s); "
+        f"answer {out.answer_id} stored" + (f"; plot in {plot}" if plot else ""),
+        err=True,
+    )
+
+
+def _show(answer: dict, fmt: Format) -> None:
+    cols = ["model", "k", "mean", "std", "seeds", "learned", "within ε"]
+    rows = [
+        [
+            c["model"],
+            "full" if c["k"] is None else c["k"],
+            _num(c["mean"]),
+            _num(c["std"]),
+            c["seeds"],
+            "yes" if c["learned"] else "no",
+            "" if c["k"] is None else ("yes" if c["matches"] else "no"),
+        ]
+        for c in answer["cells"]
+    ]
+    if fmt == Format.table:
+        typer.echo(answer["sentence"])
+        for w in answer["warnings"]:
+            typer.echo(f"warning: {w}")
+    render(cols, rows, fmt, title=f"{answer['task']}: {answer['metric']} by context")
+
+
+def _num(v) -> str:
+    return "" if v is None else f"{v:.4g}"
+
+
+def _dry_run(ctx: typer.Context, plan, fmt: Format) -> None:
+    render(*api.sweep_grid(plan.points), fmt, title=f"{len(plan.points)} runs (first round)")
+    cost = api.memory_cost(state(ctx).db, plan)
+    secs = cost["seconds"]
+    typer.echo(
+        f"memory {plan.name!r}: {cost['runs']} runs in the first round ({cost['done']} already "
+        f"in the store, {cost['to_train']} to train, {cost['steps']:,} steps), and at most "
+        f"{cost['bisection_at_most']} more to bisect the boundary; "
+        + (
+            f"about {secs:.0f} s of training at this store's pace"
+            if secs is not None
+            else "no time estimate (this store has no earlier run of these models on the task)"
+        ),
+        err=True,
+    )
+
+
+@app.command("list")
+def list_answers(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Argument(help="Only this answer.")] = None,
+    task: Annotated[str | None, typer.Option(help="Only answers about this task.")] = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """The stored answers, newest first (stale: a run it rests on was deleted or archived
+    since; run the same memory command again to re-derive it).
+
+    Example: seqbench memory list --format json
+    """
+    rows = api.memory_answers(state(ctx).reader(), name, task)
+    if fmt == Format.json:
+        doc = [
+            {
+                k: r[k]
+                for k in (
+                    "id",
+                    "name",
+                    "task",
+                    "verdict",
+                    "k_star",
+                    "k_low",
+                    "k_high",
+                    "max_k",
+                    "epsilon",
+                    "metric",
+                    "sentence",
+                    "stale",
+                    "run_ids",
+                )
+            }
+            | {"created_at": str(r["created_at"]), "warnings": r["details"].get("warnings", [])}
+            for r in rows
+        ]
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    cols = ["id", "name", "task", "verdict", "k*", "interval", "ε", "runs", "stale"]
+    render(
+        cols,
+        [
+            [
+                r["id"],
+                r["name"],
+                r["task"],
+                r["verdict"],
+                r["k_star"],
+                _interval(r),
+                r["epsilon"],
+                len(r["run_ids"]),
+                "stale" if r["stale"] else "",
+            ]
+            for r in rows
+        ],
+        fmt,
+    )
+
+
+def _interval(r: dict) -> str:
+    if r["k_star"] is None:
+        return ""
+    hi = r["k_high"] if r["k_high"] is not None else f">{r['max_k']}"
+    return f"{r['k_low']}–{hi}"
+
+
+def register(app_: typer.Typer) -> None:
+    app_.add_typer(app, name="memory")

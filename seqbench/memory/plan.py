@@ -1,0 +1,267 @@
+"""The k-sweep behind an answer: its grid of contexts, its points, and the next bisection k."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from seqbench.config import RunConfig, split_assignment
+from seqbench.errors import UsageError
+
+FAMILIES = ("tcn", "window")  # the feedforward families a k-sweep runs by default
+REFERENCES = ("lstm", "gru")  # the recurrent references (full backpropagation through time)
+PARAMS = 10_000  # the parameter budget every model gets, at every k
+SEEDS = (0, 1, 2)
+MIN_SEEDS = 3  # an interval over seeds needs at least three
+ROUNDS = 8  # bisection rounds at most (a boundary between 1 and 256 needs 8)
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    name: str
+    task: str
+    sets: dict[str, Any]  # the task and training fields given (--set, --path), one value each
+    families: tuple[str, ...]
+    references: tuple[str, ...]
+    seeds: tuple[int, ...]
+    params: int
+    epsilon: float
+    max_k: int  # the largest context tried: T (the steps a sequence has) unless capped
+    ks: tuple[int, ...]  # the contexts tried so far, ascending
+    points: list[RunConfig] = field(default_factory=list)
+
+    def spec(self) -> dict:
+        """What is stored with the sweep: its grids, and what made them."""
+        return {
+            "memory": {
+                "task": self.task,
+                "families": list(self.families),
+                "references": list(self.references),
+                "params": self.params,
+                "epsilon": self.epsilon,
+                "max_k": self.max_k,
+            },
+            "grids": self.grids(),
+        }
+
+    def grids(self) -> list[dict]:
+        common = {"params": [self.params], **{k: [v] for k, v in self.sets.items()}}
+        out = []
+        if self.families:
+            out.append(
+                {
+                    "models": list(self.families),
+                    "tasks": [self.task],
+                    "k": list(self.ks),
+                    "seeds": list(self.seeds),
+                    "set": common,
+                }
+            )
+        if self.references:
+            out.append(
+                {
+                    "models": list(self.references),
+                    "tasks": [self.task],
+                    "seeds": list(self.seeds),
+                    "set": common,
+                }
+            )
+        return out
+
+
+def k_grid(max_k: int) -> list[int]:
+    """1, 2, 4, … below max_k, and max_k itself."""
+    out, k = [], 1
+    while k < max_k:
+        out.append(k)
+        k *= 2
+    return [*out, max_k]
+
+
+def next_k(tried: list[int], k_star: int | None) -> int | None:
+    """The bisection point between the largest k tried below k* (it fell short) and k*;
+    None when they are adjacent (the boundary is exact) or there is no k*."""
+    if k_star is None:
+        return None
+    below = [k for k in tried if k < k_star]
+    if not below or k_star - max(below) <= 1:
+        return None
+    return (max(below) + k_star) // 2
+
+
+def parse_sets(items: list[str] | None) -> dict[str, Any]:
+    """--set field=value, one value each (a memory command is one experiment, not a grid)."""
+    from seqbench.config import FIELDS, coerce
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, val = split_assignment(item, "--set", "key=value")
+        if key in ("model", "task", "k", "seed", "params", "tags") or key not in FIELDS:
+            if key in FIELDS:
+                flag = {"seed": "--seeds", "params": "--params", "k": "--max-k"}.get(key)
+                raise UsageError(
+                    f"--set {key}= is not for memory"
+                    + (f"; give {flag}" if flag else ": it is what the command varies")
+                )
+            from seqbench.errors import UnknownNameError
+
+            raise UnknownNameError("field", key, sorted(FIELDS))
+        out[key] = coerce(key, val)
+    return out
+
+
+def make_plan(
+    task: str,
+    *,
+    sets: list[str] | None = None,
+    path: str | None = None,
+    families: list[str] | None = None,
+    references: list[str] | None = None,
+    seeds: list[int] | None = None,
+    params: int = PARAMS,
+    epsilon: float = 0.05,
+    max_k: int | None = None,
+    name: str | None = None,
+) -> MemoryPlan:
+    """The first round of a memory sweep, every point resolved and validated and the budget
+    checked for every family at every k (nothing is written)."""
+    from seqbench.configure import fed_steps
+    from seqbench.models import MODELS
+
+    given = parse_sets(sets)
+    if path is not None:
+        given["path"] = path
+    fams = tuple(dict.fromkeys(families if families is not None else FAMILIES))
+    refs = tuple(dict.fromkeys(references if references is not None else REFERENCES))
+    seeds_t = tuple(dict.fromkeys(seeds if seeds is not None else SEEDS))
+    if not fams:
+        raise UsageError("--families names no feedforward family: nothing would vary k")
+    for m in fams:
+        if MODELS.get(m).recurrent:
+            raise UsageError(
+                f"--families takes feedforward models; {m} is recurrent (--references)"
+            )
+    for m in refs:
+        if not MODELS.get(m).recurrent:
+            raise UsageError(
+                f"--references takes recurrent models; {m} is feedforward (--families)"
+            )
+    if len(seeds_t) < MIN_SEEDS:
+        raise UsageError(
+            f"memory needs at least {MIN_SEEDS} seeds for an interval over seeds, got "
+            f"{len(seeds_t)}"
+        )
+    if not (isinstance(params, int) and params > 0):
+        raise UsageError(f"--params must be a positive number of parameters, got {params}")
+    if not (isinstance(epsilon, float | int) and 0 < epsilon < 1 and math.isfinite(epsilon)):
+        raise UsageError(f"--epsilon must lie in (0, 1), got {epsilon}")
+    from seqbench.configure import make_config
+
+    probe = make_config(
+        refs[0] if refs else fams[0], task, {"params": params, "seed": seeds_t[0], **given}
+    )
+    steps = fed_steps(probe)
+    if max_k is None:
+        top = steps
+    elif max_k > steps:
+        raise UsageError(f"--max-k {max_k} is beyond the {steps} steps a sequence of {task} has")
+    elif max_k < 2:
+        raise UsageError(f"--max-k must be at least 2, got {max_k}")
+    else:
+        top = max_k
+    if top < 2:
+        raise UsageError(f"{task}'s sequences have {steps} step(s): too short for a k-sweep")
+    task_name = probe.task  # `file` resolves to the file's kind
+    name = name or default_name(task_name, given, probe, fams, refs, params, seeds_t, epsilon, top)
+    plan = MemoryPlan(
+        name, task_name, given, fams, refs, seeds_t, params, float(epsilon), top, tuple(k_grid(top))
+    )
+    plan = with_points(plan)
+    check_budget(plan)
+    return plan
+
+
+def with_points(plan: MemoryPlan, ks: list[int] | None = None) -> MemoryPlan:
+    """The plan with contexts `ks` (default: its own) and its points expanded and validated."""
+    from dataclasses import replace
+
+    from seqbench.sweep import spec as specs
+
+    plan = replace(plan, ks=tuple(sorted(set(ks or plan.ks))))
+    return replace(plan, points=specs.expand(plan.grids()))
+
+
+def check_budget(plan: MemoryPlan) -> None:
+    """Every model at every k can be sized to the budget (within 5%): one line naming the
+    first that cannot, before anything is written."""
+    from seqbench.models import fit_size
+    from seqbench.tasks import make_task
+
+    seen, task = set(), None
+    for cfg in plan.points:
+        key = (cfg.model, cfg.k)
+        if key in seen:
+            continue
+        seen.add(key)
+        task = task or make_task(cfg.task, cfg.task_args())
+        try:
+            fit_size(cfg.model, task, cfg.model_args(), plan.params)
+        except UsageError as e:
+            at = f" at k = {cfg.k}" if cfg.k is not None else ""
+            raise UsageError(f"--params {plan.params}{at}: {e}") from None
+
+
+def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top) -> str:
+    """memory-TASK-HASH8: the same question asks under the same name (and so resumes)."""
+    ident = {
+        "task": task,
+        "data": probe.data_hash or "",
+        "sets": {k: v for k, v in sorted(given.items()) if k != "path"},
+        "families": list(fams),
+        "references": list(refs),
+        "params": params,
+        "seeds": list(seeds),
+        "max_k": top,
+        "epsilon": epsilon,
+    }
+    digest = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
+    return f"memory-{task}-{digest[:8]}"
+
+
+def memory_cost(store, plan: MemoryPlan) -> dict:
+    """The first round's runs, those the store already has, the most the bisection may add,
+    the steps to train, and the seconds that would take at the pace of this store's earlier
+    runs of each model on the task (None without any)."""
+    import statistics
+
+    from seqbench.configure import config_hash
+
+    models = sorted({c.model for c in plan.points})
+    history = store.trained(plan.task, models) if store is not None else []
+    done = {h for _m, h, _s, _secs, _steps in history}
+    pace: dict[str, list[float]] = {}
+    for m, _h, _s, secs, steps in history:
+        if secs and steps:
+            pace.setdefault(m, []).append(secs / steps)
+    todo = [c for c in plan.points if config_hash(c) not in done]
+    widest = max((b - a for a, b in itertools.pairwise(plan.ks)), default=1)
+    rounds = math.ceil(math.log2(widest)) if widest > 1 else 0  # to narrow it to one step
+    bisect = rounds * len(plan.families) * len(plan.seeds)
+    steps = sum(c.steps or 0 for c in todo)
+    known = all(c.model in pace for c in todo)
+    seconds = (
+        sum((c.steps or 0) * statistics.median(pace[c.model]) for c in todo) if known else None
+    )
+    return {
+        "name": plan.name,
+        "runs": len(plan.points),
+        "done": len(plan.points) - len(todo),
+        "to_train": len(todo),
+        "bisection_at_most": bisect,
+        "steps": steps,
+        "seconds": seconds,
+    }

@@ -1,0 +1,88 @@
+"""An answer drawn: the metric against k per feedforward family (mean ± std over seeds), each
+recurrent reference and the trivial baseline as a horizontal line, the band within ε of the
+best shaded, and k* with its interval marked."""
+
+from __future__ import annotations
+
+import math
+
+
+def plot_answer(answer: dict, path: str | None):
+    """`answer`: Answer.to_dict() or a stored answer's details. With `path` None: the figure,
+    not saved (the dashboard draws it as SVG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    cells = answer.get("cells") or []
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), layout="constrained")
+    ks = sorted({c["k"] for c in cells if c["k"] is not None})
+    for model in dict.fromkeys(c["model"] for c in cells if c["k"] is not None):
+        mine = sorted((c for c in cells if c["model"] == model and c["k"] is not None), key=_k)
+        ax.errorbar(
+            [c["k"] for c in mine],
+            [_nan(c["mean"]) for c in mine],
+            yerr=[0.0 if c["std"] is None else c["std"] for c in mine],
+            marker="o",
+            capsize=3,
+            label=model,
+        )
+    n = len({c["model"] for c in cells if c["k"] is not None})
+    for c in cells:
+        if c["k"] is None and c["mean"] is not None:
+            color, n = f"C{n % 10}", n + 1
+            ax.axhline(c["mean"], linestyle=":", label=f"{c['model']} (recurrent)", color=color)
+    base, best, eps = answer.get("baseline"), answer.get("best"), answer.get("epsilon")
+    if base is not None:
+        ax.axhline(base, color="grey", linestyle="--", label="trivial baseline")
+    if base is not None and best is not None and eps:
+        edge = best + eps * (base - best)
+        ax.axhspan(
+            min(best, edge),
+            max(best, edge),
+            color="tab:green",
+            alpha=0.12,
+            label=f"within {eps:.0%} of the best",
+        )
+    k_star = answer.get("k_star")
+    if k_star is not None:
+        lo = answer.get("k_low") or k_star
+        hi = answer.get("k_high") or (ks[-1] if ks else k_star)
+        ax.axvspan(lo, hi, color="tab:red", alpha=0.08)
+        ax.axvline(k_star, color="tab:red", label=f"k* = {k_star}")
+    if ks:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(FixedLocator(_spaced(ks)))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticklabels([str(k) for k in _spaced(ks)])
+    ax.set_xlabel("context k")
+    ax.set_ylabel(answer.get("metric", "test_metric"))
+    ax.set_title(f"{answer.get('task')}: {answer.get('verdict')}", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    if path is None:
+        return fig
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return None
+
+
+def _k(c: dict) -> int:
+    return c["k"]
+
+
+def _nan(v) -> float:
+    return math.nan if v is None else float(v)
+
+
+def _spaced(ks: list[int]) -> list[int]:
+    """The ticks to label: on a log axis, no two closer than a factor 1.3 (the bisection's
+    neighbours would overlap); the first and the last always kept."""
+    out: list[int] = []
+    for k in ks:
+        if not out or k / out[-1] >= 1.3:
+            out.append(k)
+    if ks and out[-1] != ks[-1]:
+        out[-1] = ks[-1]
+    return out

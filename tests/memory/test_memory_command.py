@@ -1,0 +1,114 @@
+"""`seqbench memory` against answers known in closed form: data we make whose target needs
+exactly the last m inputs, so that a model with context k < m can do no better than the
+trivial baseline and one with k ≥ m can be near perfect. The command must state k* = m, with
+the bisection landing on m between grid points; the answer is stored beside its runs."""
+
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+
+TRAIN = [
+    "--set", "steps=300", "--families", "tcn", "--references", "gru", "--params", "3000",
+    "--workers", "2", "--quiet",
+]  # fmt: skip
+
+
+def lag_data(path, m: int, T: int = 8, D: int = 1, classify: bool = False, n: int = 2000):
+    """x ~ N(0, 1) of shape (n, T, D); the target is the first feature m steps back from the
+    end (x[T − m]), or its sign as a class."""
+    rng = np.random.default_rng(m)
+    x = rng.standard_normal((n, T, D)).astype("float32")
+    y = x[:, T - m, 0].copy()
+    y = (y > 0).astype("int64") if classify else y
+    np.savez(path, x=x, y=y)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("m", "D", "classify", "bisections"),
+    [(3, 1, False, 1), (5, 2, True, 2)],
+    ids=["regression-m3", "classification-m5-D2"],
+)
+def test_memory_states_the_true_k_star(cli, db, tmp_path, m, D, classify, bisections):
+    data = lag_data(tmp_path / "lag.npz", m, D=D, classify=classify)
+    r = cli("memory", "--task", "file", "--path", data, *TRAIN, "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "matches"
+    assert doc["k_star"] == m and doc["k_low"] <= m <= doc["k_high"]
+    ks = sorted({c["k"] for c in doc["cells"] if c["k"] is not None})
+    assert m in ks and m - 1 in ks  # the grid is 1, 2, 4, 8: the bisection added the boundary
+    assert f"{bisections} bisection round(s)" in r.stderr
+    short = [c for c in doc["cells"] if c["k"] is not None and c["k"] < m]
+    assert all(not c["matches"] for c in short)
+    con = sqlite3.connect(db)
+    ((k_star, n_runs, verdict),) = con.execute("SELECT k_star, n_runs, verdict FROM answers")
+    linked = {r for (r,) in con.execute("SELECT run_id FROM answer_runs")}
+    assert (k_star, verdict) == (m, "matches") and len(linked) == n_runs == len(doc["run_ids"])
+    assert linked == set(doc["run_ids"])
+    statuses = {s for (s,) in con.execute(
+        f"SELECT status FROM runs WHERE id IN ({','.join(map(str, linked))})"
+    )}  # fmt: skip
+    assert statuses == {"completed"}
+    con.close()
+
+
+def test_a_stored_answer_goes_stale_and_a_rerun_rederives_it(cli, db, tmp_path):
+    data = lag_data(tmp_path / "lag.npz", 2, T=4)
+    args = ["memory", "--task", "file", "--path", data, *TRAIN]
+    first = cli(*args, "--format", "json")
+    assert first.exit_code == 0, first.output
+    doc = json.loads(first.stdout)
+    assert doc["k_star"] == 2
+    listed = json.loads(cli("memory", "list", "--format", "json").stdout)
+    assert [(a["name"], a["k_star"], a["stale"]) for a in listed] == [(doc["name"], 2, False)]
+    victim = doc["run_ids"][0]
+    assert cli("runs", "delete", victim, "--yes").exit_code == 0
+    (entry,) = json.loads(cli("memory", "list", "--format", "json").stdout)
+    assert entry["stale"] and victim not in entry["run_ids"]
+    again = cli(*args, "--format", "json")  # trains the deleted point again, re-derives
+    assert again.exit_code == 0, again.output
+    assert "trained 1 run(s)" in again.stderr
+    (entry,) = json.loads(cli("memory", "list", "--format", "json").stdout)
+    assert not entry["stale"] and entry["k_star"] == 2
+
+
+def test_dry_run_lists_and_costs_without_writing(cli, db, tmp_path):
+    data = lag_data(tmp_path / "lag.npz", 3)
+    r = cli("memory", "--task", "file", "--path", data, *TRAIN, "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert "15 runs in the first round (0 already in the store, 15 to train, 4,500 steps)" in (
+        r.stderr
+    )
+    assert "at most 6 more to bisect" in r.stderr
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--task", "addng"], "Did you mean 'adding'?"),
+        (["--task", "adding", "--set", "seq_len=1"], "adding needs seq_len >= 2"),
+        (["--task", "file", "--path", "short.npz"], "too short for a k-sweep"),
+        (["--task", "adding", "--max-k", "1"], "--max-k must be at least 2"),
+        (["--task", "adding", "--max-k", "500"], "--max-k 500 is beyond the 100 steps"),
+        (["--task", "adding", "--params", "5"], "--params 5"),
+        (["--task", "adding", "--seeds", "0,1"], "at least 3 seeds"),
+        (["--task", "adding", "--epsilon", "1.5"], "--epsilon must lie in (0, 1)"),
+        (["--task", "adding", "--families", "lstm"], "--families takes feedforward models"),
+        (["--task", "adding", "--references", "tcn"], "--references takes recurrent models"),
+        (["--task", "adding", "--set", "k=4"], "--set k= is not for memory"),
+        (["--task", "file", "--path", "nope.npz"], "nope.npz"),
+        ([], "give --task"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else " ".join(v)[:40],
+)
+def test_bad_input_is_one_line_and_writes_nothing(cli, db, tmp_path, args, message):
+    lag_data(tmp_path / "short.npz", 1, T=1)  # sequences of one step
+    r = cli("memory", *args)
+    assert r.exit_code != 0
+    out = r.output.strip()
+    assert message in out and len(out.splitlines()) == 1, out
+    assert not db.exists()
