@@ -596,13 +596,13 @@ def memory_answers(store: Store, name: str | None = None, task: str | None = Non
     return rows
 
 
-def plot_memory(answer: dict, path: str) -> None:
-    """Draw an answer (a stored one, or MemoryOutcome.answer.to_dict()): the metric against
-    k per feedforward family with seeds' spread, the references and the trivial baseline as
-    lines, k* and its interval marked."""
+def plot_memory(answer: dict, path: str | None):
+    """Draw an answer (a stored one's details, or MemoryOutcome.answer.to_dict()): the metric
+    against k per feedforward family with seeds' spread, the references and the trivial
+    baseline as lines, k* and its interval marked. `path` None: the figure, not saved."""
     from seqbench.memory.plot import plot_answer
 
-    plot_answer(answer, path)
+    return plot_answer(answer, path)
 
 
 # -- configs of stored runs ---------------------------------------------------------------------

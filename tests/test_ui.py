@@ -97,7 +97,7 @@ def test_every_page_loads(browser, served):
     for path, title in [("", "Runs"), ("run/1", "run 1"), ("compare?sweep=s", "Compare"),
                         ("curves?sweep=s", "Curves"), ("sweeps", "Sweeps"),
                         ("sweep?name=s", "sweep s"), ("stress", "Stress"),
-                        ("checks", "Checks")]:  # fmt: skip
+                        ("checks", "Checks"), ("memory", "Memory")]:  # fmt: skip
         resp = page.goto(served.url + path)
         assert resp.status == 200, (path, page.content()[:2000])
         assert page.locator("h1").inner_text() == title

@@ -33,6 +33,7 @@ NAV = [
     ("/compare", "Compare"),
     ("/curves", "Curves"),
     ("/sweeps", "Sweeps"),
+    ("/memory", "Memory"),
     ("/stress", "Stress"),
     ("/checks", "Checks"),
 ]
@@ -361,6 +362,46 @@ class Dashboard:
         )
         return f"sweep {name}", body, (2 if status.get("status") == "running" else None)
 
+    def memory(self, q: dict):
+        """The stored answers of `seqbench memory`, and one of them in full: its sentence,
+        warnings, every cell and the metric against k with k* marked."""
+        from seqbench.ui.charts import svg
+
+        answers = api.memory_answers(self.store)
+        rows = [
+            [_link("/memory", a["name"], name=a["name"]), a["task"], a["verdict"], a["k_star"],
+             _interval_text(a), a["epsilon"], len(a["run_ids"]), "stale" if a["stale"] else ""]
+            for a in answers
+        ]  # fmt: skip
+        cols = ["answer", "task", "verdict", "k*", "interval", "ε", "runs", "stale"]
+        body = _table(cols, rows, ident="answers", raw=("answer",))
+        chosen = self._one(q, "name") or (answers[0]["name"] if answers else "")
+        if not chosen:
+            return "Memory", body + "<p>No answer yet: run <code>seqbench memory</code>.</p>", None
+        picked = [a for a in answers if a["name"] == chosen]
+        if not picked:
+            raise NotFound(f"no memory answer {chosen!r} in this store")
+        a = picked[0]
+        d = a["details"]
+        body += f"<h3 id='sentence'>{_e(a['sentence'])}</h3>"
+        if a["stale"]:
+            body += "<p class='warning'>stale: a run it rests on was deleted or archived since; "
+            body += "run the same <code>seqbench memory</code> command again.</p>"
+        for w in d.get("warnings", []):
+            body += f"<p class='warning'>warning: {_e(w)}</p>"
+        cells = [[c["model"], "full" if c["k"] is None else c["k"], c["mean"], c["std"],
+                  c["seeds"], "yes" if c["learned"] else "no",
+                  "" if c["k"] is None else ("yes" if c["matches"] else "no")]
+                 for c in d.get("cells", [])]  # fmt: skip
+        head = ["model", "k", "mean", "std", "seeds", "learned", "within ε"]
+        body += _table(head, cells, ident="cells")
+        with _DRAW:
+            chart = svg(api.plot_memory(d, None))
+        body += f"<div class='chart' id='memory-chart'>{chart}</div>"
+        ids = ",".join(map(str, a["run_ids"]))
+        body += _link("/compare", "compare the runs it rests on", run=ids, by="k")
+        return f"memory {chosen}", body, None
+
     def stress(self, q: dict):
         from seqbench.ui.charts import stress_figure, svg
 
@@ -416,12 +457,20 @@ class Dashboard:
             "/curves": self.curves,
             "/sweeps": self.sweeps,
             "/sweep": self.sweep,
+            "/memory": self.memory,
             "/stress": self.stress,
             "/checks": self.checks,
         }
         if path not in pages:
             raise NotFound(f"no page {path}")
         return pages[path](q)
+
+
+def _interval_text(a: dict) -> str:
+    if a["k_star"] is None:
+        return ""
+    hi = a["k_high"] if a["k_high"] is not None else f">{a['max_k']}"
+    return f"{a['k_low']}–{hi}"
 
 
 def _option(value: str, chosen: str) -> str:

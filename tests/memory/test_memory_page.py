@@ -1,0 +1,52 @@
+"""The dashboard's Memory page in Chromium, against a store that `seqbench memory` filled:
+the answer's sentence, its cells and its chart (one series per family and reference), the
+name escaped, an unknown answer a 404, and nothing written."""
+
+import hashlib
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+
+from tests.test_ui import Server, _cells, browser, pytestmark, sb  # noqa: F401  (fixtures)
+
+NAME = "<b>lag</b> two"
+
+
+@pytest.fixture(scope="module")
+def answered(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("memory-ui")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1000, 4, 1)).astype("float32")
+    np.savez(tmp / "lag.npz", x=x, y=x[:, 2, 0].copy())  # needs the last 2 inputs
+    db = tmp / "m.db"
+    sb(db, "memory", "--task", "file", "--path", tmp / "lag.npz", "--set", "steps=300",
+       "--families", "tcn", "--references", "gru", "--params", "3000", "--workers", "2",
+       "--name", NAME, "-q")  # fmt: skip
+    return db
+
+
+def test_the_memory_page_shows_the_answer(browser, answered):  # noqa: F811
+    before = hashlib.sha256(answered.read_bytes()).hexdigest()
+    server = Server(answered)
+    try:
+        page = browser.new_page()
+        resp = page.goto(server.url + "memory")
+        assert resp.status == 200
+        assert "<b>lag</b>" not in page.content()  # escaped, shown as text
+        (row,) = _cells(page, "answers")
+        assert row[0] == NAME and row[2] == "matches" and row[3] == "2"
+        assert "k* = 2" in page.locator("#sentence").inner_text()
+        cells = _cells(page, "cells")
+        assert [c[1] for c in cells] == ["1", "2", "4", "full"]
+        assert [c[6] for c in cells] == ["no", "yes", "yes", ""]
+        series = page.locator("#memory-chart [id^=series-]").count()
+        assert series >= 2  # tcn's curve and gru's line (and the marks)
+        page.close()
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(server.url + "memory?name=nope", timeout=30)
+        assert e.value.code == 404
+    finally:
+        server.stop()
+    assert hashlib.sha256(answered.read_bytes()).hexdigest() == before
