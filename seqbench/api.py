@@ -522,7 +522,8 @@ def memory_plan(
 ):
     """The k-sweep that answers "how much context does `task` need?": the feedforward
     `families` (default tcn, window) over a geometric grid of k up to T at one parameter budget
-    (`params`, default 10,000), beside the recurrent `references` (default lstm, gru), over at
+    (`params`; default: the smallest from 10,000 up that every model meets at every k within
+    5%), beside the recurrent `references` (default lstm, gru), over at
     least 3 seeds. Every point is resolved and the budget checked at every k; nothing is
     written. Returns a seqbench.memory.plan.MemoryPlan."""
     from seqbench.memory import answer, plan
@@ -537,7 +538,7 @@ def memory_plan(
         families=families,
         references=references,
         seeds=parse_range(seeds),
-        params=plan.PARAMS if params is None else params,
+        params=params,
         epsilon=answer.EPSILON if epsilon is None else epsilon,
         max_k=max_k,
         name=name,

@@ -58,7 +58,10 @@ def memory(
     seeds: Annotated[str, typer.Option(help="Seeds, at least 3: 0,1,2 or 0:4:+1.")] = "0,1,2",
     params: Annotated[
         int | None,
-        typer.Option(help="Parameter budget of every model at every k (default 10000)."),
+        typer.Option(
+            help="Parameter budget of every model at every k, met within 5% (default: the "
+            "smallest from 10000 up that every model meets at every k)."
+        ),
     ] = None,
     epsilon: Annotated[
         float | None,
@@ -164,11 +167,13 @@ def memory(
         api.plot_memory(answer, plot)
     if fmt == Format.json:
         doc = {"name": out.plan.name, "answer_id": out.answer_id, **answer}
+        doc |= {"params": out.plan.params, "seeds": list(out.plan.seeds)}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         _show(answer, fmt)
     typer.echo(
-        f"memory {out.plan.name!r}: trained {out.ran} run(s), {out.rounds} bisection round(s); "
+        f"memory {out.plan.name!r}: {out.plan.params:,} parameters per model; trained "
+        f"{out.ran} run(s), {out.rounds} bisection round(s); "
         f"answer {out.answer_id} stored" + (f"; plot in {plot}" if plot else ""),
         err=True,
     )
@@ -204,7 +209,8 @@ def _dry_run(ctx: typer.Context, plan, fmt: Format) -> None:
     cost = api.memory_cost(state(ctx).db, plan)
     secs = cost["seconds"]
     typer.echo(
-        f"memory {plan.name!r}: {cost['runs']} runs in the first round ({cost['done']} already "
+        f"memory {plan.name!r}: {cost['runs']} runs at {plan.params:,} parameters each in the "
+        f"first round ({cost['done']} already "
         f"in the store, {cost['to_train']} to train, {cost['steps']:,} steps), and at most "
         f"{cost['bisection_at_most']} more to bisect the boundary; "
         + (

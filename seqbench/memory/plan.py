@@ -6,7 +6,7 @@ import hashlib
 import itertools
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seqbench.config import RunConfig, split_assignment
@@ -122,7 +122,7 @@ def make_plan(
     families: list[str] | None = None,
     references: list[str] | None = None,
     seeds: list[int] | None = None,
-    params: int = PARAMS,
+    params: int | None = None,
     epsilon: float = 0.05,
     max_k: int | None = None,
     name: str | None = None,
@@ -155,14 +155,16 @@ def make_plan(
             f"memory needs at least {MIN_SEEDS} seeds for an interval over seeds, got "
             f"{len(seeds_t)}"
         )
-    if not (isinstance(params, int) and params > 0):
+    if params is not None and not (isinstance(params, int) and params > 0):
         raise UsageError(f"--params must be a positive number of parameters, got {params}")
     if not (isinstance(epsilon, float | int) and 0 < epsilon < 1 and math.isfinite(epsilon)):
         raise UsageError(f"--epsilon must lie in (0, 1), got {epsilon}")
     from seqbench.configure import make_config
 
     probe = make_config(
-        refs[0] if refs else fams[0], task, {"params": params, "seed": seeds_t[0], **given}
+        refs[0] if refs else fams[0],
+        task,
+        {"params": params or PARAMS, "seed": seeds_t[0], **given},
     )
     steps = fed_steps(probe)
     if max_k is None:
@@ -176,43 +178,73 @@ def make_plan(
     if top < 2:
         raise UsageError(f"{task}'s sequences have {steps} step(s): too short for a k-sweep")
     task_name = probe.task  # `file` resolves to the file's kind
-    name = name or default_name(task_name, given, probe, fams, refs, params, seeds_t, epsilon, top)
     plan = MemoryPlan(
-        name, task_name, given, fams, refs, seeds_t, params, float(epsilon), top, tuple(k_grid(top))
+        name or "",
+        task_name,
+        given,
+        fams,
+        refs,
+        seeds_t,
+        params or PARAMS,
+        float(epsilon),
+        top,
+        tuple(k_grid(top)),
     )
     plan = with_points(plan)
-    check_budget(plan)
-    return plan
+    if params is None:  # the smallest budget from PARAMS up that every model meets at every k
+        plan = with_points(replace(plan, params=smallest_budget(plan)))
+    else:
+        check_budget(plan)
+    ident = (task_name, given, probe, fams, refs, plan.params, seeds_t, epsilon, top)
+    return replace(plan, name=name or default_name(*ident))
 
 
 def with_points(plan: MemoryPlan, ks: list[int] | None = None) -> MemoryPlan:
     """The plan with contexts `ks` (default: its own) and its points expanded and validated."""
-    from dataclasses import replace
-
     from seqbench.sweep import spec as specs
 
     plan = replace(plan, ks=tuple(sorted(set(ks or plan.ks))))
     return replace(plan, points=specs.expand(plan.grids()))
 
 
-def check_budget(plan: MemoryPlan) -> None:
+def _sized(plan: MemoryPlan) -> list[RunConfig]:
+    """One config per (model, k) of the plan: what the budget must fit."""
+    out: dict[tuple, RunConfig] = {}
+    for cfg in plan.points:
+        out.setdefault((cfg.model, cfg.k), cfg)
+    return list(out.values())
+
+
+def check_budget(plan: MemoryPlan, budget: int | None = None) -> None:
     """Every model at every k can be sized to the budget (within 5%): one line naming the
     first that cannot, before anything is written."""
     from seqbench.models import fit_size
     from seqbench.tasks import make_task
 
-    seen, task = set(), None
-    for cfg in plan.points:
-        key = (cfg.model, cfg.k)
-        if key in seen:
-            continue
-        seen.add(key)
-        task = task or make_task(cfg.task, cfg.task_args())
+    budget = plan.params if budget is None else budget
+    configs = _sized(plan)
+    task = make_task(configs[0].task, configs[0].task_args())
+    for cfg in configs:
         try:
-            fit_size(cfg.model, task, cfg.model_args(), plan.params)
+            fit_size(cfg.model, task, cfg.model_args(), budget)
         except UsageError as e:
             at = f" at k = {cfg.k}" if cfg.k is not None else ""
-            raise UsageError(f"--params {plan.params}{at}: {e}") from None
+            raise UsageError(f"--params {budget}{at}: {e}") from None
+
+
+def smallest_budget(plan: MemoryPlan, start: int = PARAMS, limit: float = 4.0) -> int:
+    """The smallest budget from `start` up (in steps of 2.5%) that every model of the plan
+    meets at every k within 5%: a deep TCN's count moves in steps of more than 10% at a
+    narrow width, so a fixed budget can fall between two of them."""
+    budget = start
+    while budget <= limit * start:
+        try:
+            check_budget(plan, budget)
+            return budget
+        except UsageError:
+            budget = math.ceil(budget * 1.025)
+    check_budget(plan, start)  # raises the first model that cannot, at the start
+    return start
 
 
 def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top) -> str:

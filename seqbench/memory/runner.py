@@ -70,7 +70,7 @@ def run_memory(
             break
         rounds += 1
         plan = with_points(plan, [*plan.ks, k])
-    answer_id = store.save_answer(plan.name, answer_columns(answer), answer.run_ids)
+    answer_id = store.save_answer(plan.name, answer_columns(answer, plan), answer.run_ids)
     return MemoryOutcome(answer, plan, answer_id, ran, rounds)
 
 
@@ -119,8 +119,18 @@ def derive_answer(store, plan: MemoryPlan) -> Answer:
     )
 
 
-def answer_columns(a: Answer) -> dict:
-    d = a.to_dict()
+def plan_facts(plan: MemoryPlan) -> dict:
+    """What the answer was asked with: the budget, the families, references and seeds."""
+    return {
+        "params": plan.params,
+        "families": list(plan.families),
+        "references": list(plan.references),
+        "seeds": list(plan.seeds),
+    }
+
+
+def answer_columns(a: Answer, plan: MemoryPlan) -> dict:
+    d = {**a.to_dict(), **plan_facts(plan)}
     return {
         "task": a.task,
         "verdict": a.verdict,

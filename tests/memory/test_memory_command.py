@@ -79,11 +79,36 @@ def test_dry_run_lists_and_costs_without_writing(cli, db, tmp_path):
     data = lag_data(tmp_path / "lag.npz", 3)
     r = cli("memory", "--task", "file", "--path", data, *TRAIN, "--dry-run")
     assert r.exit_code == 0, r.output
-    assert "15 runs in the first round (0 already in the store, 15 to train, 4,500 steps)" in (
-        r.stderr
-    )
+    said = "15 runs at 3,000 parameters each in the first round (0 already in the store, 15 to "
+    assert said + "train, 4,500 steps)" in r.stderr
     assert "at most 6 more to bisect" in r.stderr
     assert not db.exists()
+
+
+def test_the_default_budget_is_one_every_model_meets_at_every_k(cli, db):
+    """digits (T = 64): at 10,000 parameters a TCN of context 64 is 9,466 or 10,652 (its width
+    moves the count by 12%); the default is the smallest budget from 10,000 up that every
+    model meets within 5% at every k, and every run is then sized to it."""
+    from seqbench import api
+    from seqbench.errors import UsageError
+    from seqbench.models import fit_size
+    from seqbench.tasks import make_task
+
+    with pytest.raises(UsageError, match="at k = 64"):
+        api.memory_plan("digits", params=10_000)
+    plan = api.memory_plan("digits")
+    assert 10_000 < plan.params <= 11_000
+    task = make_task("digits", plan.points[0].task_args())
+    import torch
+
+    from seqbench.models import build_model
+    from seqbench.models.base import count_params
+
+    for cfg in {(c.model, c.k): c for c in plan.points}.values():
+        size = fit_size(cfg.model, task, cfg.model_args(), plan.params)
+        with torch.device("meta"):
+            n = count_params(build_model(cfg.model, task, cfg.model_args().with_(**size)))
+        assert abs(n - plan.params) <= 0.05 * plan.params, (cfg.model, cfg.k, n)
 
 
 @pytest.mark.parametrize(
@@ -94,7 +119,7 @@ def test_dry_run_lists_and_costs_without_writing(cli, db, tmp_path):
         (["--task", "file", "--path", "short.npz"], "too short for a k-sweep"),
         (["--task", "adding", "--max-k", "1"], "--max-k must be at least 2"),
         (["--task", "adding", "--max-k", "500"], "--max-k 500 is beyond the 100 steps"),
-        (["--task", "adding", "--params", "5"], "--params 5"),
+        (["--task", "adding", "--params", "5"], "--params 5 at k = 1: tcn: no width gives 5"),
         (["--task", "adding", "--seeds", "0,1"], "at least 3 seeds"),
         (["--task", "adding", "--epsilon", "1.5"], "--epsilon must lie in (0, 1)"),
         (["--task", "adding", "--families", "lstm"], "--families takes feedforward models"),
