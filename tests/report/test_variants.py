@@ -319,9 +319,10 @@ def test_fit_decay_says_why_it_cannot_fit(cli, store, db):
             _run(store, "window", "teacher", v, k=k, seed=seed, teacher_lam=0.5)
     rep = build_report(str(db), compare=["window", "rnn"], by="teacher_lam,k")
     notes: list[str] = []
-    _cols, (row,) = fit_decay(rep, notes=notes)
-    assert math.isnan(row[-3])
+    cols, (row,) = fit_decay(rep, notes=notes)
+    assert math.isnan(dict(zip(cols, row, strict=True))["rate"])
     (note,) = notes
-    assert "needs at least 2 values of k" in note and "of k = 1,2,4 it had 1" in note
+    assert "needs at least 2 contiguous values of k" in note and "of k = 1,2,4 it had 1" in note
+    assert "(stops at 2: its gap is lost in the noise)" in note
     r = cli("report", "--compare", "window", "rnn", "--by", "teacher_lam,k", "--fit-decay")
     assert r.exit_code == 0 and "no decay rate" in r.stderr
