@@ -84,7 +84,11 @@ def rate_interval(table: pd.DataFrame, ks: list[float], seed: int = 0) -> tuple[
     x = np.asarray(ks, float)
     rates = []
     for _ in range(RESAMPLES):
-        m = np.nanmean(g[rng.integers(0, g.shape[0], g.shape[0])], axis=0)
+        draw = g[rng.integers(0, g.shape[0], g.shape[0])]
+        n = np.sum(~np.isnan(draw), axis=0)
+        if np.any(n == 0):  # a k none of the drawn seeds ran
+            continue
+        m = np.nansum(draw, axis=0) / n
         if np.all(m > 0):
             rates.append(math.exp(_slope(x, m)))
     if not rates:

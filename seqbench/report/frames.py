@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 
@@ -61,6 +62,7 @@ def metric_direction(metric: str, task: str | None = None) -> str:
     if metric == "throughput" or metric.endswith("_acc"):
         return "higher"
     if metric in TASK_RELATIVE and task is not None:
+        task = stored_task(task)
         higher = _STORED_DIRECTION.get(task)
         if higher is None and task in TASKS:
             higher = TASKS.get(task).higher_is_better
@@ -99,14 +101,73 @@ def results_frame(
     with reading(db) as store:
         cols, rows = store.result_rows(
             metric,
-            tasks=tasks,
+            tasks=task_names(tasks),
             models=models,
-            sweep=sweep,
+            sweep=sweep_names(sweep),
             where=where,
             statuses=statuses,
             without_metric=without_metric,
+            fields=field_kinds() if where else None,
         )
         return _one_per_config(cols, rows, store)
+
+
+def data_label(task: str, config: dict) -> str:
+    """A task over the user's data, named with its data: `file-regression (co2·89155d31)`
+    (the file's name and its content hash's first 8 digits); other tasks as they are. Runs of
+    two data files are two tasks: their rows, baselines and notes never mix."""
+    digest = config.get("data_hash")
+    if not isinstance(digest, str) or not digest:
+        return task
+    name = Path(str(config.get("path") or "")).name or "data"
+    return f"{task} ({name}·{digest[:8]})"
+
+
+def stored_task(task: str) -> str:
+    """The task name a data-labelled task was stored under."""
+    return task.split(" (", 1)[0]
+
+
+def label_data(df: pd.DataFrame) -> pd.DataFrame:
+    """The frame with each run's task named with its data (data_label); `stored_task` keeps
+    the name the runs have in the store."""
+    if df.empty:
+        return df.assign(stored_task=df.get("task"))
+    labels = [data_label(t, c) for t, c in zip(df["task"], df["config"], strict=True)]
+    return df.assign(stored_task=df["task"], task=labels)
+
+
+def task_names(tasks: list[str] | None) -> list[str] | None:
+    """Tasks as stored: `file` (as --task file is given) is each file-<kind> task."""
+    if not tasks:
+        return tasks
+    from seqbench.tasks import FILE_TASK
+    from seqbench.tasks.filedata import KINDS
+
+    out: list[str] = []
+    for t in tasks:
+        out += [f"file-{kind}" for kind in KINDS] if t == FILE_TASK else [t]
+    return list(dict.fromkeys(out))
+
+
+def sweep_names(sweep: str | list[str] | None) -> list[str] | None:
+    """--sweep a,b: the points of several sweeps (a list as given)."""
+    if sweep is None or sweep == "":
+        return None
+    from seqbench.config import split_list
+
+    return split_list(sweep) if isinstance(sweep, str) else list(sweep)
+
+
+def field_kinds() -> dict[str, str]:
+    """Every config field and how --where compares it: int, float, bool or text."""
+    from seqbench.config import FIELDS
+
+    out = {}
+    for name, f in FIELDS.items():
+        t = str(f.type)
+        out[name] = next((k for k in ("int", "float", "bool") if t.startswith(k)), "text")
+    return out
 
 
 def _one_per_config(cols, rows, store) -> pd.DataFrame:
@@ -230,7 +291,7 @@ def row_baselines(
     df = results_frame(db, "baseline", tasks=tasks or None, sweep=sweep, where=where)
     if df.empty:
         return {}
-    df = add_config_columns(df, [g for g in group if g != "task"])
+    df = add_config_columns(label_data(df), [g for g in group if g != "task"])
     df["experiment"] = [experiment_key(c) for c in df["config"]]
     out = {}
     for keys in (group, ["task"]):

@@ -15,6 +15,7 @@ from seqbench.report.frames import (
     add_config_columns,
     canonical,
     differing_fields,
+    label_data,
     label_variants,
     metric_direction,
     not_experiment,
@@ -171,7 +172,7 @@ def build_report(
                 f"no completed runs for model {', '.join(repr(m) for m in missing)}"
                 f"{' on ' + ', '.join(tasks) if tasks else ''} with metric {metric!r}"
             )
-    every = add_config_columns(every.copy(), bys)
+    every = add_config_columns(label_data(every), bys)
     for b in bys:  # unhashable config values (lists) group by their text
         if every[b].map(lambda v: isinstance(v, (list, dict))).any():
             every[b] = every[b].map(str)
@@ -182,7 +183,7 @@ def build_report(
     outcomes = _outcomes(every, group)
     models = compare or sorted(set(every["family"]))
     models = [v for m in models for v in (variants[m][1] if m in variants else [m])]
-    base = row_baselines(db, sorted(set(df["task"])), group, sweep=sweep, where=where)
+    base = row_baselines(db, sorted(set(df["stored_task"])), group, sweep=sweep, where=where)
     compared = bool(compare) and "model" not in bys
     notes = row_differences(df, group)
     rep = Report(stats, metric, bys, models, compared, base, df, variants, outcomes, notes)

@@ -28,8 +28,16 @@ from seqbench.store.query import Reader, run_query
 # the runs of a sweep's points, whichever sweep (or plain train) produced them
 SWEEP_POINTS = (
     "AND r.config_hash IN (SELECT sp.config_hash FROM sweep_points sp "
-    "JOIN sweeps s2 ON s2.id = sp.sweep_id WHERE s2.name = :sweep)"
+    "JOIN sweeps s2 ON s2.id = sp.sweep_id WHERE s2.name IN ({names}))"
 )
+
+
+def sweep_points(sweep: str | list[str]) -> tuple[str, dict]:
+    """The condition selecting the runs of one sweep's points, or of several sweeps'."""
+    names, params = _in_list("sw", [sweep] if isinstance(sweep, str) else list(sweep))
+    return SWEEP_POINTS.format(names=names), params
+
+
 # The library's read API reads everything a store holds: no row or time limit of `query`.
 _API_LIMITS = {"timeout": 24 * 3600.0, "max_rows": 2**31 - 2, "max_bytes": 2**62}
 
@@ -44,6 +52,7 @@ class ReadStore:
     the calling thread's, `close()` every one."""
 
     readonly = True
+    _view_columns: set[str] | None = None  # v_results' columns, read once
 
     def __init__(self, url: str, reader: Reader | None = None):
         self.url = url
@@ -105,12 +114,16 @@ class ReadStore:
         where: str | None = None,
         statuses: tuple[str, ...] = ("completed",),
         without_metric: bool = False,
+        fields: dict[str, str] | None = None,
     ) -> tuple[list[str], list[tuple]]:
         """(columns, rows) of the training runs with summary `metric` (run_id, model, task, k,
         seq_len, seed, sweep, status, config (a dict), config_hash, value (a float, inf and
         nan restored; nan without one), has_value); `sweep` selects the sweep's points,
-        whichever sweep (or plain train) produced their runs. `without_metric`: runs that lack
-        the summary too (a failed run), has_value False: a report counts them."""
+        whichever sweep (or plain train) produced their runs (a list: several sweeps').
+        `without_metric`: runs that lack the summary too (a failed run), has_value False: a
+        report counts them. `where` is a condition on v_results' columns and on the config
+        fields in `fields` ({name: int, float, bool or text}) that it names and v_results
+        lacks, read from each run's config."""
         join = "LEFT JOIN" if without_metric else "JOIN"
         sql = [
             "SELECT r.id AS run_id, r.model, r.task, r.k, r.seq_len, r.seed, sw.name AS sweep,",
@@ -128,12 +141,14 @@ class ReadStore:
                 params.update(more)
                 sql.append(f"AND r.{name} IN ({names})")
         if sweep:
-            sql.append(SWEEP_POINTS)
-            params["sweep"] = sweep
+            cond, more = sweep_points(sweep)
+            sql.append(cond)
+            params.update(more)
         if where:
             if ";" in where:
                 raise UsageError("--where takes one SQL condition, without ';'")
-            sql.append(f"AND r.id IN (SELECT run_id FROM v_results WHERE {where})")
+            sql.append(f"AND r.id IN (SELECT run_id FROM {self._where_view(where, fields)} "
+                       f"WHERE {where})")  # fmt: skip
         cols, rows = self.query("\n".join(sql), params)
         out = []
         for *head, config, config_hash, value, kind in rows:
@@ -141,6 +156,31 @@ class ReadStore:
             value = join_float(value, kind) if has else math.nan
             out.append((*head, decode_json(config), config_hash, value, has))
         return [*cols[:-1], "has_value"], out  # value_kind read into value and has_value
+
+    def _where_view(self, where: str, fields: dict[str, str] | None) -> str:
+        """v_results, or a derived table of it with the config fields that `where` names as
+        columns (those v_results has are its own)."""
+        import re
+
+        named = {w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", where)}
+        if self._view_columns is None:
+            self._view_columns = set(self.query("SELECT * FROM v_results WHERE 1 = 0")[0])
+        extra = sorted(n for n in (fields or {}) if n in named and n not in self._view_columns)
+        if not extra:
+            return "v_results"
+        postgres = str(self.url).startswith("postgresql")
+        cols = []
+        for n in extra:
+            if not n.isidentifier():
+                continue
+            if postgres:
+                cast = {"int": "bigint", "float": "double precision", "bool": "boolean"}.get(
+                    fields[n], "text"
+                )
+                cols.append(f"CAST(r.config::jsonb ->> '{n}' AS {cast}) AS {n}")
+            else:
+                cols.append(f"json_extract(r.config, '$.{n}') AS {n}")
+        return f"(SELECT v.*, {', '.join(cols)} FROM v_results v JOIN runs r ON r.id = v.run_id) w"
 
     def task_directions(self, tasks: list[str]) -> dict[str, bool]:
         """Whether higher is better for each of `tasks`, as their runs stored it (the summary
@@ -188,8 +228,9 @@ class ReadStore:
                 sql.append(f"AND r.{name} = :{name}")
                 params[name] = value
         if sweep is not None:
-            sql.append(SWEEP_POINTS)
-            params["sweep"] = sweep
+            cond, more = sweep_points(sweep)
+            sql.append(cond)
+            params.update(more)
         sql.append("ORDER BY r.id")
         cols, rows = self.query("\n".join(sql), params, **_API_LIMITS)
         at = [cols.index(c) for c in ("config", "tags")]
