@@ -16,6 +16,8 @@ def plot_answer(answer: dict, path: str | None):
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FixedLocator, NullLocator
 
+    from seqbench.report.plots import spaced_ticks
+
     cells = answer.get("cells") or []
     fig, ax = plt.subplots(figsize=(7.5, 4.8), layout="constrained")
     ks = sorted({c["k"] for c in cells if c["k"] is not None})
@@ -54,9 +56,10 @@ def plot_answer(answer: dict, path: str | None):
         ax.axvline(k_star, color="tab:red", label=f"k* = {k_star}")
     if ks:
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_locator(FixedLocator(_spaced(ks)))
+        ticks = spaced_ticks(ks, log=True)
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xticklabels([str(k) for k in _spaced(ks)])
+        ax.set_xticklabels([str(k) for k in ticks])
     ax.set_xlabel("context k")
     ax.set_ylabel(answer.get("metric", "test_metric"))
     ax.set_title(f"{answer.get('task')}: {answer.get('verdict')}", fontsize=10)
@@ -74,15 +77,3 @@ def _k(c: dict) -> int:
 
 def _nan(v) -> float:
     return math.nan if v is None else float(v)
-
-
-def _spaced(ks: list[int]) -> list[int]:
-    """The ticks to label: on a log axis, no two closer than a factor 1.3 (the bisection's
-    neighbours would overlap); the first and the last always kept."""
-    out: list[int] = []
-    for k in ks:
-        if not out or k / out[-1] >= 1.3:
-            out.append(k)
-    if ks and out[-1] != ks[-1]:
-        out[-1] = ks[-1]
-    return out

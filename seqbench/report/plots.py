@@ -68,7 +68,7 @@ def plot_report(rep: Report, path: str | None):
         if len(xs) and xs.min() > 0 and xs.max() / xs.min() > 20:
             ax.set_xscale("log", base=2)
         if len(xs) and all(float(v).is_integer() for v in xs):  # k, T: the values themselves
-            ticks = sorted(set(xs))
+            ticks = spaced_ticks(sorted(set(xs)), log=ax.get_xscale() == "log")
             ax.set_xticks(ticks, [f"{int(t)}" for t in ticks])
             ax.minorticks_off()
         if len(ys) and ys.max() / ys.min() > 20:
@@ -87,16 +87,45 @@ def _ylabel(rep: Report, task: str) -> str:
 
     arrow = "↑" if metric_direction(rep.metric, task) == "higher" else "↓"
     name = rep.metric
+    from seqbench.report.frames import stored_task
+
+    task = stored_task(task)  # a file task named with its data
     if name in ("test_metric", "best_valid_metric", "final_valid_metric") and task in TASKS:
         name = f"{name} ({TASKS.get(task).metric})"  # test_metric (mse)
     return f"{name} {arrow}"
 
 
+LEGEND_BESIDE = 6  # more entries than this go below the axes, which keep the figure's width
+
+
 def _legend(ax) -> None:
-    """Beside the axes, never over the points; only the series that were drawn."""
+    """Never over the points; only the series that were drawn. A few entries beside the axes;
+    many (a store with a history) below them in columns, so that the axes keep their width."""
     handles, labels = ax.get_legend_handles_labels()
-    if handles:
+    if not handles:
+        return
+    if len(handles) <= LEGEND_BESIDE:
         ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        return
+    ax.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14),
+              ncol=2, frameon=False)  # fmt: skip
+
+
+def spaced_ticks(values: list[float], log: bool) -> list[float]:
+    """The values to label on an axis, none crowding the one before: on a log axis no two
+    closer than a factor 1.3, on a linear one than 1/12 of the range; the first and the last
+    always kept (the bisection's neighbours, 3 beside 4, would run together)."""
+    if len(values) < 3:
+        return list(values)
+    span = values[-1] - values[0]
+    out = [values[0]]
+    for v in values[1:]:
+        close = v / out[-1] < 1.3 if log and out[-1] > 0 else v - out[-1] < span / 12
+        if not close:
+            out.append(v)
+    if out[-1] != values[-1]:
+        out[-1] = values[-1]
+    return out
 
 
 def _caption(fig, rep: Report) -> None:

@@ -2,6 +2,7 @@
 each named by its file and a short hash, with its own trivial baseline; `--task file` names
 them all; `--sweep a,b` takes several sweeps; `--where` filters on any config field."""
 
+import itertools
 import json
 
 import pytest
@@ -66,3 +67,23 @@ def test_sweep_takes_several_sweeps(cli, tmp_path):
     assert {"rnn_mean", "tcn_mean"} <= set(json.loads(both.stdout)[0])
     one = cli("report", "--compare", "rnn", "tcn", "--sweep", "one")
     assert one.exit_code != 0 and "tcn" in one.output
+
+
+def test_a_plot_with_many_lines_keeps_its_axes_and_its_ticks_apart(store, db):
+    """Fourteen variants (a store with a history) and the bisection's neighbouring k: the
+    legend goes below, the axes keep most of the width, and no two k labels overlap."""
+    from seqbench.report.plots import plot_report
+
+    for i in range(14):
+        for k in (1, 2, 3, 4, 8, 16, 32):
+            _run(store, "tcn", "teacher", 0.1 / k + 0.01 * i, k=k, lr=0.001 * (i + 1))
+    rep = build_report(str(db), compare=["tcn"], by="k")
+    assert len(rep.models) == 14
+    fig = plot_report(rep, None)
+    fig.canvas.draw()
+    (ax,) = fig.axes
+    assert ax.get_position().width >= 0.6
+    boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
+    assert len(boxes) >= 5
+    for a, b in itertools.pairwise(boxes):
+        assert a.x1 < b.x0, "two k labels overlap"
