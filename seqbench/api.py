@@ -413,6 +413,7 @@ class SweepPlan:
     name: str
     spec: dict  # what is stored with the sweep: {"grids": [...]} (and the preset's name)
     points: list[RunConfig]
+    held_budget: int | None = None  # the budget a k-sweep holds across k, when seqbench chose it
 
 
 def sweep_plan(
@@ -428,7 +429,10 @@ def sweep_plan(
     name: str | None = None,
 ) -> SweepPlan:
     """The grid of a sweep from flags (comma lists and ranges), a TOML spec file or a preset,
-    every point resolved and validated (nothing is written)."""
+    every point resolved and validated (nothing is written). A k-sweep given by flags over a
+    feedforward model, with no width, budget or depth given, holds one parameter budget
+    across k: the smallest from 10,000 up that every model meets at every k within 5%
+    (recorded as the `params` of every point)."""
     from seqbench.sweep import spec as specs
 
     if name is not None:
@@ -451,9 +455,16 @@ def sweep_plan(
         name = name or loaded.get("name")
         spec_doc = {"grids": loaded["grids"]}
     else:
-        spec_doc = {"grids": [specs.grid_from_flags(models, tasks, k, seeds, set_)]}
+        grid = specs.grid_from_flags(models, tasks, k, seeds, set_)
+        held = None
+        if specs.holds_budget(grid):  # like with like: a larger context is not a larger model
+            budget = specs.smallest_budget(specs.expand([grid]))
+            grid["set"] = {**grid.get("set", {}), "params": [budget]}
+            held = budget
+        spec_doc = {"grids": [grid]}
     points = specs.expand(spec_doc["grids"])  # validates every point before any write
-    return SweepPlan(name or specs.spec_name(spec_doc), spec_doc, points)
+    held = held if not (preset or spec) else None
+    return SweepPlan(name or specs.spec_name(spec_doc), spec_doc, points, held)
 
 
 def sweep_grid(points: list[RunConfig]) -> tuple[list[str], list[list]]:

@@ -112,6 +112,12 @@ def sweep(
         scale=scale,
         name=name,
     )
+    if plan.held_budget is not None:
+        typer.echo(
+            f"sweep {plan.name!r}: every model at {plan.held_budget:,} parameters at every k "
+            "(one budget across k; --set hidden=H keeps a width, --set params=N another budget)",
+            err=True,
+        )
     if dry_run:
         render(*api.sweep_grid(plan.points), fmt, title=f"{len(plan.points)} points")
         typer.echo(f"sweep {plan.name!r}: {len(plan.points)} points", err=True)

@@ -207,44 +207,19 @@ def with_points(plan: MemoryPlan, ks: list[int] | None = None) -> MemoryPlan:
     return replace(plan, points=specs.expand(plan.grids()))
 
 
-def _sized(plan: MemoryPlan) -> list[RunConfig]:
-    """One config per (model, k) of the plan: what the budget must fit."""
-    out: dict[tuple, RunConfig] = {}
-    for cfg in plan.points:
-        out.setdefault((cfg.model, cfg.k), cfg)
-    return list(out.values())
+def check_budget(plan: MemoryPlan) -> None:
+    """Every model at every k can be sized to the plan's budget (within 5%): one line naming
+    the first that cannot, before anything is written."""
+    from seqbench.sweep.spec import check_budget as check
+
+    check(plan.points, plan.params)
 
 
-def check_budget(plan: MemoryPlan, budget: int | None = None) -> None:
-    """Every model at every k can be sized to the budget (within 5%): one line naming the
-    first that cannot, before anything is written."""
-    from seqbench.models import fit_size
-    from seqbench.tasks import make_task
+def smallest_budget(plan: MemoryPlan) -> int:
+    """The smallest budget from PARAMS up that every model of the plan meets at every k."""
+    from seqbench.sweep.spec import smallest_budget as smallest
 
-    budget = plan.params if budget is None else budget
-    configs = _sized(plan)
-    task = make_task(configs[0].task, configs[0].task_args())
-    for cfg in configs:
-        try:
-            fit_size(cfg.model, task, cfg.model_args(), budget)
-        except UsageError as e:
-            at = f" at k = {cfg.k}" if cfg.k is not None else ""
-            raise UsageError(f"--params {budget}{at}: {e}") from None
-
-
-def smallest_budget(plan: MemoryPlan, start: int = PARAMS, limit: float = 4.0) -> int:
-    """The smallest budget from `start` up (in steps of 2.5%) that every model of the plan
-    meets at every k within 5%: a deep TCN's count moves in steps of more than 10% at a
-    narrow width, so a fixed budget can fall between two of them."""
-    budget = start
-    while budget <= limit * start:
-        try:
-            check_budget(plan, budget)
-            return budget
-        except UsageError:
-            budget = math.ceil(budget * 1.025)
-    check_budget(plan, start)  # raises the first model that cannot, at the start
-    return start
+    return smallest(plan.points, PARAMS)
 
 
 def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top) -> str:

@@ -344,6 +344,68 @@ def preset_grids(name: str, scale: str) -> list[dict]:
     return PRESETS[name](scale)
 
 
+# -- one parameter budget across k ------------------------------------------------------------
+BUDGET = 10_000  # where the search for a budget every model meets at every k starts
+
+
+def _sized(points: list[RunConfig]) -> list[RunConfig]:
+    """One config per network the points build (model, task, T, k and the model's fields)."""
+    out: dict[str, RunConfig] = {}
+    for c in points:
+        key = json.dumps([c.model, c.task, c.seq_len, c.k, c.model_args().__dict__], default=str)
+        out.setdefault(key, c)
+    return list(out.values())
+
+
+def check_budget(points: list[RunConfig], budget: int) -> None:
+    """Every network of `points` can be sized to `budget` parameters (within 5%): a one-line
+    UsageError naming the first that cannot, before anything is written."""
+    from seqbench.models import fit_size
+    from seqbench.tasks import make_task
+
+    tasks: dict[str, Any] = {}
+    for cfg in _sized(points):
+        key = json.dumps(cfg.task_args().__dict__, default=str) + cfg.task
+        if key not in tasks:
+            tasks[key] = make_task(cfg.task, cfg.task_args())
+        try:
+            fit_size(cfg.model, tasks[key], cfg.model_args(), budget)
+        except UsageError as e:
+            at = f" at k = {cfg.k}" if cfg.k is not None else ""
+            raise UsageError(f"--params {budget}{at}: {e}") from None
+
+
+def smallest_budget(points: list[RunConfig], start: int = BUDGET, limit: float = 4.0) -> int:
+    """The smallest budget from `start` up (in steps of 2.5%) that every network of `points`
+    meets within 5%: a deep TCN's count moves in steps of more than 10% at a narrow width, so
+    a round budget can fall between two of them. Raises as check_budget does when none up to
+    `limit`·start does."""
+    import math
+
+    budget = start
+    while budget <= limit * start:
+        try:
+            check_budget(points, budget)
+            return budget
+        except UsageError:
+            budget = math.ceil(budget * 1.025)
+    check_budget(points, start)  # raises, naming the first network that cannot
+    return start
+
+
+def holds_budget(grid: dict) -> bool:
+    """Whether a grid given by flags is a k-sweep that must hold one budget across k: two or
+    more contexts, a feedforward model (whose size follows its context), and neither a width
+    (`hidden`), a budget (`params`) nor a depth (`levels`) given."""
+    from seqbench.models import MODELS
+
+    if len(set(grid.get("k") or [])) < 2:
+        return False
+    if {"hidden", "params", "levels"} & set(grid.get("set") or {}):
+        return False
+    return any(not MODELS.get(m).recurrent for m in grid.get("models") or [])
+
+
 # -- expansion --------------------------------------------------------------------------------
 def expand(grids: list[dict]) -> list[RunConfig]:
     """All points of all grids as resolved, validated RunConfigs, duplicates removed, in order.
