@@ -137,3 +137,23 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, db, tmp_path, args, messa
     out = r.output.strip()
     assert message in out and len(out.splitlines()) == 1, out
     assert not db.exists()
+
+
+def test_the_verdicts_from_the_command(cli, db, tmp_path):
+    """A context capped below what the data needs, beside a GRU that learns: the GRU beats
+    every finite context tried beyond noise. One step of training: nothing learned."""
+    data = lag_data(tmp_path / "lag.npz", 3)
+    capped = cli("memory", "--task", "file", "--path", data, *TRAIN, "--max-k", "2",
+                 "--format", "json")  # fmt: skip
+    assert capped.exit_code == 0, capped.output
+    doc = json.loads(capped.stdout)
+    assert doc["verdict"] == "needs-recurrence" and doc["k_star"] is None
+    assert (
+        doc["best_cell"] == "gru" and "beats every finite context up to k = 2" in (doc["sentence"])
+    )
+    untrained = [a if a != "steps=300" else "steps=1" for a in TRAIN]
+    none = cli("memory", "--task", "file", "--path", data, *untrained, "--format", "json")
+    assert none.exit_code == 0, none.output
+    doc = json.loads(none.stdout)
+    assert doc["verdict"] == "nothing-learned" and doc["k_star"] is None
+    assert any("gru did not learn" in w for w in doc["warnings"])
