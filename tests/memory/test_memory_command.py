@@ -157,3 +157,15 @@ def test_the_verdicts_from_the_command(cli, db, tmp_path):
     doc = json.loads(none.stdout)
     assert doc["verdict"] == "nothing-learned" and doc["k_star"] is None
     assert any("gru did not learn" in w for w in doc["warnings"])
+
+
+def test_memory_on_a_postgresql_store(cli, pg_url, tmp_path):
+    data = lag_data(tmp_path / "lag.npz", 2, T=4)
+    r = cli("--db", pg_url, "memory", "--task", "file", "--path", data, *TRAIN, "-f", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["k_star"] == 2
+    q = cli("--db", pg_url, "query", "SELECT a.k_star, COUNT(*) AS n FROM answers a JOIN "
+            "answer_runs ar ON ar.answer_id = a.id GROUP BY a.k_star", "-f", "json")  # fmt: skip
+    assert q.exit_code == 0, q.output
+    (row,) = json.loads(q.stdout)
+    assert row["k_star"] == 2 and row["n"] == len(json.loads(r.stdout)["run_ids"])
