@@ -17,6 +17,9 @@ py="$repo/.venv/bin/python"
   echo '```'
 } >"$out/1-arrays.md"
 console 2-tasks.md tasks --path co2
+console 2b-memory.md memory --task file --path co2 --families tcn --references gru --workers 2 \
+  --quiet --plot memory.png
+mv memory.png "$out/memory.png"
 console 3-train.md train --model gru --task file --path co2
 console 4-sweep.md sweep --models tcn --tasks file --set path=co2 --k 1:32:x2 --seeds 0,1 \
   --name co2-k --workers 2 --quiet

@@ -238,11 +238,16 @@ def _outcomes(every: pd.DataFrame, group: list[str]) -> dict[tuple, Outcome]:
     return out
 
 
+FITTED = ("hidden", "heads")  # what fit_size chooses to meet a parameter budget
+
+
 def row_differences(df: pd.DataFrame, group: list[str]) -> list[str]:
     """One note per (model, task) whose rows rest on different configs besides the --by
     fields and the seed: the k = 20 row of 5000-step runs between k = 16 and 32 rows of
     500-step ones reads as a k effect but is a steps effect. Names the fields and which rows
-    have which values (within a row, label_variants has already split differing configs)."""
+    have which values (within a row, label_variants has already split differing configs).
+    Rows at one parameter budget (`params`) differ in the width it fitted by design: that is
+    like with like, and not noted."""
     if len(group) < 2:
         return []
     skip = not_experiment() | set(group)
@@ -251,7 +256,10 @@ def row_differences(df: pd.DataFrame, group: list[str]) -> list[str]:
         rows = list(g.groupby(group[1:], dropna=False, sort=True))
         if len(rows) < 2:
             continue
-        vary = sorted(differing_fields([r[1]["config"].iloc[0] for r in rows], skip))
+        configs = [r[1]["config"].iloc[0] for r in rows]
+        vary = sorted(differing_fields(configs, skip))
+        if len({canonical(c.get("params")) for c in configs}) == 1 and configs[0].get("params"):
+            vary = [f for f in vary if f not in FITTED]  # one budget: the width follows k
         if not vary:
             continue
         by_values: dict[str, list[str]] = {}

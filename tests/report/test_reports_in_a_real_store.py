@@ -87,3 +87,14 @@ def test_a_plot_with_many_lines_keeps_its_axes_and_its_ticks_apart(store, db):
     assert len(boxes) >= 5
     for a, b in itertools.pairwise(boxes):
         assert a.x1 < b.x0, "two k labels overlap"
+
+
+def test_rows_at_one_budget_differ_in_width_by_design(store, db):
+    """A k-sweep at one budget fits a width per k: not a difference to warn about. Rows at
+    two budgets are."""
+    for k, hidden in ((1, 93), (2, 67), (4, 48)):
+        _run(store, "tcn", "teacher", 0.1 / k, k=k, params=10000, hidden=hidden)
+    assert build_report(str(db), compare=["tcn"], by="k").row_notes == []
+    _run(store, "tcn", "teacher", 0.01, k=8, params=20000, hidden=80)
+    (note,) = build_report(str(db), compare=["tcn"], by="k").row_notes
+    assert "rows differ in hidden, params" in note
