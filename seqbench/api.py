@@ -679,7 +679,7 @@ def list_runs(
     if limit is not None and limit < 0:
         raise UsageError(f"--limit must be ≥ 0 (0: all), got {limit}")
     store = store() if callable(store) else store
-    runs = store.list_runs(limit=limit or None, **filters)
+    runs = store.list_runs(limit=limit or None, **_named(filters))
     metric = store.summary_values([r.id for r in runs], "test_metric")
     return [(r, metric.get(r.id)) for r in runs]
 
@@ -691,7 +691,20 @@ def curve_runs(store: Store, refs: list[str], **filters: Any) -> list:
         return _resolve_runs(store, refs)
     if not any(filters.values()):
         raise UsageError("name runs (seqbench curves 3 4) or select them (--sweep, --model)")
-    return list(reversed(store.list_runs(limit=None, kind="train", **filters)))
+    return list(reversed(store.list_runs(limit=None, kind="train", **_named(filters))))
+
+
+def _named(filters: dict[str, Any]) -> dict[str, Any]:
+    """Run filters as the store takes them: `--task file` is every file task, `--sweep a,b`
+    the runs of both sweeps' points."""
+    from seqbench.report.frames import sweep_names, task_names
+
+    out = dict(filters)
+    if out.get("task"):
+        out["task"] = task_names([out["task"]]) if isinstance(out["task"], str) else out["task"]
+    if out.get("sweep"):
+        out["sweep"] = sweep_names(out["sweep"])
+    return out
 
 
 def _resolve_runs(store: Store, refs: list[str]) -> list:
@@ -761,7 +774,7 @@ def archive_runs(store: Store, refs: list[str], archived: bool = True) -> list[i
 
 def count_runs(store: Store, **filters: Any) -> int:
     """How many runs match the filters of list_runs."""
-    return store.count_runs(**filters)
+    return store.count_runs(**_named(filters))
 
 
 def run_details(store: Store, ref: str) -> tuple[Any, dict[str, float], dict]:

@@ -190,9 +190,9 @@ class Store(ReadStore, SweepRows):
         self,
         *,
         model: str | None = None,
-        task: str | None = None,
+        task: str | list[str] | None = None,
         status: str | None = None,
-        sweep: str | None = None,
+        sweep: str | list[str] | None = None,
         kind: str | None = None,
         tags: Mapping[str, str] | None = None,
         archived: bool | None = False,
@@ -200,6 +200,7 @@ class Store(ReadStore, SweepRows):
     ) -> list[Run]:
         """Runs newest first. `sweep` selects the runs of the sweep's points (by config hash),
         whichever sweep or plain train produced them: the same runs `report --sweep` reads.
+        `task` and `sweep` may be lists (any of them).
         `archived`: False (the default) leaves archived runs out, True lists only them, None
         both."""
         q = _run_filter(select(Run), model, task, status, sweep, kind, tags, archived)
@@ -401,13 +402,16 @@ def _run_filter(
         (Run.status, status),
         (Run.kind, kind),
     ):
-        if value:
+        if isinstance(value, list | tuple):  # several: any of them (--task file, --sweep a,b)
+            q = q.where(column.in_(list(value)))
+        elif value:
             q = q.where(column == value)
     if sweep:
+        names = [sweep] if isinstance(sweep, str) else list(sweep)
         points = (
             select(SweepPoint.config_hash)
             .join(Sweep, Sweep.id == SweepPoint.sweep_id)
-            .where(Sweep.name == sweep)
+            .where(Sweep.name.in_(names))
         )
         q = q.where(Run.config_hash.in_(points))
     for key, value in (tags or {}).items():  # JSON field access, per dialect

@@ -38,6 +38,8 @@ def test_two_data_files_are_two_tasks_with_their_own_baselines(store, db, tmp_pa
     assert out.exit_code == 0, out.output
     assert H1 not in out.stdout
     assert {row["task"] for row in json.loads(out.stdout)} == set(tasks)
+    listed = cli("runs", "--task", "file", "-f", "json")  # every file task's runs
+    assert listed.exit_code == 0 and len(json.loads(listed.stdout)) == 12
 
 
 def test_where_filters_on_any_config_field(store, db, tmp_path, cli):
@@ -65,6 +67,10 @@ def test_sweep_takes_several_sweeps(cli, tmp_path):
     both = cli("report", "--compare", "rnn", "tcn", "--sweep", "one,two", "-f", "json")
     assert both.exit_code == 0, both.output
     assert {"rnn_mean", "tcn_mean"} <= set(json.loads(both.stdout)[0])
+    listed = cli("runs", "--sweep", "one,two", "-f", "json")
+    assert {r["model"] for r in json.loads(listed.stdout)} == {"rnn", "tcn"}
+    curves = cli("curves", "--sweep", "one,two", "--metric", "train_loss", "-f", "csv")
+    assert curves.exit_code == 0, curves.output
     one = cli("report", "--compare", "rnn", "tcn", "--sweep", "one")
     assert one.exit_code != 0 and "tcn" in one.output
 
