@@ -183,6 +183,9 @@ def _one_per_config(cols, rows, store) -> pd.DataFrame:
     return df
 
 
+FITTED = ("hidden", "heads")  # what fit_size chooses to meet a parameter budget
+
+
 def not_experiment() -> set[str]:
     """Config fields that never make two runs different experiments (config.NOT_EXPERIMENT)."""
     from seqbench.config import NOT_EXPERIMENT
@@ -237,6 +240,8 @@ def label_variants(df: pd.DataFrame, group: list[str]) -> tuple[pd.DataFrame, di
     fields: dict[tuple[str, str], set[str]] = {}  # (model, task) -> the fields that differ
     for key, g in df.groupby(["model", *group], dropna=False, sort=False):
         vary = differing_fields(list(g["config"]), skip)
+        if "params" in vary:  # a budget fits the width: the budget names the variant
+            vary -= set(FITTED)
         if vary:
             fields.setdefault((key[0], key[1]), set()).update(vary)
     df = df.assign(family=df["model"])

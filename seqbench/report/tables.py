@@ -11,6 +11,7 @@ import pandas as pd
 
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.report.frames import (
+    FITTED,
     TASK_RELATIVE,
     add_config_columns,
     canonical,
@@ -236,9 +237,6 @@ def _outcomes(every: pd.DataFrame, group: list[str]) -> dict[tuple, Outcome]:
             key = unset_to_none(tuple(key))
             out[(key[:-1], key[-1])] = Outcome(len(g), diverged, failed)
     return out
-
-
-FITTED = ("hidden", "heads")  # what fit_size chooses to meet a parameter budget
 
 
 def row_differences(df: pd.DataFrame, group: list[str]) -> list[str]:

@@ -68,10 +68,11 @@ def test_train_sweep_and_report_on_a_file(cli, db, lagged):
     assert sorted(by_k) == [1, 2, 4, 8, 16, 32]
     assert all(row["baseline"] == pytest.approx(base) for row in rows)
     # the trained TCN (no k: the fewest levels covering T, context 32) and the swept one
-    # asked for k = 32 are two configs, so each is its own variant, never one cell of both
-    # (on inputs of exactly T = 32 they happen to compute alike)
-    tcn = {k: row[f"tcn (k={k})_mean"] for k, row in by_k.items()}
-    assert by_k[32]["tcn (k=none)_n"] == by_k[32]["tcn (k=32)_n"] == 1
+    # asked for k = 32 at one budget across k are two configs, so each is its own variant,
+    # never one cell of both (on inputs of exactly T = 32 they happen to compute alike); the
+    # budget names the variant, the width it fitted follows
+    tcn = {k: row[f"tcn (k={k} params=10000)_mean"] for k, row in by_k.items()}
+    assert by_k[32]["tcn (k=none params=none)_n"] == by_k[32]["tcn (k=32 params=10000)_n"] == 1
     # a context short of the lag cannot see x[T-5]: the rest of y is noise to it
     assert tcn[4] > 0.5 * base
     assert tcn[8] < 0.2 * tcn[4] and tcn[32] < 0.2 * tcn[4]  # sees x[T-5] too
