@@ -335,6 +335,9 @@ def fit_size(name: str, task, args, target: int, tol: float = 0.05) -> dict[str,
     from seqbench.models.base import count_params
 
     spec = MODELS.get(name)
+    # what build_model reads of the task, read here: a task that loads its data on first use
+    # (the text tasks) must not load it under the meta device, or its tensors hold no data
+    _ = (task.vocab, task.in_dim, task.out_dim, task.readout)
 
     def n_params(h: int, extra: dict) -> int:
         with torch.device("meta"):

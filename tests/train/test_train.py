@@ -358,3 +358,12 @@ def test_clip_value_bounds_every_gradient_element(store, tmp_path, clip_value):
         assert moved > 1e-2  # unclipped, some gradient element is far larger
     else:
         assert 0 < moved <= 1.0 * clip_value * (1 + 1e-5)
+
+
+def test_a_budget_on_a_task_that_loads_its_data_on_first_use(cli):
+    """`--params` sizes the model on the meta device; ptb-char loads its text on first use, and
+    did so there, leaving data tensors without data ("Cannot copy out of meta tensor")."""
+    r = cli("train", "--model", "tcn", "--task", "ptb-char", "--k", "4", "--params", "10000",
+            "--set", "seq_len=20", "--set", "steps=2", "--set", "eval_size=8", "-q")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "completed" in r.output
