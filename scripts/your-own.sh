@@ -25,7 +25,7 @@ console 4-sweep.md sweep --models tcn --tasks file --set path=co2 --k 1:32:x2 --
   --name co2-k --workers 2 --quiet
 console 5-full.md sweep --models gru --tasks file --set path=co2 --seeds 0,1 --name co2-full \
   --workers 2 --quiet
-"$sb" report --compare gru tcn --by k --ci --plot "$out/k.png" -f markdown \
+"$sb" report --compare gru tcn --sweep co2-k,co2-full --by k --ci --plot "$out/k.png" -f markdown \
   >"$out/6-report.md" 2>"$out/6-report-notes.txt"
 
 cd "$repo"
