@@ -597,7 +597,8 @@ def run_memory(
 
 def memory_answers(store: Store, name: str | None = None, task: str | None = None) -> list[dict]:
     """The stored answers (newest first), each with `stale` (a run it rests on was deleted or
-    archived since) and `run_ids` (the runs it rests on that are still stored)."""
+    archived since), `run_ids` (the runs it rests on that are still stored) and `interval`
+    (k*'s interval as text: "2–4", ">16" past the largest k; "" without a k*)."""
     from seqbench.errors import NotFoundError
 
     rows = store.answer_rows(name=name, task=task)
@@ -605,6 +606,8 @@ def memory_answers(store: Store, name: str | None = None, task: str | None = Non
         raise NotFoundError(f"no memory answer named {name!r} in this store")
     for r in rows:
         r["run_ids"] = store.answer_run_ids(r["id"])
+        hi = r["k_high"] if r["k_high"] is not None else f">{r['max_k']}"
+        r["interval"] = f"{r['k_low']}–{hi}" if r["k_star"] is not None else ""
     return rows
 
 

@@ -270,7 +270,7 @@ def list_answers(
                 r["task"],
                 r["verdict"],
                 r["k_star"],
-                _interval(r),
+                r["interval"],
                 r["epsilon"],
                 len(r["run_ids"]),
                 "stale" if r["stale"] else "",
@@ -279,13 +279,6 @@ def list_answers(
         ],
         fmt,
     )
-
-
-def _interval(r: dict) -> str:
-    if r["k_star"] is None:
-        return ""
-    hi = r["k_high"] if r["k_high"] is not None else f">{r['max_k']}"
-    return f"{r['k_low']}–{hi}"
 
 
 def register(app_: typer.Typer) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 
 from seqbench.config import RunConfig, split_assignment
 from seqbench.errors import UsageError
+from seqbench.sweep.spec import BUDGET as PARAMS  # where the search for one budget starts
 
 FAMILIES = ("tcn", "window")  # the feedforward families a k-sweep runs by default
 REFERENCES = ("lstm", "gru")  # the recurrent references (full backpropagation through time)
-PARAMS = 10_000  # the parameter budget every model gets, at every k
 SEEDS = (0, 1, 2)
 MIN_SEEDS = 3  # an interval over seeds needs at least three
 ROUNDS = 8  # bisection rounds at most (a boundary between 1 and 256 needs 8)
@@ -219,7 +219,7 @@ def smallest_budget(plan: MemoryPlan) -> int:
     """The smallest budget from PARAMS up that every model of the plan meets at every k."""
     from seqbench.sweep.spec import smallest_budget as smallest
 
-    return smallest(plan.points, PARAMS)
+    return smallest(plan.points)
 
 
 def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top) -> str:

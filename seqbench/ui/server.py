@@ -370,7 +370,7 @@ class Dashboard:
         answers = api.memory_answers(self.store)
         rows = [
             [_link("/memory", a["name"], name=a["name"]), a["task"], a["verdict"], a["k_star"],
-             _interval_text(a), a["epsilon"], len(a["run_ids"]), "stale" if a["stale"] else ""]
+             a["interval"], a["epsilon"], len(a["run_ids"]), "stale" if a["stale"] else ""]
             for a in answers
         ]  # fmt: skip
         cols = ["answer", "task", "verdict", "k*", "interval", "ε", "runs", "stale"]
@@ -464,13 +464,6 @@ class Dashboard:
         if path not in pages:
             raise NotFound(f"no page {path}")
         return pages[path](q)
-
-
-def _interval_text(a: dict) -> str:
-    if a["k_star"] is None:
-        return ""
-    hi = a["k_high"] if a["k_high"] is not None else f">{a['max_k']}"
-    return f"{a['k_low']}–{hi}"
 
 
 def _option(value: str, chosen: str) -> str:

@@ -19,11 +19,13 @@ from seqbench.tasks import make_task
 LAM, T, SEEDS, EPS = 0.5, 16, (0, 1, 2), 0.05
 
 
-def optimal_truncated_error(seed: int) -> np.ndarray:
+def optimal_truncated_error(lam: float, T: int, seed: int) -> np.ndarray:
+    """e*(k) for k = 0 … T of the linear teacher of `seed`, from its own weights (shared with
+    tests/report/test_decay_fit.py)."""
     cfg = make_config(
         "tcn",
         "teacher",
-        {"teacher_kind": "linear", "teacher_lam": LAM, "seq_len": T, "seed": seed},
+        {"teacher_kind": "linear", "teacher_lam": lam, "seq_len": T, "seed": seed},
     )
     task = make_task("teacher", cfg.task_args())
     W, U, v = task.W.double(), task.U.double(), task.v.double()
@@ -35,7 +37,7 @@ def optimal_truncated_error(seed: int) -> np.ndarray:
 
 
 def test_memory_finds_the_linear_teachers_closed_form_k_star(cli):
-    e = np.mean([optimal_truncated_error(s) for s in SEEDS], axis=0)
+    e = np.mean([optimal_truncated_error(LAM, T, s) for s in SEEDS], axis=0)
     closed = int(min(k for k in range(1, T + 1) if e[k] <= EPS * e[0]))
     assert closed == 3  # e*(2) = 0.068 e*(0), e*(3) = 0.012 e*(0): well apart around ε
 

@@ -8,22 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from seqbench.configure import make_config
 from seqbench.report.decay import fit_decay
 from seqbench.report.tables import build_report
-from seqbench.tasks import make_task
+from tests.memory.test_teacher_closed_form import optimal_truncated_error
 from tests.report.test_variants import _run
-
-
-def optimal_truncated_error(lam: float, T: int, seed: int) -> np.ndarray:
-    over = {"teacher_kind": "linear", "teacher_lam": lam, "seq_len": T, "seed": seed}
-    task = make_task("teacher", make_config("tcn", "teacher", over).task_args())
-    W, U, v = task.W.double(), task.U.double(), task.v.double()
-    lag, M = [], U
-    for _ in range(T):
-        lag.append(float(((v @ M) ** 2).sum()))
-        M = W @ M
-    return np.array([sum(sum(lag[k : t + 1]) for t in range(T)) / T for k in range(T + 1)])
 
 
 @pytest.mark.parametrize("lam", [0.8, 0.9, 0.95])
