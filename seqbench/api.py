@@ -96,6 +96,7 @@ __all__ = [
     "count_runs",
     "curve_runs",
     "data_file",
+    "table_fields",
     "data_note",
     "default_layers",
     "delete_runs",
@@ -319,12 +320,44 @@ def task_catalog(problems: list[str] | None = None) -> list[TaskInfo]:
     ]
 
 
-def data_file(path: str, target: str | None = None, split_seed: int | None = None):
+def data_file(
+    path: str,
+    target: str | None = None,
+    split_seed: int | None = None,
+    table: dict[str, Any] | None = None,
+):
     """What a data file holds, checked (tasks/filedata.FileFacts: kind, T, sizes, content hash,
-    trivial baseline); a bad file raises a one-line error. NumPy only."""
+    trivial baselines); a bad file raises a one-line error. NumPy (and pandas for a table)
+    only. `table`: how a CSV or Parquet file is cut, as task fields (y_cols, x_cols, time_col,
+    series_col, horizon, seq_len)."""
+    from seqbench.tasks import tables
     from seqbench.tasks.filedata import describe
 
-    return describe(path, target, split_seed)
+    choice = None
+    if tables.is_table(path):
+        choice = tables.choice_from(dict(table or {}), path)
+    elif table and any(table.get(n) is not None for n in tables.FIELDS):
+        name = next(n for n in tables.FIELDS if table.get(n) is not None)
+        raise UsageError(f"{name} cuts a CSV or Parquet table; {path!r} is not one")
+    return describe(path, target, split_seed, choice)
+
+
+def table_fields(sets: list[str] | None) -> dict[str, Any]:
+    """--set key=value items naming how to cut a table (tasks/tables.FIELDS and seq_len),
+    typed as config fields; any other key is refused."""
+    from seqbench.config import coerce, split_assignment
+    from seqbench.tasks.tables import FIELDS
+
+    out: dict[str, Any] = {}
+    for item in sets or []:
+        key, val = split_assignment(item, "--set", "key=value")
+        if key not in (*FIELDS, "seq_len"):
+            raise UsageError(
+                f"--set {key}= does not say how to cut a table; give "
+                f"{', '.join((*FIELDS, 'seq_len'))}"
+            )
+        out[key] = coerce(key, val)
+    return out
 
 
 def data_note(cfg: RunConfig) -> str | None:
@@ -333,13 +366,22 @@ def data_note(cfg: RunConfig) -> str | None:
 
     if not is_file_task(cfg.task):
         return None
-    f = data_file(cfg.path, cfg.target, cfg.split_seed)
+    f = data_file(cfg.path, cfg.target, cfg.split_seed, cfg.to_dict())
+    sizes = "/".join(str(f.sizes[s]) for s in ("train", "valid", "test"))
+    if f.table is not None:
+        t = f.table
+        x = t["x_cols"] or f"{t['y_cols']}'s own past"
+        return (
+            f"data {f.path}: forecast {t['y_cols']} {t['horizon']} step(s) after windows of "
+            f"T={f.seq_len} rows of {x}; {t['series']} series; train/valid/test {sizes} "
+            f"(split by time); baseline mse {f.baseline:.4g} (the train mean), persistence "
+            f"{f.persistence:.4g} (the last value)"
+        )
     how = {
         "inferred": "inferred from the arrays; --set target=... to choose",
         "metadata": "from the file's metadata",
     }.get(f.kind_source, "given")
     split = "the file's splits" if f.split_seed is None else f"split seed {f.split_seed}"
-    sizes = "/".join(str(f.sizes[s]) for s in ("train", "valid", "test"))
     return (
         f"data {f.path}: {f.kind} ({how}); T={f.seq_len}; train/valid/test {sizes} "
         f"({split}); baseline {f.metric} {f.baseline:.4g} ({f.baseline_note})"

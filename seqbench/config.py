@@ -104,6 +104,16 @@ class RunConfig:
     target: str | None = _in(TASK)
     data_hash: str | None = _in(TASK)
     split_seed: int | None = _in(TASK)
+    # a table (a CSV or Parquet time series, tasks/tables.py): the columns it is cut from
+    # (comma-separated names; x_cols unset: the targets' own past), the time column it is
+    # sorted by and the series id, the forecast horizon (steps after the window's last row),
+    # and how it was split ("time": 60/20/20 by the target's time, set by resolution)
+    x_cols: str | None = _in(TASK)
+    y_cols: str | None = _in(TASK)
+    time_col: str | None = _in(TASK)
+    series_col: str | None = _in(TASK)
+    horizon: int | None = _in(TASK)
+    split: str | None = _in(TASK)
     # where a plugin model or task came from ("model: dist 1.2; task: ..."; plugins.py), set
     # by resolution: runs of different plugin versions are different experiments
     plugin: str | None = None
@@ -230,6 +240,12 @@ ADDED_LATER = (
     "test_stream",
     "symbols",
     "teacher_kind",
+    "x_cols",
+    "y_cols",
+    "time_col",
+    "series_col",
+    "horizon",
+    "split",
 )
 # Later fields whose value is what every run before the field computed: it hashes as unset,
 # so an explicit symbols=tokens copy run is the same experiment as one stored before (and a

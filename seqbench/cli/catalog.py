@@ -41,6 +41,37 @@ def models(fmt: FormatOption = Format.table) -> None:
     render(["model", "kind", "hidden", "params", "context k", "source", "description"], rows, fmt)
 
 
+def _table_rows(f) -> list[tuple]:
+    """What `tasks --path` shows of a table cut into windows."""
+    t = f.table
+    sizes = "/".join(str(f.sizes[s]) for s in ("train", "valid", "test"))
+    ranges = "; ".join(f"{s} {_at(lo)}–{_at(hi)}" for s, (lo, hi) in t["time_range"].items())
+    return [
+        ("task", "file-regression"),
+        ("kind", "regression (a forecast from a table)"),
+        ("metric", "mse (of the standardised targets)"),
+        ("targets", f"{t['y_cols']}, {t['horizon']} step(s) after the window"),
+        ("inputs", t["x_cols"] or f"{t['y_cols']} (its own past)"),
+        ("T", f.seq_len),
+        ("time", t["time_col"] or "row order"),
+        ("series", f"{t['series']}" + (f" (by {t['series_col']})" if t["series_col"] else "")),
+        ("train/valid/test", f"{sizes} windows"),
+        ("split", f"by the target's time, 60/20/20 ({ranges})"),
+        ("baseline", f"{f.baseline:.6g} ({f.baseline_note})"),
+        ("persistence", f"{f.persistence:.6g} (the target's last value in the window)"),
+        ("sha256", f"{f.data_hash} (of the columns used)"),
+    ]
+
+
+def _at(v: float) -> str:
+    """A target time as the table gave it: a number, or nanoseconds shown as a date."""
+    if abs(v) >= 1e15:  # nanoseconds since 1970: a date
+        import pandas as pd
+
+        return str(pd.Timestamp(int(v)).date())
+    return f"{v:g}"
+
+
 def tasks(
     fmt: FormatOption = Format.table,
     path: Annotated[
@@ -51,17 +82,30 @@ def tasks(
         str | None,
         typer.Option(help="With --path: regression, classification or next-token."),
     ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="With a CSV or Parquet --path: how to cut it, as key=value "
+            "(y_cols, x_cols, time_col, series_col, horizon, seq_len).",
+        ),
+    ] = None,
 ) -> None:
     """List the tasks with their metric, default length and trivial baseline; with --path,
     check a data file and show the task it makes (kind, length, splits, content hash and the
-    trivial baseline computed from its train split).
+    trivial baselines computed from its train split).
 
     Example: seqbench tasks --format csv
 
     Example: seqbench tasks --path data.npz
+
+    Example: seqbench tasks --path sunspots.csv --set y_cols=SUNACTIVITY --set time_col=YEAR
     """
     if path is not None:
-        f = api.data_file(path, target)
+        f = api.data_file(path, target, table=api.table_fields(set_))
+        if f.table is not None:
+            render(["field", "value"], _table_rows(f), fmt)
+            return
         split = "the file's" if f.split_seed is None else f"seeded ({f.split_seed})"
         rows = [
             ("task", f"file-{f.kind}"),

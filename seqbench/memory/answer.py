@@ -57,6 +57,7 @@ class Answer:
     cells: list[Cell]
     run_ids: list[int]
     warnings: list[str] = field(default_factory=list)
+    persistence: float | None = None  # a forecast's last-value predictor, where stored
 
     @property
     def sentence(self) -> str:
@@ -74,6 +75,7 @@ class Answer:
             "metric": self.metric,
             "higher_is_better": self.higher_is_better,
             "baseline": _finite(self.baseline),
+            "persistence": None if self.persistence is None else _finite(self.persistence),
             "best": _finite(self.best),
             "best_cell": self.best_cell,
             "sentence": self.sentence,
@@ -114,7 +116,9 @@ def derive(
     seed: int = 0,
 ) -> Answer:
     """The answer from `runs`: one row per run with columns run_id, model, k (None for a
-    recurrent reference), seed, value (the metric) and baseline (the run's trivial baseline).
+    recurrent reference), seed, value (the metric) and baseline (the run's trivial baseline),
+    and optionally persistence (a forecast's last-value predictor: a warning when no model
+    beats it).
     Non-finite values (a diverged run) count as the baseline: a run that blew up learned
     nothing."""
     if not 0 < epsilon < 1:
@@ -180,6 +184,15 @@ def derive(
                 verdict = "needs-recurrence"
     if not feedforward:
         warnings.append("no feedforward run: nothing says which context would do")
+    persistence = None
+    if "persistence" in runs and np.isfinite(runs["persistence"].astype(float)).any():
+        persistence = float(np.nanmean(runs["persistence"].astype(float)))
+        if sign * persistence <= best_loss:
+            warnings.append(
+                f"no model beats persistence (the last value: {persistence:.4g} against the "
+                f"best {sign * best_loss:.4g}): k* is measured from the mean forecast "
+                f"{baseline:.4g}, and repeating the last value already does as well"
+            )
     return Answer(
         task=task,
         verdict=verdict,
@@ -196,6 +209,7 @@ def derive(
         cells=cells,
         run_ids=sorted(int(r) for r in runs["run_id"]),
         warnings=warnings,
+        persistence=persistence,
     )
 
 

@@ -75,15 +75,21 @@ def run_memory(
 
 
 def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
-    """One row per point of the plan with a result: run_id, model, k, seed, value, baseline."""
+    """One row per point of the plan with a result: run_id, model, k, seed, value, baseline
+    (and persistence, where the task stores it)."""
     from seqbench.report.frames import results_frame
 
     statuses = ("completed", "diverged")
     metric = results_frame(store, "test_metric", sweep=plan.name, statuses=statuses)
     base = results_frame(store, "baseline", sweep=plan.name, statuses=statuses)
+    last = results_frame(store, "persistence", sweep=plan.name, statuses=statuses)
     if metric.empty:
         return pd.DataFrame(columns=["run_id", "model", "k", "seed", "value", "baseline"])
     b = dict(zip(base["run_id"], base["value"], strict=True))
+    extra = {}
+    if not last.empty:
+        p = dict(zip(last["run_id"], last["value"], strict=True))
+        extra["persistence"] = [p.get(r, math.nan) for r in metric["run_id"]]
     return pd.DataFrame(
         {
             "run_id": metric["run_id"].astype(int),
@@ -95,6 +101,7 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
             "seed": metric["seed"].astype(int),
             "value": metric["value"].astype(float),
             "baseline": [b.get(r, math.nan) for r in metric["run_id"]],
+            **extra,
         }
     )
 

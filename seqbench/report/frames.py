@@ -285,15 +285,27 @@ def experiment_key(config: dict) -> str:
     return canonical({k: v for k, v in experiment_fields(config).items() if k not in skip})
 
 
+# Reference predictors some tasks store beside `baseline` (Task.other_baselines), each a
+# report column where any row has it
+OTHER_BASELINES = ("persistence",)
+
+
 def row_baselines(
-    db: str | None, tasks: list[str], group: list[str], *, sweep=None, where=None
+    db: str | None,
+    tasks: list[str],
+    group: list[str],
+    *,
+    sweep=None,
+    where=None,
+    summary: str = "baseline",
 ) -> dict[tuple, float]:
-    """Mean stored trivial baseline (the runs' `baseline` summary) per report row: keyed by
+    """Mean stored trivial baseline (the runs' `baseline` summary, or another reference's,
+    `summary`) per report row: keyed by
     the row's `group` values (task first), and by (task,) alone as a fallback. A baseline that
     depends on the config (the teacher's λ, the copy task's T) is thus shown per row; a row
     whose experiments have different baselines (copy at two T) gets none rather than their
     mean. Seeds are averaged (each teacher seed draws another teacher)."""
-    df = results_frame(db, "baseline", tasks=tasks or None, sweep=sweep, where=where)
+    df = results_frame(db, summary, tasks=tasks or None, sweep=sweep, where=where)
     if df.empty:
         return {}
     df = add_config_columns(label_data(df), [g for g in group if g != "task"])

@@ -12,6 +12,7 @@ import pandas as pd
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.report.frames import (
     FITTED,
+    OTHER_BASELINES,
     TASK_RELATIVE,
     add_config_columns,
     canonical,
@@ -82,6 +83,9 @@ class Report:
     outcomes: dict[tuple, Outcome] | None = None
     # one line per model whose rows rest on different configs besides the --by fields
     row_notes: list[str] | None = None
+    # other reference predictors stored beside the baseline (a forecast's persistence):
+    # {name: {row key: value}}, only the names some row has
+    others: dict[str, dict] | None = None
 
     @property
     def notes(self) -> list[str]:
@@ -184,10 +188,17 @@ def build_report(
     outcomes = _outcomes(every, group)
     models = compare or sorted(set(every["family"]))
     models = [v for m in models for v in (variants[m][1] if m in variants else [m])]
-    base = row_baselines(db, sorted(set(df["stored_task"])), group, sweep=sweep, where=where)
+    stored_tasks = sorted(set(df["stored_task"]))
+    base = row_baselines(db, stored_tasks, group, sweep=sweep, where=where)
+    others = {
+        name: found
+        for name in OTHER_BASELINES
+        if (found := row_baselines(db, stored_tasks, group, sweep=sweep, where=where, summary=name))
+    }
     compared = bool(compare) and "model" not in bys
     notes = row_differences(df, group)
     rep = Report(stats, metric, bys, models, compared, base, df, variants, outcomes, notes)
+    rep.others = others
     rep.row_notes = [*notes, *nothing_learned(rep)]
     return rep
 
@@ -287,11 +298,17 @@ def _row_key(group: list[str], key) -> tuple:
     )
 
 
-def _baseline_for(rep: Report, key: tuple) -> float | None:
-    """The row's own baseline, else the task's mean one (None when the task has none)."""
+def _baseline_for(rep: Report, key: tuple, name: str = "baseline") -> float | None:
+    """The row's own baseline (or other reference, `name`), else the task's mean one (None
+    when the task has none)."""
     key = unset_to_none(key)
-    found = rep.baselines.get(key, rep.baselines.get(key[:1]))
+    values = rep.baselines if name == "baseline" else (rep.others or {}).get(name, {})
+    found = values.get(key, values.get(key[:1]))
     return None if found is None else float(found)
+
+
+def _other_columns(rep: Report) -> list[str]:
+    return list(rep.others or {})
 
 
 def _without_k(group: list[str], key: tuple) -> tuple:
@@ -448,7 +465,7 @@ def comparison_rows(
     cols = [*group, *rep.models]
     for a, b in pairs:
         cols += [f"{a} - {b}", f"{a} / {b}"]
-    cols.append("baseline")
+    cols += ["baseline", *_other_columns(rep)]
     full = _full_model_cells(rep, wide)
     keys = list(wide.index)
     for key, _m in rep.outcomes or {}:  # rows whose every seed was lost
@@ -503,6 +520,7 @@ def comparison_rows(
                 diff = _paired(rep, key, a, b)
             row += [diff, float(ma / mb) if both and mb != 0 else None]
         row.append(_baseline_for(rep, key))
+        row += [_baseline_for(rep, key, name) for name in _other_columns(rep)]
         rows.append(row)
         best.append(None if pick is None else len(key) + pick)
     return cols, rows, best
@@ -511,6 +529,7 @@ def comparison_rows(
 def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | None]]:
     group = rep.group
     cols = [*group, "rank", "model", "mean", "std", "n", "lost", "baseline"]
+    cols += _other_columns(rep)
     rows, best = [], []
     for key, g in rep.stats.groupby(group, dropna=False, sort=True):
         key = _row_key(group, key)
@@ -536,6 +555,7 @@ def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | Non
                     int(r["n"]),
                     _lost_text(rep.outcome(key, r["model"]), int(r["n"])),
                     _baseline_for(rep, key),
+                    *(_baseline_for(rep, key, name) for name in _other_columns(rep)),
                 ]
             )
             best.append(len(group) + 2 if rank == 1 and ahead and not r["_bad"] else None)

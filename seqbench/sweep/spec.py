@@ -76,6 +76,8 @@ def parse_values(field: str, text: str) -> list[Any]:
         raise UnknownNameError("sweep axis", field, valid)
     if ":" in text and str(FIELDS[field].type).startswith("int"):
         return parse_range(text)
+    if field in ("x_cols", "y_cols"):  # a table's columns: one choice, "a,b" is two columns
+        return [coerce(field, text)]
     vals = [coerce(field, v) for v in split_list(text)]
     if not vals:
         raise UsageError(f"--set {field}= has no values")

@@ -175,7 +175,9 @@ for _spec in (
         TaskSpec(
             f"file-{kind}",
             "seqbench.tasks.files:FileTask",
-            f"your own data (--path FILE.npz or DIR of .npy), {kind} ({metric})",
+            "your own data (--path FILE.npz, DIR of .npy"
+            + (", or a CSV/Parquet series" if kind == "regression" else "")
+            + f"), {kind} ({metric})",
             metric,
             0,  # T is the file's (resolution reads it)
             higher_is_better=kind == "classification",
@@ -196,7 +198,9 @@ FILE_TASK = "file"  # --task file: the file-<kind> task its data is (pin)
 
 def _check_file(c) -> None:
     if not c.path:
-        raise UsageError("the file tasks need a data file: --path FILE.npz (or a directory)")
+        raise UsageError(
+            "the file tasks need a data file: --path FILE.npz (or a directory, or a table)"
+        )
     if c.subset is not None:
         raise UsageError("subset does not apply to a data file: cut the arrays instead")
 
@@ -222,7 +226,10 @@ def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if not is_file_task(task):
         return task, {}
     if not values.get("path"):
-        raise UsageError("the file tasks need a data file: --path FILE.npz (or a directory)")
+        raise UsageError(
+            "the file tasks need a data file: --path FILE.npz (or a directory of .npy files, "
+            "or a CSV or Parquet table)"
+        )
     from seqbench.tasks.filedata import describe
 
     target = values.get("target")
@@ -231,7 +238,32 @@ def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if target is not None and target != asked:
             raise UsageError(f"--task {task} asks for {asked}, but target is {target!r}")
         target = asked
-    facts = describe(values["path"], target, values.get("split_seed"))
+    from seqbench.tasks import tables
+
+    choice = None
+    if tables.is_table(values["path"]):
+        choice = tables.choice_from(values, values["path"])
+        if values.get("split") not in (None, tables.SPLIT):
+            raise UsageError(
+                f"a table is split by time (split={tables.SPLIT}); got {values['split']!r}"
+            )
+    else:
+        for name in (*tables.FIELDS, "split"):
+            if values.get(name) is not None:
+                raise UsageError(
+                    f"{name} cuts a CSV or Parquet table; {values['path']!r} is not one "
+                    f"(a table's name ends in {', '.join(tables.SUFFIXES)})"
+                )
+    facts = describe(values["path"], target, values.get("split_seed"), choice)
+    if choice is not None:
+        fixed = {
+            "path": str(Path(values["path"]).resolve()),
+            "target": facts.kind,
+            "data_hash": facts.data_hash,
+            "split_seed": None,
+            **choice.fields(),
+        }
+        return f"file-{facts.kind}", fixed
     given = values.get("seq_len")
     if given is not None and given != facts.seq_len:
         raise UsageError(

@@ -92,6 +92,11 @@ class Task:
         there is none."""
         return None
 
+    def other_baselines(self) -> dict[str, float]:
+        """Further reference predictors' test metrics, stored as summaries under their names
+        beside `baseline` (a forecast's persistence: the last value)."""
+        return {}
+
     # -- helpers --------------------------------------------------------------------------
     @torch.inference_mode()
     def evaluate(self, predict, split: str, batch_size: int = 256) -> dict[str, float]:

@@ -64,6 +64,9 @@ class FileFacts:
     split_seed: int | None = None  # None: the file had every split
     baseline: float | None = None
     baseline_note: str = ""
+    targets: int = 1  # target columns of a regression (a table's y_cols)
+    persistence: float | None = None  # a table's persistence forecast, scored on test
+    table: dict | None = None  # a table's choice and split (tasks/tables.py)
 
     @property
     def metric(self) -> str:
@@ -120,7 +123,10 @@ class Arrays:
                 self._files.pop("meta")
                 self.meta = self._parse_meta(str(self._load_npz("meta")))
         else:
-            raise _fail(path, "expected an .npz file or a directory of .npy files")
+            raise _fail(
+                path,
+                "expected an .npz file or a directory of .npy files (or a table: .csv, .parquet)",
+            )
         unknown = set(self.meta) - {"target", "n_classes", "vocab"}
         if unknown:
             raise _fail(path, f"unknown metadata key(s) {', '.join(sorted(unknown))}")
@@ -444,18 +450,51 @@ def _declared(path: str, meta: dict, key: str, found: int, what: str, hi) -> int
     return given
 
 
-_OPENED: dict[tuple, tuple[FileFacts, Dataset]] = {}
+class TableDataset:
+    """A table cut into windows (tasks/tables.Table) behind the Dataset interface the file
+    task reads: a regression, its splits by time, its windows copied out per batch."""
+
+    kind, kind_source, x_kind, per_step = "regression", "table", "float", False
+    vocab = n_classes = split_seed = None
+
+    def __init__(self, path: str, target: str | None, split_seed: int | None, choice):
+        from seqbench.tasks.tables import Table
+
+        if target not in (None, "regression"):
+            raise UsageError(f"data file {path!r} is a table: a forecast is a regression")
+        if split_seed is not None:
+            raise UsageError(
+                f"data file {path!r} is a table: it is split by time, split_seed does not apply"
+            )
+        self.table = Table(path, choice)
+        self.T, self.D = choice.seq_len, self.table.D
+
+    def size(self, split: str) -> int:
+        return len(self.table.starts[split])
+
+    def rows(self, split: str, index) -> tuple[np.ndarray, np.ndarray]:
+        y = self.table.y[split][index]
+        return self.table.windows(split, index), (y[:, 0] if y.shape[1] == 1 else y)
+
+    def baseline(self) -> tuple[float, str]:
+        return self.table.baselines()["mean"], "predict the train mean of each target"
 
 
-def describe(path: str, target: str | None = None, split_seed: int | None = None) -> FileFacts:
+_OPENED: dict[tuple, tuple[FileFacts, Any]] = {}
+
+
+def describe(
+    path: str, target: str | None = None, split_seed: int | None = None, table=None
+) -> FileFacts:
     """Check a data file and say what it holds (memoised per path, size, mtime and options:
-    a sweep resolves many points over one file, and the task trains on the same check)."""
-    return open_checked(path, target, split_seed)[0]
+    a sweep resolves many points over one file, and the task trains on the same check).
+    `table`: how a CSV or Parquet file is cut (tasks/tables.Choice)."""
+    return open_checked(path, target, split_seed, table)[0]
 
 
 def open_checked(
-    path: str, target: str | None = None, split_seed: int | None = None
-) -> tuple[FileFacts, Dataset]:
+    path: str, target: str | None = None, split_seed: int | None = None, table=None
+) -> tuple[FileFacts, Any]:
     """(facts, the checked Dataset) of a data file: read, checked and hashed once per process
     for a given file state and options."""
     p = Path(path)
@@ -466,9 +505,13 @@ def open_checked(
     stamp = (st.st_size, st.st_mtime_ns)
     if p.is_dir():
         stamp += tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in p.iterdir())
-    key = (os.path.realpath(path), stamp, target, split_seed)
+    key = (os.path.realpath(path), stamp, target, split_seed, table)
     if key in _OPENED:
         return _OPENED[key]
+    if table is not None:
+        facts, ds = _open_table(path, target, split_seed, table)
+        _OPENED[key] = facts, ds
+        return facts, ds
     ds = Dataset(path, target, split_seed)
     base, note = ds.baseline()
     facts = FileFacts(
@@ -487,6 +530,31 @@ def open_checked(
         baseline_note=note,
     )
     _OPENED[key] = facts, ds
+    return facts, ds
+
+
+def _open_table(path: str, target, split_seed, choice) -> tuple[FileFacts, TableDataset]:
+    ds = TableDataset(path, target, split_seed, choice)
+    t = ds.table
+    base = t.baselines()
+    facts = FileFacts(
+        path=path,
+        kind="regression",
+        kind_source="table",
+        data_hash=t.data_hash,
+        seq_len=choice.seq_len,
+        in_dim=t.D,
+        vocab=None,
+        n_classes=None,
+        per_step=False,
+        sizes={s: ds.size(s) for s in SPLITS},
+        split_seed=None,
+        baseline=base["mean"],
+        baseline_note="predict the train mean of each target",
+        targets=t.n_targets,
+        persistence=base["persistence"],
+        table={**choice.fields(), "series": t.n_series, "time_range": t.time_range},
+    )
     return facts, ds
 
 

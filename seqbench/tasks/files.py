@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from seqbench.errors import SeqbenchError
+from seqbench.tasks import tables
 from seqbench.tasks.base import Task, TaskArgs
 from seqbench.tasks.filedata import content_hash, open_checked
 
@@ -20,8 +21,12 @@ class FileTask(Task):
 
     def __init__(self, args: TaskArgs):
         if not args.path:
-            raise SeqbenchError("the file tasks need a data file: --path FILE.npz or a directory")
-        self.facts, self.data = open_checked(args.path, args.target, args.split_seed)
+            raise SeqbenchError(
+                "the file tasks need a data file: --path FILE.npz, a directory of .npy files, "
+                "or a CSV or Parquet table"
+            )
+        choice = tables.choice_from(args, args.path) if tables.is_table(args.path) else None
+        self.facts, self.data = open_checked(args.path, args.target, args.split_seed, choice)
         if args.data_hash is not None and args.data_hash != self.facts.data_hash:
             raise SeqbenchError(
                 f"data file {args.path!r} has changed since this config was made "
@@ -35,7 +40,7 @@ class FileTask(Task):
         self.readout = "all" if self.facts.per_step else "last"
         self.in_dim = self.facts.in_dim
         self.vocab = self.facts.vocab
-        self.out_dim = 1 if self.kind == "regression" else self.facts.n_classes
+        self.out_dim = self.facts.targets if self.kind == "regression" else self.facts.n_classes
 
     @property
     def n_train(self) -> int:
@@ -89,3 +94,8 @@ class FileTask(Task):
 
     def baseline(self):
         return self.facts.baseline
+
+    def other_baselines(self):
+        if self.facts.persistence is None:
+            return {}
+        return {"persistence": self.facts.persistence}

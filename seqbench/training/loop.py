@@ -441,6 +441,7 @@ def _loop(run: _Run) -> TrainOutcome:
     baseline = task.baseline()
     if baseline is not None:
         summaries["baseline"] = baseline
+    summaries.update(task.other_baselines())
     if not TASKS.is_builtin(cfg.task):  # a plugin task: reports read its direction from here
         summaries["higher_is_better"] = float(higher)
     why = blown_up(test["metric"], baseline, higher)

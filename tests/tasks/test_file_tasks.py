@@ -133,8 +133,8 @@ def _bad_files(tmp: Path) -> list[tuple[Path, str]]:
     (tmp / "truncated.npz").write_bytes(_save(tmp / "ok.npz", x=x, y=y).read_bytes()[:300])
     cases.append((tmp / "truncated.npz", "truncated?"))
     assert whole
-    (tmp / "notnpz.csv").write_text("a,b\n1,2\n")
-    cases.append((tmp / "notnpz.csv", "expected an .npz file or a directory of .npy"))
+    (tmp / "notnpz.txt").write_text("a,b\n1,2\n")
+    cases.append((tmp / "notnpz.txt", "expected an .npz file or a directory of .npy"))
     cases.append((tmp / "absent.npz", "no such file or directory"))
     d = _npy_dir(tmp / "npydir", x=x, y=y)
     (d / "y.npy").write_bytes((d / "y.npy").read_bytes()[:100])  # cut short
