@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate docs/your-own.md's outputs: run its commands, in its order, in a fresh directory
 # (a new ./seqbench.db), write each console block under docs/your-own/ with the plot beside
-# them, then embed them into the page (scripts/embed_tables.py). About 3 minutes on 2 cores.
+# them, then embed them into the page (scripts/embed_tables.py). About 4 minutes on 2 cores.
 #
 #   bash scripts/your-own.sh
 set -euo pipefail
@@ -10,6 +10,22 @@ out="$(cd "$(dirname "$0")/.." && pwd)/docs/your-own"
 source "$(dirname "$0")/docs-run.sh"
 py="$repo/.venv/bin/python"
 
+# 1. a CSV as a package ships it: the yearly sunspot numbers
+{
+  echo '```console'
+  echo '$ cp "$(python -c '"'"'import statsmodels.datasets.sunspots as d, os; print(os.path.dirname(d.__file__))'"'"')/sunspots.csv" .'
+  cp "$("$py" -c 'import statsmodels.datasets.sunspots as d, os; print(os.path.dirname(d.__file__))')/sunspots.csv" .
+  echo '$ head -3 sunspots.csv'
+  head -3 sunspots.csv
+  echo '```'
+} >"$out/0-sunspots.md"
+cols=(--set y_cols=SUNACTIVITY --set time_col=YEAR --set seq_len=32)
+console 0b-tasks.md tasks --path sunspots.csv "${cols[@]}"
+console 0c-memory.md memory --task file --path sunspots.csv "${cols[@]}" --families tcn \
+  --references gru --workers 2 --quiet --plot sunspots.png
+mv sunspots.png "$out/sunspots.png"
+
+# 2-6. arrays: the CO2 record cut into windows by a script
 {
   echo '```console'
   echo '$ python examples/co2_arrays.py co2'
