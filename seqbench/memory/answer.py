@@ -274,7 +274,7 @@ def sentence(a: Answer) -> str:
         return (
             f"A context of k* = {a.k_star} is enough {where} (95% interval {a.k_low}–{hi} over "
             f"seeds): it comes within {a.epsilon:.0%} of the best ({a.best_cell}, "
-            f"{a.best:.4g}; trivial baseline {a.baseline:.4g})."
+            f"{a.best:.4g}; {_references(a)})."
         )
     if a.verdict == "needs-recurrence":
         return (
@@ -283,5 +283,13 @@ def sentence(a: Answer) -> str:
         )
     return (
         f"Needs more than k = {a.max_k} {where}: no context tried comes within {a.epsilon:.0%} "
-        f"of the best ({a.best_cell}, {a.best:.4g}; trivial baseline {a.baseline:.4g})."
+        f"of the best ({a.best_cell}, {a.best:.4g}; {_references(a)})."
     )
+
+
+def _references(a: Answer) -> str:
+    """The trivial baseline, and a forecast's persistence where it was stored."""
+    text = f"trivial baseline {a.baseline:.4g}"
+    if a.persistence is not None and math.isfinite(a.persistence):
+        text += f", persistence {a.persistence:.4g}"
+    return text

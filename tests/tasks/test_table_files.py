@@ -183,6 +183,7 @@ def test_memory_finds_k_star_m_on_a_table(cli, db, tmp_path):
     assert doc["verdict"] == "matches" and doc["k_star"] == 3, doc
     assert doc["k_low"] <= 3 <= doc["k_high"]
     assert doc["persistence"] > doc["baseline"]
+    assert f"persistence {doc['persistence']:.4g}" in doc["sentence"]
     short = [c for c in doc["cells"] if c["k"] is not None and c["k"] < 3]
     assert short and not any(c["matches"] or c["learned"] for c in short)
 
