@@ -142,6 +142,7 @@ def store_bench(
     """One run of kind "bench" per row, with the timings as summaries."""
     from seqbench import environment
     from seqbench.store.common import utcnow
+    from seqbench.training.heap import heap_state
 
     ids = []
     for row in rows:
@@ -156,7 +157,7 @@ def store_bench(
             seq_len=params["seq_len"],
             config=cfg,
             config_hash=digest(cfg),
-            environment=environment.capture(params["device"], threads_from),
+            environment=environment.capture(params["device"], threads_from, heap_state()),
             started_at=utcnow(),
             wall_seconds=row.ms / 1e3,
         )

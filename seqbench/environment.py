@@ -99,12 +99,13 @@ def require_memory(need: int, what: str, lower: str, detail: str = "") -> None:
         )
 
 
-def capture(device: str, threads_from: str | None = None) -> dict[str, str | None]:
+def capture(
+    device: str, threads_from: str | None = None, heap: str | None = None
+) -> dict[str, str | None]:
     """What a run ran on; `threads_from` says where its torch thread count came from (flag,
-    SEQBENCH_THREADS, OMP_NUM_THREADS, auto, or a sweep's share)."""
+    SEQBENCH_THREADS, OMP_NUM_THREADS, auto, or a sweep's share); `heap` whether freed
+    memory is kept between steps (training/heap.py, which the caller asked)."""
     import torch
-
-    from seqbench.training.heap import heap_state
 
     if device.startswith("cuda"):
         name = torch.cuda.get_device_name(torch.device(device))
@@ -126,5 +127,5 @@ def capture(device: str, threads_from: str | None = None) -> dict[str, str | Non
         "platform": platform.platform(),
         "threads": str(torch.get_num_threads()),
         "threads_from": threads_from,
-        "heap": heap_state(),  # training/heap.py: whether freed memory is kept between steps
+        "heap": heap,
     }

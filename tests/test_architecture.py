@@ -171,6 +171,54 @@ def test_the_import_graph_has_no_cycle():
     assert cycles == []
 
 
+def _layers() -> dict[str, tuple[int, str]]:
+    """docs/architecture.md's table, read: each module or package it names -> (rank, layer),
+    rank 0 the ground; a row with no layer is in the layer of the row above it."""
+    doc = (PKG.parent / "docs" / "architecture.md").read_text()
+    lines = doc.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| layer |")) + 2
+    rows = lines[start:]
+    names, layers, layer = {}, [], None
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        if not row.startswith("|") or len(cells) < 3 or not cells[1].startswith("`"):
+            break  # the table ended
+        layer = cells[0] or layer
+        if layer not in layers:
+            layers.append(layer)
+        for name in re.findall(r"`([\w./]+)`", cells[1]):
+            mod = "seqbench." + name.rstrip("/").removesuffix(".py").replace("/", ".")
+            names[mod.removesuffix(".__init__")] = layer
+    top = len(layers) - 1  # the table lists the surface first
+    return {m: (top - layers.index(layer), layer) for m, layer in names.items()}
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    """The layers of docs/architecture.md's table, checked on every import edge (lazy ones
+    included): a module imports only modules of its own layer or below; every module is in
+    the table."""
+    layers = _layers()
+    assert {"surface", "facade", "work", "resolution", "components", "ground"} == {
+        name for _, name in layers.values()
+    }
+
+    def layer_of(mod: str) -> tuple[int, str]:
+        probe = mod
+        while probe not in layers:
+            assert "." in probe, f"{mod} is in no row of docs/architecture.md's table"
+            probe = probe.rpartition(".")[0]
+        return layers[probe]
+
+    upward = []
+    for mod, targets in _import_graph().items():
+        rank, name = layer_of(mod)
+        for t in sorted(targets):
+            t_rank, t_name = layer_of(t)
+            if t_rank > rank:
+                upward.append(f"{mod} ({name}) imports {t} ({t_name})")
+    assert upward == []
+
+
 def test_config_imports_nothing_of_seqbench_but_errors():
     graph = _import_graph()
     assert graph["seqbench.config"] <= {"seqbench.errors"}

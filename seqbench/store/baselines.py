@@ -5,15 +5,12 @@ What they mean and how a check judges them is `seqbench.report.check`'s."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import delete, insert, select
 
 from seqbench.store.common import join_float, split_float, utcnow
 from seqbench.store.schema import Baseline
-
-if TYPE_CHECKING:
-    from seqbench.store.store import Store
 
 # the columns of a baseline point, as write() takes and read() returns them
 POINT_FIELDS = (
@@ -29,23 +26,24 @@ POINT_FIELDS = (
 )
 
 
-def write(store: Store, name: str, points: Iterable[Mapping[str, Any]]) -> None:
-    """Replace baseline `name` with `points` (dicts of POINT_FIELDS), in one transaction."""
+def write(session, name: str, points: Iterable[Mapping[str, Any]]) -> None:
+    """Replace baseline `name` with `points` (dicts of POINT_FIELDS), in one transaction of
+    `session` (a store's sessionmaker)."""
     rows = []
     for p in points:
         v, kind = split_float(p["value"])
         row = {f: p[f] for f in POINT_FIELDS}
         rows.append({**row, "name": name, "value": v, "value_kind": kind, "created_at": utcnow()})
-    with store.Session.begin() as s:
+    with session.begin() as s:
         s.execute(delete(Baseline).where(Baseline.name == name))
         if rows:
             s.execute(insert(Baseline), rows)
 
 
-def read(store: Store, name: str) -> list[dict[str, Any]]:
+def read(session, name: str) -> list[dict[str, Any]]:
     """The points of baseline `name` in the order they were saved (empty if there is none)."""
     q = select(Baseline).where(Baseline.name == name).order_by(Baseline.id)
-    with store.Session() as s:
+    with session() as s:
         return [
             {
                 **{f: getattr(b, f) for f in POINT_FIELDS},

@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.orm import sessionmaker
 
 from seqbench.errors import StoreError, UsageError
-from seqbench.store import migrate
+from seqbench.store import baselines, migrate
 from seqbench.store.common import (
     HEAD_REVISION,
     join_float,
@@ -324,15 +324,11 @@ class Store(ReadStore, SweepRows):
     def write_baseline(self, name: str, points: Iterable[Mapping[str, Any]]) -> None:
         """Replace baseline `name` with `points` (dicts of baselines.POINT_FIELDS), in one
         transaction."""
-        from seqbench.store import baselines
-
-        baselines.write(self, name, points)
+        baselines.write(self.Session, name, points)
 
     def baseline_points(self, name: str) -> list[dict[str, Any]]:
         """The points of baseline `name` in the order they were saved (empty if none)."""
-        from seqbench.store import baselines
-
-        return baselines.read(self, name)
+        return baselines.read(self.Session, name)
 
     def recorder(self):
         """A RunRecorder writing one run to this store."""

@@ -209,6 +209,7 @@ def save(
     """Store one result as a run of kind 'stress'; `k` is the analysed model's context (its
     stored k, as a training run's)."""
     from seqbench import environment
+    from seqbench.training.heap import heap_state
 
     cfg = {**params, "model": res.model, "seed": res.seed, "source": res.source}
     return store.recorder().finish(
@@ -229,7 +230,7 @@ def save(
         seed=res.seed,
         config=cfg,
         config_hash=digest(cfg),
-        environment=environment.capture("cpu", threads_from),
+        environment=environment.capture("cpu", threads_from, heap_state()),
         started_at=utcnow(),
     )
 

@@ -43,7 +43,7 @@ from seqbench.store.recorder import RunRecorder
 from seqbench.store.store import Store
 from seqbench.tasks import TASKS, make_task
 from seqbench.tasks.base import generator, to_device
-from seqbench.training.heap import keep_freed_memory
+from seqbench.training.heap import heap_state, keep_freed_memory
 from seqbench.training.threads import apply_threads, choose_threads, one_thread_for
 
 LOG_EVERY = 10  # train_loss / grad_norm are logged every this many steps
@@ -299,7 +299,7 @@ def train(
         config_hash=config_hash,
         sweep_id=sweep_id,
         name=name,
-        environment=environment.capture(str(device), threads_from),
+        environment=environment.capture(str(device), threads_from, heap_state()),
         tags=cfg.tags or None,
         n_params=count_params(model),
         started_at=utcnow(),
