@@ -58,10 +58,12 @@ def fed_steps(cfg: RunConfig) -> int:
     return cfg.seq_len + extra
 
 
-def stored_k(cfg: RunConfig) -> int | None:
-    """What a run of `cfg` stores as k: a feedforward model's exact context capped at the
-    steps it is fed, a recurrent model's truncation length (models.context)."""
-    return models.context(cfg, fed_steps(cfg))
+def stored_k(cfg: RunConfig, steps: int | None = None) -> int | None:
+    """What a run of `cfg` stores as k, the one rule for train, sweep and stress: a
+    feedforward model's exact context (built for the config's T) capped at the steps it is fed
+    (`steps`, default the config's own: fed_steps; stress feeds a trained model its own T), a
+    recurrent model's truncation length (models.context)."""
+    return models.context(cfg, fed_steps(cfg) if steps is None else steps)
 
 
 def config_hash(cfg: RunConfig) -> str:

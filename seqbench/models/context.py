@@ -15,6 +15,7 @@ makes that sum k − 1 has context k.
 
 from __future__ import annotations
 
+import functools
 import math
 
 # A TCN level: (kernel, dilation) of its two convolutions.
@@ -41,8 +42,12 @@ def tcn_levels_for(k: int, kernel_size: int) -> int:
     return levels
 
 
-def tcn_plan(kernel_size: int, levels: int | None, k: int | None, seq_len: int) -> list[Level]:
-    """The TCN's levels as (kernel, dilation) pairs.
+@functools.lru_cache(maxsize=1024)
+def tcn_plan(
+    kernel_size: int, levels: int | None, k: int | None, seq_len: int
+) -> tuple[Level, ...]:
+    """The TCN's levels as (kernel, dilation) pairs, worked out once per arguments (a run
+    asks for them to store its k, to hash its config and to build its network).
 
     - `levels` given (the papers' configurations): Bai et al.'s levels, both convs of level i
       with kernel K and dilation 2^i; receptive field 1 + 2(K−1)(2^L − 1).
@@ -56,8 +61,8 @@ def tcn_plan(kernel_size: int, levels: int | None, k: int | None, seq_len: int) 
     """
     K = kernel_size
 
-    def standard(n: int) -> list[Level]:
-        return [((K, 2**i), (K, 2**i)) for i in range(n)]
+    def standard(n: int) -> tuple[Level, ...]:
+        return tuple(((K, 2**i), (K, 2**i)) for i in range(n))
 
     if levels is not None:
         return standard(levels)
@@ -69,10 +74,10 @@ def tcn_plan(kernel_size: int, levels: int | None, k: int | None, seq_len: int) 
     span = k - tcn_receptive_field(K, L - 1)  # E: what the last level must add
     q, r = divmod(span, K - 1)
     first = (K, q) if q else (1, 1)
-    return [*standard(L - 1), (first, (r + 1, 1))]
+    return (*standard(L - 1), (first, (r + 1, 1)))
 
 
-def plan_span(plan: list[Level]) -> int:
+def plan_span(plan: tuple[Level, ...]) -> int:
     return sum((n - 1) * d for level in plan for n, d in level)
 
 

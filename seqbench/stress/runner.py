@@ -316,7 +316,7 @@ def stress(
     for ref in runs:
         bb, d, run, cfg = trained_backbone(store, ref)
         check_memory(cfg, batch, seq_len, bb.out_dim, d, cfg.layers, tdtype)
-        context_k = run.k if bb.recurrent else min(bb.receptive_field, seq_len)  # at this T
+        context_k = stored_k(cfg, steps=seq_len)  # its context, fed this T
         # the run's own width, not --hidden's (which sizes only the fresh models)
         own = {"hidden": cfg.hidden}
         jobs.append((run.model, run.seed or 0, f"run {run.id}", bb, d, context_k, own))

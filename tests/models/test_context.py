@@ -120,7 +120,7 @@ def test_the_plans_add_up_to_k_with_contiguous_lags(K, k):
 def test_the_papers_tcn_is_untouched_by_the_exact_rule():
     """k equal to a standard receptive field is the standard network; levels stay Bai's."""
     assert tcn_plan(7, None, 85, 1000) == tcn_plan(7, 3, None, 1000)
-    assert tcn_plan(8, 8, None, 220) == [((8, 2**i), (8, 2**i)) for i in range(8)]
+    assert tcn_plan(8, 8, None, 220) == tuple(((8, 2**i), (8, 2**i)) for i in range(8))
 
 
 def test_stress_analyses_a_fresh_model_at_k_and_stores_its_context(cli, db):
