@@ -1,9 +1,9 @@
 """The library surface: every CLI command is a call here, and everything here works without
 the CLI (scripts, notebooks). Library packages never import this module; it imports them.
 
-Importing it costs nothing: each function imports what it needs when called, and the names
-that are the library's own (report tables, baselines, queries) are re-exported lazily, so
-`seqbench report` and `seqbench query` start without torch or SQLAlchemy.
+Importing it costs nothing: every name is defined here (grep and an editor find each one), and
+a function whose work lives in a heavy package (torch, pandas, SQLAlchemy) imports it when
+called, so `seqbench report` and `seqbench query` start without torch or SQLAlchemy.
 
     >>> import seqbench.api as sb
     >>> out = sb.train("indrnn", "adding", seq_len=100, steps=500, db="runs.db")
@@ -12,7 +12,6 @@ that are the library's own (report tables, baselines, queries) are re-exported l
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,81 +27,71 @@ from seqbench.config import (
 )
 from seqbench.configure import check_shadowed, make_config
 from seqbench.errors import UsageError
+from seqbench.report.statuses import CHECK_STATUSES
+from seqbench.store.common import RUN_KINDS, RUN_STATUSES, describe_database_error, float_text
+from seqbench.store.query import DEFAULT_MAX_BYTES, coerce_param, run_query
+from seqbench.training.progress import Progress
+from seqbench.training.threads import check_threads
 
 if TYPE_CHECKING:
-    from seqbench.store.store import Store
-    from seqbench.sweep.runner import SweepOutcome
-    from seqbench.training.loop import Progress, TrainOutcome
+    import os
+    from pathlib import Path
 
-# Re-exported as they are: name -> module (imported on first use).
-_REEXPORTS = {
-    # stores
-    "open_store": "seqbench.store.store",
-    "upgrade_store": "seqbench.store.store",
-    "RUN_KINDS": "seqbench.store.common",
-    "RUN_STATUSES": "seqbench.store.common",
-    "describe_database_error": "seqbench.store.common",
-    "float_text": "seqbench.store.common",
-    # training
-    "Progress": "seqbench.training.loop",
-    "check_threads": "seqbench.training.threads",
-    "load_checkpoint": "seqbench.training.loop",
-    # stress and kernel benchmarks
-    "bench_kernels": "seqbench.bench",
-    "stress": "seqbench.stress.runner",
-    "plot_stress": "seqbench.stress.runner",
-    # query
-    "run_query": "seqbench.store.query",
-    "coerce_param": "seqbench.store.query",
-    "DEFAULT_MAX_BYTES": "seqbench.store.query",
-    # reading results into pandas
-    "runs_frame": "seqbench.report.frames",
-    "curves_frame": "seqbench.report.frames",
-    "diff_runs": "seqbench.report.curves",
-    "plot_curves": "seqbench.report.curves",
-    "grouped_curves": "seqbench.report.curves",
-    "plot_grouped": "seqbench.report.curves",
-    # reports
-    "build_report": "seqbench.report.tables",
-    "comparison_rows": "seqbench.report.tables",
-    "leaderboard_rows": "seqbench.report.tables",
-    "flat_rows": "seqbench.report.tables",
-    "format_cell": "seqbench.report.tables",
-    "plot_report": "seqbench.report.plots",
-    "fit_decay": "seqbench.report.decay",
-    # baselines and checks
-    "save_baseline": "seqbench.report.check",
-    "export_baseline": "seqbench.report.check",
-    "import_baseline": "seqbench.report.check",
-    "list_baselines": "seqbench.report.check",
-    "resolve_baseline": "seqbench.report.check",
-    "check": "seqbench.report.check",
-    "CHECK_STATUSES": "seqbench.report.check",
-    "junit_xml": "seqbench.report.check",
-    # the dashboard
-    "serve_ui": "seqbench.ui.server",
-    "variant_label": "seqbench.report.check",
-}
+    import pandas as pd
+
+    from seqbench.bench import BenchRow
+    from seqbench.report.check import CheckRow, Point
+    from seqbench.report.curves import RunDiff
+    from seqbench.report.tables import Report
+    from seqbench.store.store import Store
+    from seqbench.stress.runner import StressResult
+    from seqbench.sweep.runner import SweepOutcome
+    from seqbench.training.loop import TrainOutcome
+
 
 __all__ = [
+    "CHECK_STATUSES",
+    "DEFAULT_MAX_BYTES",
+    "RUN_KINDS",
+    "RUN_STATUSES",
     "ModelInfo",
+    "Progress",
     "RunConfig",
     "SweepPlan",
     "TaskInfo",
     "archive_runs",
+    "bench_kernels",
+    "build_report",
+    "check",
     "check_run_name",
+    "check_shadowed",
     "check_store",
+    "check_threads",
+    "coerce_param",
+    "comparison_rows",
     "config_toml",
     "count_runs",
     "curve_runs",
+    "curves_frame",
     "data_file",
-    "table_fields",
     "data_note",
     "default_layers",
     "delete_runs",
+    "describe_database_error",
+    "diff_runs",
+    "export_baseline",
+    "fit_decay",
+    "flat_rows",
+    "float_text",
+    "format_cell",
+    "grouped_curves",
+    "import_baseline",
+    "junit_xml",
+    "leaderboard_rows",
+    "list_baselines",
     "list_runs",
+    "load_checkpoint",
     "load_toml",
-    "check_shadowed",
     "make_config",
     "memory_answers",
     "memory_cost",
@@ -111,38 +100,42 @@ __all__ = [
     "model_catalog",
     "name_run",
     "open_reads",
+    "open_store",
     "parse_assignments",
+    "plot_curves",
+    "plot_grouped",
     "plot_memory",
+    "plot_report",
+    "plot_stress",
     "reader_role",
     "reader_role_effects_left",
+    "resolve_baseline",
     "run_config",
     "run_details",
     "run_memory",
+    "run_query",
     "run_sweep",
+    "runs_frame",
+    "save_baseline",
     "schema_history",
     "split_assignment",
     "split_list",
     "store_is_current",
     "store_revision",
+    "stress",
     "sweep_grid",
     "sweep_plan",
     "sweep_points",
     "sweep_status",
+    "table_fields",
     "tag_runs",
     "task_catalog",
     "task_metric",
     "train",
     "train_config",
-    *_REEXPORTS,
+    "upgrade_store",
+    "variant_label",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _REEXPORTS:
-        value = getattr(importlib.import_module(_REEXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'seqbench.api' has no attribute {name!r}")
 
 
 # -- stores ------------------------------------------------------------------------------------
@@ -827,3 +820,299 @@ def run_details(store: Store, ref: str) -> tuple[Any, dict[str, float], dict]:
     prefix; an unknown run is an error."""
     run = store.require_run(ref)
     return run, store.summaries(run.id), store.last_metrics(run.id)
+
+
+# -- the library's own, named here, imported when called ---------------------------------------
+def open_store(
+    db: str | os.PathLike | None = None,
+    *,
+    create: bool = True,
+    readonly: bool = False,
+    reap: bool | None = None,
+) -> Store:
+    """Open (and, if brand-new, create at head) the store at `db` (store/store.py)."""
+    from seqbench.store.store import open_store as impl
+
+    return impl(db, create=create, readonly=readonly, reap=reap)
+
+
+def upgrade_store(db: str | os.PathLike | None = None) -> tuple[str | None, str, Path | None]:
+    """Upgrade a database to head, backing up a SQLite file first (store/store.py)."""
+    from seqbench.store.store import upgrade_store as impl
+
+    return impl(db)
+
+
+def load_checkpoint(path: str | Path, map_location="cpu") -> dict[str, Any]:
+    """Load a checkpoint written by train() (training/loop.py)."""
+    from seqbench.training.loop import load_checkpoint as impl
+
+    return impl(path, map_location)
+
+
+def bench_kernels(
+    store: Store | Callable[[], Store] | None = None,
+    *,
+    seq_len: int = 1000,
+    batch: int = 32,
+    hidden: int = 128,
+    device: str = "cpu",
+    backends: tuple[str, ...] | None = None,
+    repeat: int = 3,
+    threads: int | None = None,
+) -> tuple[list[BenchRow], float, str]:
+    """Time every available backend (bench.py)."""
+    from seqbench.bench import bench_kernels as impl
+
+    return impl(
+        store,
+        seq_len=seq_len,
+        batch=batch,
+        hidden=hidden,
+        device=device,
+        backends=backends,
+        repeat=repeat,
+        threads=threads,
+    )
+
+
+def stress(
+    store: Store,
+    models: list[str],
+    *,
+    seq_len: int = 5000,
+    hidden: int | None = 128,
+    batch: int = 4,
+    seeds: list[int] = (0,),
+    runs: list[str] = (),
+    dtype: str = "float32",
+    rtol: float = 1e-06,
+    eps: float = 0.001,
+    in_dim: int = 2,
+    on_result=None,
+    on_start=None,
+    threads: int | None = None,
+    k: int | None = None,
+    overrides: dict | None = None,
+) -> list[StressResult]:
+    """Analyse each model × seed at init, and each trained run (stress/runner.py)."""
+    from seqbench.stress.runner import stress as impl
+
+    return impl(
+        store,
+        models,
+        seq_len=seq_len,
+        hidden=hidden,
+        batch=batch,
+        seeds=seeds,
+        runs=runs,
+        dtype=dtype,
+        rtol=rtol,
+        eps=eps,
+        in_dim=in_dim,
+        on_result=on_result,
+        on_start=on_start,
+        threads=threads,
+        k=k,
+        overrides=overrides,
+    )
+
+
+def plot_stress(results: list[StressResult], path: str) -> None:
+    """Gradient norm against lag and truncation error against k, all models (stress/runner.py)."""
+    from seqbench.stress.runner import plot_stress as impl
+
+    return impl(results, path)
+
+
+def runs_frame(db: str | None = None, *, summaries: bool = True, **filters) -> pd.DataFrame:
+    """One row per run, its config fields and summaries as columns (report/frames.py)."""
+    from seqbench.report.frames import runs_frame as impl
+
+    return impl(db, summaries=summaries, **filters)
+
+
+def curves_frame(
+    db: str | None, run_ids: list[int], metrics: list[str] | None = None, *, wide: bool = False
+) -> pd.DataFrame:
+    """The logged metrics of runs (report/frames.py)."""
+    from seqbench.report.frames import curves_frame as impl
+
+    return impl(db, run_ids, metrics, wide=wide)
+
+
+def diff_runs(store, a_ref: str, b_ref: str) -> RunDiff:
+    """The config fields whose values differ between two runs (a field one run lacks, from an older
+    seqbench, shows as None) and every summary of either (report/curves.py)."""
+    from seqbench.report.curves import diff_runs as impl
+
+    return impl(store, a_ref, b_ref)
+
+
+def plot_curves(db, runs: list, metric: str, path: str, title: str | None = None) -> int:
+    """One line per run of `metric` against the step (log y when the values span decades), each its
+    own colour, the legend outside the axes (report/curves.py)."""
+    from seqbench.report.curves import plot_curves as impl
+
+    return impl(db, runs, metric, path, title)
+
+
+def grouped_curves(db, runs: list, metric: str, by: list[str], band: str = "std"):
+    """`metric` against the step per group of runs that share the `by` fields (run columns or
+    config fields) (report/curves.py)."""
+    from seqbench.report.curves import grouped_curves as impl
+
+    return impl(db, runs, metric, by, band)
+
+
+def plot_grouped(frame, groups: dict, metric: str, band: str, path: str | None, task=None):
+    """One line per group (its mean) with its band shaded, each group its own colour, one legend
+    entry per group outside the axes (report/curves.py)."""
+    from seqbench.report.curves import plot_grouped as impl
+
+    return impl(frame, groups, metric, band, path, task)
+
+
+def build_report(
+    db: str | None,
+    *,
+    compare: list[str] | None = None,
+    tasks: list[str] | None = None,
+    metric: str = "test_metric",
+    by: str | list[str] | None = None,
+    sweep: str | None = None,
+    where: str | None = None,
+) -> Report | None:
+    """The comparison or leaderboard of the runs that match (None when the store holds no
+    completed training run that does) (report/tables.py)."""
+    from seqbench.report.tables import build_report as impl
+
+    return impl(db, compare=compare, tasks=tasks, metric=metric, by=by, sweep=sweep, where=where)
+
+
+def comparison_rows(
+    rep: Report, ci: bool = False, notes: list[str] | None = None
+) -> tuple[list[str], list[list], list[int | None]]:
+    """(columns, rows, index of the best model column per row) for a --compare report
+    (report/tables.py)."""
+    from seqbench.report.tables import comparison_rows as impl
+
+    return impl(rep, ci, notes)
+
+
+def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | None]]:
+    """(columns, rows, index of the best per row) for a leaderboard (report/tables.py)."""
+    from seqbench.report.tables import leaderboard_rows as impl
+
+    return impl(rep)
+
+
+def flat_rows(cols, rows, cell_cols, ci: bool = False) -> tuple[list[str], list[list]]:
+    """Machine-readable layout (report/tables.py)."""
+    from seqbench.report.tables import flat_rows as impl
+
+    return impl(cols, rows, cell_cols, ci)
+
+
+def format_cell(v, ci: bool = False) -> str | None:
+    """A cell for people (report/tables.py)."""
+    from seqbench.report.tables import format_cell as impl
+
+    return impl(v, ci)
+
+
+def plot_report(rep: Report, path: str | None):
+    """Metric against the first numeric --by field (k, seq_len, teacher_lam, ...) with ±std error
+    bars (grouped bars when there is none), one panel per task and one line per model (and per
+    value of any other --by field) (report/plots.py)."""
+    from seqbench.report.plots import plot_report as impl
+
+    return impl(rep, path)
+
+
+def fit_decay(
+    rep: Report, x: str = "k", notes: list[str] | None = None
+) -> tuple[list[str], list[list]]:
+    """(columns, rows) of the per-step decay rate fitted to each model's gap against k
+    (report/decay.py)."""
+    from seqbench.report.decay import fit_decay as impl
+
+    return impl(rep, x, notes)
+
+
+def save_baseline(
+    store: Store,
+    name: str,
+    *,
+    metrics=("test_metric",),
+    sweep=None,
+    where=None,
+    rtol=0.05,
+    atol=0.0,
+    skipped: list[str] | None = None,
+) -> list[Point]:
+    """Store the current medians as baseline `name` (replacing an older one of that name)
+    (report/check.py)."""
+    from seqbench.report.check import save_baseline as impl
+
+    return impl(
+        store,
+        name,
+        metrics=metrics,
+        sweep=sweep,
+        where=where,
+        rtol=rtol,
+        atol=atol,
+        skipped=skipped,
+    )
+
+
+def export_baseline(store: Store, name: str, path: str | Path) -> int:
+    """Write baseline `name` to a JSON file; the number of points (report/check.py)."""
+    from seqbench.report.check import export_baseline as impl
+
+    return impl(store, name, path)
+
+
+def import_baseline(store: Store, path: str | Path, name: str | None = None) -> tuple[str, int]:
+    """Read a baseline JSON file into the store as `name`: (name, points) (report/check.py)."""
+    from seqbench.report.check import import_baseline as impl
+
+    return impl(store, path, name)
+
+
+def list_baselines(db) -> tuple[list[str], list[tuple]]:
+    """(columns, rows) of the stored baselines (report/check.py)."""
+    from seqbench.report.check import list_baselines as impl
+
+    return impl(db)
+
+
+def resolve_baseline(store: Store, ref: str) -> list[Point]:
+    """A baseline by name in the store, or from a .json file (report/check.py)."""
+    from seqbench.report.check import resolve_baseline as impl
+
+    return impl(store, ref)
+
+
+def check(
+    store: Store, points: list[Point], *, sweep=None, where=None, rtol=None, atol=None
+) -> list[CheckRow]:
+    """Judge the current medians against each baseline point (report/check.py)."""
+    from seqbench.report.check import check as impl
+
+    return impl(store, points, sweep=sweep, where=where, rtol=rtol, atol=atol)
+
+
+def junit_xml(rows: list[CheckRow], path: str | Path) -> None:
+    """One testcase per point (report/check.py)."""
+    from seqbench.report.check import junit_xml as impl
+
+    return impl(rows, path)
+
+
+def variant_label(variant: str) -> str:
+    """A baseline variant for people: '{"seq_len":100}' -> 'seq_len=100' (report/check.py)."""
+    from seqbench.report.check import variant_label as impl
+
+    return impl(variant)

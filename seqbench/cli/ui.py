@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from seqbench import api
 from seqbench.cli._options import state
 
 
@@ -45,8 +44,10 @@ def ui(
     def ready(url: str) -> None:
         typer.echo(f"seqbench ui: serving {url} (read-only; Ctrl-C to stop)", err=True)
 
+    from seqbench.ui.server import serve_ui  # the other front end, started from this one
+
     try:
-        api.serve_ui(
+        serve_ui(
             state(ctx).db, host=host, port=port, ready=ready, allow_hosts=tuple(allow_host or ())
         )
     except KeyboardInterrupt:

@@ -35,8 +35,6 @@ from seqbench.store.common import float_text
 from seqbench.store.reading import reading
 from seqbench.store.store import Store
 
-CHECK_STATUSES = ("pass", "regressed", "improved", "missing")
-
 
 @dataclass(frozen=True)
 class Point:

@@ -18,7 +18,6 @@ import resource
 import secrets
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from seqbench.store.store import Store
 from seqbench.tasks import TASKS, make_task
 from seqbench.tasks.base import generator, to_device
 from seqbench.training.heap import heap_state, keep_freed_memory
+from seqbench.training.progress import Progress
 from seqbench.training.threads import apply_threads, choose_threads, one_thread_for
 
 LOG_EVERY = 10  # train_loss / grad_norm are logged every this many steps
@@ -64,17 +64,6 @@ def blown_up(metric: float, baseline: float | None, higher_is_better: bool) -> s
             f"baseline {baseline:.4g}"
         )
     return None
-
-
-@dataclass
-class Progress:
-    """Callbacks the loop calls; the CLI passes one that draws a rich progress bar."""
-
-    on_run: Callable[[int, RunConfig], None] = lambda run_id, cfg: None  # the run exists
-    on_start: Callable[[int], None] = lambda total: None
-    on_step: Callable[[int, float], None] = lambda step, loss: None
-    on_eval: Callable[[int, dict[str, float]], None] = lambda step, ev: None
-    on_end: Callable[[], None] = lambda: None
 
 
 @dataclass
