@@ -17,16 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from seqbench.config import (
-    RunConfig,
-    check_label,
-    load_toml,
-    parse_assignments,
-    split_assignment,
-    split_list,
-)
+from seqbench.config import RunConfig
 from seqbench.configure import check_shadowed, make_config
 from seqbench.errors import UsageError
+from seqbench.parsing import check_label, load_toml, parse_assignments, split_assignment, split_list
 from seqbench.report.statuses import CHECK_STATUSES
 from seqbench.store.common import RUN_KINDS, RUN_STATUSES, describe_database_error, float_text
 from seqbench.store.query import DEFAULT_MAX_BYTES, coerce_param, run_query
@@ -280,16 +274,18 @@ def default_layers() -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
     """Where `train`'s defaults come from, in the order they apply (later wins): the main
     fields' own defaults, each model family's, each task's, then the papers' per (model,
     task) pair; torch-free."""
-    from seqbench.config import FIELDS, PAIR_DEFAULTS, TASK_DEFAULTS
+    from seqbench.config import FIELDS
     from seqbench.models import MODELS
+    from seqbench.tasks import TASKS
 
     own = {n: FIELDS[n].default for n in ("batch_size", "lr", "optimizer", "hidden")}
     families = [(m, MODELS.get(m).defaults) for m in MODELS if MODELS.get(m).defaults]
-    pairs = [(f"{m}/{t}", d) for (m, t), d in PAIR_DEFAULTS.items()]
+    own_tasks = [(t, TASKS.get(t).defaults) for t in TASKS if TASKS.get(t).defaults]
+    pairs = [(f"{m}/{t}", d) for m in MODELS for t, d in MODELS.get(m).task_defaults.items()]
     return [
         ("field", [("", own)]),
         ("family", families),
-        ("task", list(TASK_DEFAULTS.items())),
+        ("task", own_tasks),
         ("pair", pairs),
     ]
 
@@ -338,7 +334,7 @@ def data_file(
 def table_fields(sets: list[str] | None) -> dict[str, Any]:
     """--set key=value items naming how to cut a table (tasks/tables.FIELDS and seq_len),
     typed as config fields; any other key is refused."""
-    from seqbench.config import coerce, split_assignment
+    from seqbench.parsing import coerce, split_assignment
     from seqbench.tasks.tables import FIELDS
 
     out: dict[str, Any] = {}
@@ -685,7 +681,7 @@ def sweep_points(store: Store, name: str) -> tuple[dict, list[dict]]:
 
 def config_toml(cfg: RunConfig) -> str:
     """A resolved config as TOML that `seqbench train --config` accepts."""
-    from seqbench.config import to_toml
+    from seqbench.parsing import to_toml
 
     return to_toml(cfg)
 

@@ -1,21 +1,18 @@
-"""RunConfig: everything that defines a training run, its fields' types, limits and defaults
-(the global ones, PAIR_DEFAULTS and TASK_DEFAULTS), the checks that need no model or task, and
-the one digest of a config. The ground of seqbench: it imports nothing of seqbench but errors.
-configure.py resolves and hashes a config with the families and tasks in view.
+"""RunConfig: everything that defines a training run, its fields' types, limits and global
+defaults (a family's and a task's own are on their registry specs), the checks that need no
+model or task, and the one digest of a config. The ground of seqbench: it imports nothing of
+seqbench but errors. configure.py resolves and hashes a config with the families and tasks in view.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
-import typing
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from seqbench.errors import SeqbenchError, UsageError
+from seqbench.errors import UsageError
 
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
 DEVICES = ("auto", "cpu", "cuda")
@@ -148,33 +145,11 @@ def _group(name: str) -> list:
     return [f for f in fields(RunConfig) if name in f.metadata.get("groups", ())]
 
 
-def _positive_fields(obj, names) -> None:
+def check_positive(obj, names) -> None:
     for name in names:
         v = getattr(obj, name)
         if v is not None and not v > 0:
             raise UsageError(f"{name} must be positive, got {v}")
-
-
-def _derived(name: str, group: str, doc: str, **defaults: Any) -> type:
-    """A frozen dataclass of RunConfig's `group` fields, with their types and defaults (or
-    `defaults` where the part needs a value the config leaves to resolution)."""
-    from dataclasses import make_dataclass, replace
-
-    specs = []
-    for f in _group(group):
-        specs.append((f.name, f.type, field(default=defaults.get(f.name, f.default))))
-    positive = [n for n, *_ in specs if n in POSITIVE]
-
-    def post_init(self):
-        _positive_fields(self, positive)
-
-    def with_(self, **kw):
-        return replace(self, **kw)
-
-    ns = {"__doc__": doc, "__post_init__": post_init, "with_": with_}
-    cls = make_dataclass(name, specs, frozen=True, namespace=ns)
-    cls.__module__ = __name__  # pickled by name (sweep workers receive them)
-    return cls
 
 
 # Fields that must be positive when set (checked on RunConfig, ModelArgs and TaskArgs alike).
@@ -203,19 +178,69 @@ POSITIVE = (
     "lr_decay",
     "subset",
 )
-# A model is built for a concrete length: the config's None (the task's T) is resolved first.
-ModelArgs = _derived(
-    "ModelArgs",
-    MODEL,
-    "The model's hyperparameters: RunConfig's model fields (each family reads the ones it "
-    "needs). seq_len is the task's T (IndRNN's bound M^(1/T) and a TCN's depth depend on it).",
-    seq_len=100,
-)
-TaskArgs = _derived(
-    "TaskArgs",
-    TASK,
-    "The task's options: RunConfig's task fields (seq_len None: the task's default T).",
-)
+
+
+class _Part:
+    """What ModelArgs and TaskArgs share: the positive-field check and a copy with changes."""
+
+    def __post_init__(self):
+        check_positive(self, [f.name for f in fields(self) if f.name in POSITIVE])
+
+    def with_(self, **kw):
+        return replace(self, **kw)
+
+
+@dataclass(frozen=True)
+class ModelArgs(_Part):
+    """The model's hyperparameters: RunConfig's model fields, with the same defaults (each
+    family reads the ones it needs; tests/test_config_parts.py holds the two in step). A model
+    is built for a concrete length: seq_len is the task's T (IndRNN's bound M^(1/T) and a
+    TCN's depth depend on it), 100 where none is given."""
+
+    seq_len: int | None = 100
+    k: int | None = None
+    hidden: int | None = 128
+    layers: int | None = 1
+    dropout: float = 0.0
+    kernel_size: int | None = 7
+    levels: int | None = None
+    nonlinearity: str = "tanh"
+    base: str = "lstm"
+    magnitude: float = 2.0
+    deep: bool = False
+    heads: int = 4
+    backend: str = "auto"
+    forget_bias: float = 0.0
+    forget_cap: float | None = None
+    init: str = "reference"
+
+
+@dataclass(frozen=True)
+class TaskArgs(_Part):
+    """The task's options: RunConfig's task fields, with the same defaults (seq_len None: the
+    task's default T)."""
+
+    seq_len: int | None = None
+    seed: int = 0
+    eval_size: int = 1000
+    marker: str = "uniform"
+    subset: int | None = None
+    path: str | None = None
+    teacher_lam: float = 0.9
+    teacher_kind: str | None = None
+    symbols: str | None = None
+    test_stream: bool | None = None
+    target: str | None = None
+    data_hash: str | None = None
+    split_seed: int | None = None
+    x_cols: str | None = None
+    y_cols: str | None = None
+    time_col: str | None = None
+    series_col: str | None = None
+    horizon: int | None = None
+    split: str | None = None
+
+
 MODEL_FIELDS = tuple(f.name for f in _group(MODEL))
 TASK_FIELDS = tuple(f.name for f in _group(TASK))
 # None is a value for these (no context given, no depth given, no forget-gate cap)
@@ -267,324 +292,6 @@ def experiment_fields(config: Mapping[str, Any]) -> dict[str, Any]:
     if out.get("data_hash") is not None:
         out.pop("path", None)
     return out
-
-
-_HINTS = typing.get_type_hints(RunConfig)
-
-# Where a family or a paper gives a default (the papers' setups, Li et al., Bai et al., Miller
-# & Hardt), sized so that `seqbench train` with
-# no other flag finishes in minutes on a 2-core CPU. `steps` and `lr` are tuned per pair.
-PAIR_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
-    # IndRNN adding, as the authors' adding script (IndRNN_Theano_Lasagne adding/adding.py)
-    # trains it: 2×128, Adam 2e-4, batch 32, an element-wise clip at 10 and no norm clip, lr
-    # ÷10 after every 20,100 steps (its `count > 200` evaluations of 100). Its clip is on each
-    # step's pre-activation gradient, ours on each parameter's; neither fires on this task.
-    # Its markers, one in each half, are a task field (`marker=halves`), not a model's
-    # default: the task stays the task whatever model runs it. seqbench's earlier variant (a
-    # norm clip at 10, batch 50 as in the uRNN setup) is `--batch-size 50 --set clip=10
-    # --set clip_value=none`.
-    ("indrnn", "adding"): {
-        "layers": 2,
-        "hidden": 128,
-        "lr": 2e-4,
-        "clip_value": 10.0,
-        "lr_decay_every": 20100,
-    },
-    # IRNN adding: the same script's settings for its IRNN baseline (`--model irnn`)
-    ("irnn", "adding"): {"lr": 2e-4, "clip_value": 10.0, "lr_decay_every": 20100},
-    # RNN/LSTM/GRU adding: width 64 rather than the paper's 128, which is ~7x slower per step
-    # with oneDNN on a 2-core CPU; an LSTM-64 leaves the 1/6 plateau after ~2500 steps.
-    ("lstm", "adding"): {"hidden": 64, "lr": 2e-3, "clip": 10.0, "batch_size": 50, "steps": 5000},
-    ("rnn", "adding"): {"hidden": 64, "lr": 2e-3, "clip": 10.0, "batch_size": 50, "steps": 5000},
-    ("gru", "adding"): {"hidden": 64, "lr": 2e-3, "clip": 10.0, "batch_size": 50, "steps": 5000},
-    # IndRNN on pixel sequences: the batch-normalised network of the authors' sequential-MNIST
-    # script (M = 5, Adam 2e-4, dropout 0.1, weight decay 1e-4 off u and the biases, gradients
-    # clamped to ±10), 2 layers rather than its 6. Without batch norm the N(0, 0.001) input
-    # weights leave the features too small to learn from (7.5% test accuracy on digits).
-    **{
-        ("indrnn", t): {
-            "deep": True,
-            "lr": 2e-4,
-            "magnitude": 5.0,
-            "dropout": 0.1,
-            "weight_decay": 1e-4,
-            "clip_value": 10.0,
-        }
-        for t in ("digits", "pdigits", "fashion", "pfashion")
-    },
-    # TCN (Bai et al.): adding K=7, 30 channels, Adam 4e-3; copy K=8, 10 channels, RMSprop 5e-4;
-    # sequential MNIST K=7, 25 channels, Adam 2e-3; music K=5, 150 ch, clip 0.2.
-    # Adding: from the reference init the TCN left the 1/6 plateau by step 1600 at T=200 (the
-    # paper-text init had kept it there past 6500); 8000 steps leave a margin for the seeds.
-    ("tcn", "adding"): {"hidden": 30, "kernel_size": 7, "lr": 4e-3, "steps": 8000},
-    # copy: 8 levels as in the reference script (receptive field 3571), not the fewest that
-    # cover T: with 4 levels (211 ≥ T = 200) it stays at the memoryless baseline for 4000
-    # steps (benchmarks/tcn_reference.py --task copy). No clip: the script's --clip 1 is
-    # applied before loss.backward(), to cleared gradients, so it never clips; --clip 1 is
-    # the clip its text implies.
-    ("tcn", "copy"): {
-        "hidden": 10,
-        "kernel_size": 8,
-        "levels": 8,
-        "optimizer": "rmsprop",
-        "lr": 5e-4,
-    },
-    ("tcn", "digits"): {"hidden": 25, "kernel_size": 7, "lr": 2e-3},
-    ("tcn", "pdigits"): {"hidden": 25, "kernel_size": 7, "lr": 2e-3},
-    ("tcn", "fashion"): {"hidden": 25, "kernel_size": 7, "lr": 2e-3},
-    ("tcn", "pfashion"): {"hidden": 25, "kernel_size": 7, "lr": 2e-3},
-    ("tcn", "chorales"): {
-        "lr": 1e-3,
-        "hidden": 150,
-        "kernel_size": 5,
-        "levels": 4,
-        "clip": 0.2,
-        "dropout": 0.25,
-    },
-    ("tcn", "ptb-char"): {"hidden": 450, "kernel_size": 3, "levels": 3},
-    # Miller & Hardt: polyphonic music with 256 hidden units.
-    ("lstm", "chorales"): {"hidden": 256},
-}
-TASK_DEFAULTS: dict[str, dict[str, Any]] = {
-    "adding": {"steps": 3000},
-    # copy: the reference code (locuslab/TCN copy_memory) feeds each symbol's value as one
-    # float channel; symbols=tokens embeds them (seqbench's variant)
-    "copy": {"steps": 2000, "symbols": "float"},
-    "teacher": {"steps": 1000},
-    "digits": {"steps": 2000, "batch_size": 32},
-    "pdigits": {"steps": 2000, "batch_size": 32},
-    "fashion": {"steps": 1000},
-    "pfashion": {"steps": 1000},
-    # chorales: Adam 1e-2 (1e-3, the global default, left an RNN-64 and an LSTM-64 at the
-    # context-free baseline after 1000 steps, 13.0 nats; 3e-3 reached 11.7-12.1, 1e-2 10.3-10.5)
-    "chorales": {"steps": 1000, "batch_size": 16, "lr": 1e-2},
-    "ptb-char": {"steps": 1000},
-    "ptb-word": {"steps": 1000},
-    "text": {"steps": 1000},
-    **{f"file-{kind}": {"steps": 1000} for kind in ("regression", "classification", "next-token")},
-}
-
-
-def field_type(name: str) -> tuple[type, bool]:
-    """(the base type, whether None is allowed) of RunConfig field `name`, read from its
-    annotation (`int | None` -> (int, True))."""
-    hint = _HINTS[name]
-    args = typing.get_args(hint)
-    if args and type(None) in args:
-        (base,) = [a for a in args if a is not type(None)]
-        return typing.get_origin(base) or base, True
-    return typing.get_origin(hint) or hint, False
-
-
-def coerce(name: str, raw: Any) -> Any:
-    """Convert a --set / TOML value to the type of RunConfig field `name`."""
-    if name not in FIELDS:
-        from seqbench.errors import UnknownNameError
-
-        raise UnknownNameError("config field", name, [n for n in FIELDS if n != "tags"])
-    base, nullable = field_type(name)
-    if not isinstance(raw, str) or base in (str, dict):
-        return _typed(name, base, nullable, raw)
-    if raw.lower() in ("none", "null", "") and nullable:
-        return None
-    try:
-        if base is bool:
-            if raw.lower() in ("1", "true", "yes", "on"):
-                return True
-            if raw.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(raw)
-        return base(raw)
-    except ValueError:
-        raise UsageError(f"{name} must be {_KINDS[base]}, got {raw!r}") from None
-
-
-_KINDS = {
-    int: "an integer",
-    float: "a number",
-    bool: "true or false",
-    str: "a string",
-    dict: "a table",
-}
-
-
-def _typed(name: str, base: type, nullable: bool, raw: Any) -> Any:
-    """A value that already has a type (TOML, the Python API): check it against the field's
-    type, widening an integer to a float field. The message names the kind expected."""
-    if name == "tags":
-        if not isinstance(raw, dict):
-            raise UsageError("tags must be a table of key = value")
-        return {str(k): str(v) for k, v in raw.items()}
-    if raw is None and nullable:
-        return None
-    ok = isinstance(raw, base) and not (isinstance(raw, bool) and base is not bool)
-    if base is float:
-        ok = isinstance(raw, (int, float)) and not isinstance(raw, bool)
-    if not ok:
-        shown = repr(raw) if len(repr(raw)) <= 40 else repr(raw)[:37] + "..."
-        kind = _KINDS[base] + (" or none" if nullable else "")
-        raise UsageError(f"{name} must be {kind}, got {type(raw).__name__} {shown}")
-    return float(raw) if base is float else raw
-
-
-def to_toml(cfg: RunConfig) -> str:
-    """The config as a TOML file that `train --config` reads back to the same config: every
-    field at top level (an unset one, None, is left out: it is the default), tags in [tags]."""
-    lines = []
-    for name, value in cfg.to_dict().items():
-        if name == "tags" or value is None:
-            continue
-        lines.append(f"{name} = {_toml_value(value)}")
-    if cfg.tags:
-        lines += [
-            "",
-            "[tags]",
-            *(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in cfg.tags.items()),
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        return repr(v)  # finite (validated): a TOML float
-    if isinstance(v, int):
-        return str(v)
-    return json.dumps(str(v))  # a TOML basic string
-
-
-def split_list(values: str | list[str] | None) -> list[str]:
-    """The one list rule of seqbench's flags: comma-separated, or the flag repeated, or both
-    ('rnn,lstm' = ['rnn', 'lstm'] = ['rnn', 'lstm,']); items stripped, empty ones dropped."""
-    if values is None:
-        return []
-    items = [values] if isinstance(values, str) else values
-    return [v.strip() for item in items for v in str(item).split(",") if v.strip()]
-
-
-def split_assignment(item: str, what: str = "--set", form: str = "key=value") -> tuple[str, str]:
-    """'key=value' -> ('key', 'value'), both stripped; a one-line UsageError naming the flag
-    without an '=' or a key."""
-    key, sep, value = item.partition("=")
-    if not sep or not key.strip():
-        raise UsageError(f"{what} expects {form}, got {item!r}")
-    return key.strip(), value.strip()
-
-
-def parse_assignments(items: list[str] | None, what: str = "--set") -> dict[str, Any]:
-    return dict(split_assignment(item, what) for item in items or [])
-
-
-def load_toml(path: str | Path) -> dict[str, Any]:
-    """Read a config file: top-level keys are RunConfig fields; [tags] is a table."""
-    p = Path(path)
-    if not p.is_file():
-        raise SeqbenchError(f"config file {str(p)!r} not found")
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise UsageError(f"config file {str(p)!r} does not parse: {e}") from None
-    return {k: coerce(k, v) for k, v in data.items()}
-
-
-# Float fields: every one must be finite (json has no Infinity, and an inf lr is no experiment).
-FLOAT_FIELDS = (
-    "lr",
-    "clip",
-    "clip_value",
-    "lr_decay",
-    "weight_decay",
-    "lam",
-    "dropout",
-    "magnitude",
-    "forget_bias",
-    "forget_cap",
-    "teacher_lam",
-)
-MAX_SEED = 2**32 - 1  # numpy's seeds (the tasks' data) are 32-bit
-# past this Adam's first step, lr / (1 - beta1), leaves float32 and torch raises instead of
-# the run diverging (1e12 still diverges, as a result should)
-MAX_LR = 1e30
-MAX_INT = 2**63 - 1  # what the store's integer columns and torch's int64 hold
-# Structural sizes past any experiment's (deep IndRNN: 21 layers; a TCN with 40 levels sees
-# 2^40 steps): a larger value is a typo, and building it would hang before any estimate.
-LIMITS = {
-    "layers": 1000,
-    "levels": 40,
-    "kernel_size": 10_000,
-    "heads": 4096,
-    # widths and lengths past any that fits in memory: refused before a model is built (a
-    # smaller but still too large one meets the memory estimate)
-    "hidden": 2**31,
-    "batch_size": 2**31,
-    "seq_len": 2**31,
-    "eval_size": 2**31,
-    "params": 2**48,
-}
-FLOAT32_MAX = 3.4028234663852886e38
-
-
-def check_label(what: str, name: str) -> str:
-    """A name people give (a run, a sweep, a baseline): 1-200 printable characters, not all
-    spaces; else a one-line UsageError."""
-    if not isinstance(name, str) or not name.strip() or len(name) > 200 or not name.isprintable():
-        raise UsageError(f"a {what} name is 1-200 printable characters, got {name!r}")
-    return name
-
-
-def check_fields(cfg: RunConfig) -> None:
-    """The checks of a config's fields that need no model or task (finite, in range, one of
-    the choices); configure.validate adds the family's and the task's."""
-    import math
-
-    for name in FLOAT_FIELDS:
-        v = getattr(cfg, name)
-        if v is not None and not math.isfinite(v):
-            raise UsageError(f"{name} must be a finite number, got {v}")
-        if v is not None and abs(v) > FLOAT32_MAX:  # the optimiser works in float32
-            raise UsageError(f"{name} = {v} is beyond float32's range (±{FLOAT32_MAX:.3g})")
-
-    from dataclasses import fields
-
-    for f in fields(cfg):
-        v = getattr(cfg, f.name)
-        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
-            raise UsageError(f"{f.name} = {v} does not fit in a 64-bit integer")
-    _positive_fields(cfg, POSITIVE)
-    if cfg.lr is not None and cfg.lr > MAX_LR:
-        raise UsageError(f"lr must be at most {MAX_LR:g}, got {cfg.lr:g}")
-    for name, most in LIMITS.items():
-        v = getattr(cfg, name)
-        if v is not None and v > most:
-            raise UsageError(f"{name} must be at most {most}, got {v}")
-    if cfg.weight_decay < 0:
-        raise UsageError(f"weight_decay must be ≥ 0, got {cfg.weight_decay}")
-    if not 0 <= cfg.seed <= MAX_SEED:
-        raise UsageError(f"seed must be in [0, 2^32), got {cfg.seed}")
-    if cfg.split_seed is not None and not 0 <= cfg.split_seed <= MAX_SEED:
-        raise UsageError(f"split_seed must be in [0, 2^32), got {cfg.split_seed}")
-    if cfg.steps is None and cfg.epochs is None:
-        raise UsageError("give --steps or --epochs")
-    if cfg.steps is not None and cfg.epochs is not None:
-        raise UsageError("give --steps or --epochs, not both")
-    if cfg.optimizer not in OPTIMIZERS:
-        raise UsageError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {cfg.optimizer!r}")
-    if cfg.device not in DEVICES:
-        raise UsageError(f"device must be one of {', '.join(DEVICES)}, got {cfg.device!r}")
-    if cfg.backend not in BACKENDS:
-        raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, got {cfg.backend!r}")
-    if cfg.precision not in PRECISIONS:
-        raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, got {cfg.precision!r}")
-    if cfg.init not in INITS:
-        raise UsageError(f"init must be one of {', '.join(INITS)}, got {cfg.init!r}")
-    if not 0 <= cfg.dropout < 1:
-        raise UsageError(f"dropout must be in [0, 1), got {cfg.dropout}")
-    if cfg.stable and not 0 < cfg.lam < 1:
-        raise UsageError(
-            f"--stable needs lam in (0, 1): a λ-contraction with λ ≥ 1 is no stability bound; "
-            f"got {cfg.lam:g}"
-        )
 
 
 def digest(d: Mapping[str, Any]) -> str:

@@ -3,10 +3,11 @@ knows the model families and tasks (their defaults, their checks, the context a 
 model has). config.py is the ground (it imports nothing of seqbench but errors); models,
 tasks and ops import config, and this module imports all of them.
 
-Resolution order (later wins): global defaults < model family defaults < paper defaults for
-the (model, task) pair (config.PAIR_DEFAULTS) < a TOML config file < command-line flags and
---set. The fully resolved config is stored with the run; config_hash is the de-duplication
-key for sweeps.
+Resolution order (later wins): global defaults < the model family's defaults (ModelSpec
+.defaults) < the task's (TaskSpec.defaults) < the family's for this task (ModelSpec
+.task_defaults: the papers' setups) < a TOML config file < command-line flags and --set; then
+the family's own conditions (ModelSpec.condition). The fully resolved config is stored with
+the run; config_hash is the de-duplication key for sweeps.
 """
 
 from __future__ import annotations
@@ -16,19 +17,11 @@ from dataclasses import replace
 from typing import Any
 
 from seqbench import models, tasks
-from seqbench.config import (
-    FIELDS,
-    PAIR_DEFAULTS,
-    TASK_DEFAULTS,
-    RunConfig,
-    check_fields,
-    coerce,
-    digest,
-    load_toml,
-)
+from seqbench.config import FIELDS, RunConfig, digest
 from seqbench.errors import UsageError
 from seqbench.models import MODELS
 from seqbench.models.context import legacy_context
+from seqbench.parsing import check_fields, coerce, load_toml
 from seqbench.tasks import TASKS
 
 __all__ = [
@@ -43,7 +36,7 @@ __all__ = [
 
 
 def validate(cfg: RunConfig) -> None:
-    """Every check a config can fail before a run exists: its fields (config.check_fields),
+    """Every check a config can fail before a run exists: its fields (parsing.check_fields),
     then the family's and the task's (the model- and task-specific ones that need torch follow
     in make_backbone / make_task, also before the run row is written)."""
     check_fields(cfg)
@@ -95,9 +88,8 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
     task_spec = TASKS.get(task)
     values: dict[str, Any] = {}
     values.update(spec.defaults)
-    values.update(TASK_DEFAULTS.get(task, {}))
     values.update(task_spec.defaults)
-    values.update(PAIR_DEFAULTS.get((model, task), {}))
+    values.update(spec.task_defaults.get(task, {}))
     values.update(given)
     values.update(fixed)
     if overrides.get("params") is not None and "hidden" not in overrides:
@@ -115,27 +107,11 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
         values["test_stream"] = True
     elif values.get("test_stream") and not task_spec.stream_test:
         raise UsageError(f"test_stream scores a language model's test split; {task} has none")
-    if given.get("symbols") is not None and "symbols" not in TASK_DEFAULTS.get(task, {}):
+    if given.get("symbols") is not None and "symbols" not in task_spec.defaults:
         raise UsageError(f"symbols says how copy feeds its symbols; {task} has none")
-    cfg = lstm_condition(RunConfig(model=model, task=task, **values))
+    cfg = models.condition(RunConfig(model=model, task=task, **values))
     validate(cfg)
     return replace(cfg, plugin=provenance(cfg))
-
-
-def lstm_condition(cfg: RunConfig) -> RunConfig:
-    """--stable on an LSTM (or a window over one) caps its forget gate: forget_cap defaults to
-    λ/2 (the recurrent blocks get the other half, models/recurrent.lstm_gain). forget_cap is
-    refused anywhere else, and must lie in (0, λ)."""
-    spec = MODELS.get(cfg.model) if cfg.model in MODELS else None
-    lstm = cfg.model == "lstm" or bool(spec and spec.wraps_base and cfg.base == "lstm")
-    if not (cfg.stable and lstm):
-        if cfg.forget_cap is not None:
-            raise UsageError("forget_cap is the forget-gate cap of --stable on an lstm")
-        return cfg
-    cap = cfg.lam / 2 if cfg.forget_cap is None else cfg.forget_cap
-    if not 0 < cap < cfg.lam:
-        raise UsageError(f"forget_cap must be in (0, lam = {cfg.lam:g}), got {cap:g}")
-    return replace(cfg, forget_cap=cap)
 
 
 def provenance(cfg: RunConfig) -> str | None:

@@ -279,3 +279,115 @@ def test_a_task_reference_and_the_example_dataset_script(tmp_path):
     (test,) = rows(db, "SELECT value FROM summaries WHERE key = 'test_metric'")[-1:]
     (base,) = rows(db, "SELECT value FROM summaries WHERE key = 'baseline'")[-1:]
     assert test[0] < 0.5 * base[0]  # the seasonal cycle: a year of changes predicts the next 6
+
+
+ZOO = """
+    '''A new family and a new task in one file of their own: everything seqbench needs to
+    know of them is on their specs (defaults, the family's defaults on each task, the
+    family's own conditions, the task's budget and checks).'''
+    from dataclasses import replace
+
+    import torch
+
+    from seqbench.errors import UsageError
+    from seqbench.models import ModelSpec
+    from seqbench.tasks import TaskSpec
+    from seqbench.tasks.base import Task, generator
+
+
+    def _build(in_dim, args):
+        from torch import nn
+
+        from seqbench.models.base import Backbone
+
+        class Leaky(Backbone):
+            recurrent = True
+
+            def __init__(self):
+                super().__init__()
+                self.inp = nn.Linear(in_dim, args.hidden)
+                self.out_dim = args.hidden
+
+            def forward(self, x, state=None):
+                h, out = torch.zeros(x.shape[0], self.out_dim), []
+                for t in range(x.shape[1]):
+                    h = 0.5 * h + self.inp(x[:, t])
+                    out.append(h)
+                return torch.stack(out, 1), h
+
+        return Leaky()
+
+
+    def _halve_lr_on_long_sequences(cfg):
+        return replace(cfg, lr=cfg.lr / 2) if cfg.seq_len > 20 else cfg
+
+
+    class Sum(Task):
+        '''Regress the sum of the inputs.'''
+
+        name = "zoo:sum"
+        in_dim, out_dim = 1, 1
+
+        def _draw(self, n, gen):
+            x = torch.randn(n, self.seq_len, 1, generator=gen)
+            return x, x.sum((1, 2))
+
+        def train_batch(self, batch_size, gen):
+            return self._draw(batch_size, gen)
+
+        def eval_batches(self, split, batch_size):
+            yield self._draw(64, generator(self.args.seed, {"valid": 1, "test": 2}[split]))
+
+        def loss(self, out, y):
+            return ((out.squeeze(-1) - y) ** 2).mean()
+
+        def metric_sums(self, out, y):
+            sq = float(((out.squeeze(-1) - y) ** 2).sum())
+            return sq, sq, float(y.numel())
+
+        def baseline(self):
+            return float(self.seq_len)
+
+
+    def _check_sum(c):
+        if c.seq_len is not None and c.seq_len > 64:
+            raise UsageError(f"zoo:sum is at most 64 steps, got {c.seq_len}")
+
+
+    leaky = ModelSpec(
+        "leaky", "a leaky integrator", True, _build, {"hidden": 8},
+        task_defaults={"zoo:sum": {"lr": 0.02}, "adding": {"steps": 3}},
+        condition=_halve_lr_on_long_sequences,
+    )
+    sum = TaskSpec(
+        "zoo:sum", "zoo:Sum", "regress the sum of the inputs", "mse", 10,
+        defaults={"steps": 40}, check=_check_sum,
+    )
+"""
+
+
+def test_a_new_family_and_task_from_their_own_file(tmp_path):
+    """The rule of docs/architecture.md: a new model family or task edits only its own files.
+    A family and a task written in one new file are trained through the CLI with the defaults,
+    per-task defaults, conditions and checks their specs declare, and no other file."""
+    db = tmp_path / "zoo.db"
+    (tmp_path / "zoo.py").write_text(textwrap.dedent(ZOO))
+    r = sb(db, "train", "-m", "zoo:leaky", "-t", "zoo:sum", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = sb(db, "train", "-m", "zoo:leaky", "-t", "zoo:sum", "--seq-len", "30", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = sb(db, "train", "-m", "zoo:leaky", "-t", "adding", "--seq-len", "10", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    got = rows(
+        db,
+        "SELECT task, status, json_extract(config, '$.hidden'), json_extract(config, '$.lr'),"
+        " json_extract(config, '$.steps'), seq_len FROM runs ORDER BY id",
+    )
+    assert got == [
+        ("zoo:sum", "completed", 8, 0.02, 40, 10),  # family, pair and task defaults
+        ("zoo:sum", "completed", 8, 0.01, 40, 30),  # the family's condition
+        ("adding", "completed", 8, 0.001, 3, 10),  # its default on a built-in task
+    ]
+    r = sb(db, "train", "-m", "zoo:leaky", "-t", "zoo:sum", "--seq-len", "99", cwd=tmp_path)
+    assert r.returncode == 2 and "zoo:sum is at most 64 steps" in r.stderr
+    assert len(rows(db, "SELECT id FROM runs")) == 3

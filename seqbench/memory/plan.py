@@ -9,8 +9,9 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from seqbench.config import RunConfig, split_assignment
+from seqbench.config import RunConfig
 from seqbench.errors import UsageError
+from seqbench.parsing import split_assignment
 from seqbench.sweep.spec import BUDGET as PARAMS  # where the search for one budget starts
 
 FAMILIES = ("tcn", "window")  # the feedforward families a k-sweep runs by default
@@ -95,7 +96,8 @@ def next_k(tried: list[int], k_star: int | None) -> int | None:
 
 def parse_sets(items: list[str] | None) -> dict[str, Any]:
     """--set field=value, one value each (a memory command is one experiment, not a grid)."""
-    from seqbench.config import FIELDS, coerce
+    from seqbench.config import FIELDS
+    from seqbench.parsing import coerce
 
     out: dict[str, Any] = {}
     for item in items or []:

@@ -21,8 +21,8 @@ from xml.etree import ElementTree as ET
 
 import pandas as pd
 
-from seqbench.config import check_label
 from seqbench.errors import SeqbenchError, UsageError
+from seqbench.parsing import check_label
 from seqbench.report.frames import (
     differing_fields,
     experiment_key,

@@ -24,7 +24,7 @@ def config_fields() -> list[str]:
 
 def parse_by(by: str | list[str] | None) -> list[str]:
     """'k,stable' or ['k', 'stable'] -> ['k', 'stable'], each a run column or config field."""
-    from seqbench.config import split_list
+    from seqbench.parsing import split_list
 
     out = split_list(by)
     allowed = list(GROUP_AXES) + [f for f in config_fields() if f not in GROUP_AXES]
@@ -154,7 +154,7 @@ def sweep_names(sweep: str | list[str] | None) -> list[str] | None:
     """--sweep a,b: the points of several sweeps (a list as given)."""
     if sweep is None or sweep == "":
         return None
-    from seqbench.config import split_list
+    from seqbench.parsing import split_list
 
     return split_list(sweep) if isinstance(sweep, str) else list(sweep)
 

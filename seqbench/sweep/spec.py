@@ -16,8 +16,9 @@ from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
-from seqbench.config import FIELDS, RunConfig, coerce, split_assignment, split_list
+from seqbench.config import FIELDS, RunConfig
 from seqbench.errors import SeqbenchError, UnknownNameError, UsageError
+from seqbench.parsing import coerce, split_assignment, split_list
 
 SCALES = ("tiny", "small", "paper")
 GRID_KEYS = {"models", "tasks", "k", "seeds", "set"}
@@ -239,7 +240,7 @@ def _indrnn_adding(scale: str) -> list[dict]:
     hidden = {"tiny": 16, "small": 64, "paper": 128}[scale]
     seeds = [0] if scale == "tiny" else [0, 1]
     # batch 32 for every model, as the authors' adding script runs each of its models (the
-    # IndRNN's other settings are its pair default's, config.PAIR_DEFAULTS)
+    # IndRNN's other settings are its defaults on adding, ModelSpec.task_defaults)
     s = {
         "seq_len": Ts,
         "steps": [steps],
@@ -264,7 +265,7 @@ def _bai_tcn(scale: str) -> list[dict]:
     """Bai et al.'s comparison, size-matched as the paper matched it: within each task every
     model gets the same parameter budget (`params`, the width fitted to it), the same steps
     and the same batch; the learning rate, optimiser and clip stay each pair's own
-    (config.PAIR_DEFAULTS). The paper's budgets are ~70 K on adding and MNIST and ~16 K on
+    (ModelSpec.task_defaults). The paper's budgets are ~70 K on adding and MNIST and ~16 K on
     copy (paper scale); small scales them to what 2 cores train in under an hour: the size
     of an LSTM-64 on adding, of the reference TCN (25 channels) on digits and (10 channels,
     8 levels) on copy."""

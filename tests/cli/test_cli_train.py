@@ -190,8 +190,8 @@ def test_stress_has_progress_and_quiet(cli, monkeypatch):
 def test_train_help_lists_every_default_layer(cli):
     """--help shows where each default comes from: family, task and (model, task) pair, with
     the values resolution uses (the same tables config.resolve reads)."""
-    from seqbench.config import PAIR_DEFAULTS
     from seqbench.configure import make_config
+    from seqbench.models import MODELS
 
     out = cli("train", "--help").stdout
     flat = " ".join(out.replace("│", " ").split())
@@ -199,7 +199,9 @@ def test_train_help_lists_every_default_layer(cli):
     assert "tcn/copy hidden=10 kernel_size=8 levels=8 optimizer=rmsprop lr=0.0005;" in flat
     assert "copy steps=2000 symbols=float" in flat
     assert "chorales steps=1000 batch_size=16 lr=0.01" in flat
-    for model, task in PAIR_DEFAULTS:
+    pairs = [(m, t) for m in MODELS for t in MODELS.get(m).task_defaults]
+    assert len(pairs) == 18
+    for model, task in pairs:
         assert f"{model}/{task} " in flat, (model, task)
     cfg = make_config("tcn", "copy")  # and the help tells the truth about the resolved config
     assert (cfg.hidden, cfg.levels, cfg.optimizer, cfg.lr) == (10, 8, "rmsprop", 0.0005)

@@ -1,0 +1,33 @@
+"""ModelArgs and TaskArgs are written out (an editor can open them), so this test holds them
+in step with RunConfig: the same fields as RunConfig's model and task groups, in order, with
+the same types and defaults (a model is built for a concrete T: ModelArgs.seq_len is 100)."""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import fields
+
+import pytest
+
+from seqbench.config import MODEL, TASK, ModelArgs, RunConfig, TaskArgs
+from seqbench.errors import UsageError
+
+
+@pytest.mark.parametrize(("part", "group"), [(ModelArgs, MODEL), (TaskArgs, TASK)])
+def test_a_part_has_its_groups_fields_types_and_defaults(part, group):
+    config = [f for f in fields(RunConfig) if group in f.metadata.get("groups", ())]
+    own = list(fields(part))
+    assert [f.name for f in own] == [f.name for f in config]
+    hints, config_hints = typing.get_type_hints(part), typing.get_type_hints(RunConfig)
+    for f, c in zip(own, config, strict=True):
+        assert hints[f.name] == config_hints[c.name], f.name
+        expected = 100 if (part, f.name) == (ModelArgs, "seq_len") else c.default
+        assert f.default == expected, f.name
+
+
+def test_a_part_checks_its_positive_fields():
+    with pytest.raises(UsageError, match="hidden must be positive"):
+        ModelArgs(hidden=0)
+    with pytest.raises(UsageError, match="eval_size must be positive"):
+        TaskArgs(eval_size=-1)
+    assert ModelArgs().with_(hidden=3).hidden == 3
