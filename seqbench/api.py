@@ -12,7 +12,6 @@ called, so `seqbench report` and `seqbench query` start without torch or SQLAlch
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,10 +19,24 @@ from typing import TYPE_CHECKING, Any
 from seqbench.config import RunConfig
 from seqbench.configure import check_shadowed, make_config
 from seqbench.errors import UsageError
-from seqbench.parsing import check_label, load_toml, parse_assignments, split_assignment, split_list
+from seqbench.parsing import (
+    flags_and_sets,
+    load_toml,
+    parse_assignments,
+    split_assignment,
+    split_list,
+)
 from seqbench.report.statuses import CHECK_STATUSES
-from seqbench.store.common import RUN_KINDS, RUN_STATUSES, describe_database_error, float_text
+from seqbench.store.common import (
+    RUN_KINDS,
+    RUN_STATUSES,
+    check_label,
+    check_run_name,
+    describe_database_error,
+    float_text,
+)
 from seqbench.store.query import DEFAULT_MAX_BYTES, coerce_param, run_query
+from seqbench.sweep.spec import SweepPlan
 from seqbench.training.progress import Progress
 from seqbench.training.threads import check_threads
 
@@ -75,6 +88,7 @@ __all__ = [
     "diff_runs",
     "export_baseline",
     "fit_decay",
+    "flags_and_sets",
     "flat_rows",
     "float_text",
     "format_cell",
@@ -127,6 +141,7 @@ __all__ = [
     "task_metric",
     "train",
     "train_config",
+    "train_config_from",
     "upgrade_store",
     "variant_label",
 ]
@@ -394,24 +409,78 @@ def task_metric(task: str) -> str:
 
 # -- train ---------------------------------------------------------------------------------------
 def train(
-    model: str,
-    task: str,
+    model: str | None = None,
+    task: str | None = None,
     *,
     db: str | Store | None = None,
     config_file: str | None = None,
+    from_run: str | None = None,
     progress: Progress | None = None,
     name: str | None = None,
     threads: int | None = None,
     **overrides: Any,
 ) -> TrainOutcome:
     """Train one run and record it in the store; returns a TrainOutcome (run id, status,
-    summaries, resolved config). Overrides are RunConfig fields; `name` labels the run;
-    `threads` sets torch's CPU threads (default: seqbench's choice, training/threads.py).
+    summaries, resolved config). Overrides are RunConfig fields, over `config_file`, over the
+    config of a stored run (`from_run`: an id, name or uuid prefix in `db`); `name` labels the
+    run; `threads` sets torch's CPU threads (default: seqbench's choice, training/threads.py).
 
     Example: ``seqbench.train("indrnn", "adding", seq_len=100, steps=500, db="runs.db")``
+
+    Example: ``seqbench.train(from_run="12", lr=5e-4, db="runs.db")``
     """
-    cfg = make_config(model, task, overrides, config_file)
+    from seqbench.store.store import Store, open_store
+
+    store = None
+    if from_run is not None:  # otherwise nothing is opened until the config is sound
+        store = db if isinstance(db, Store) else open_store(db, readonly=True)
+    try:
+        cfg = train_config_from(
+            model, task, overrides=overrides, config_file=config_file, from_run=from_run,
+            store=store,
+        )  # fmt: skip
+    finally:
+        if store is not None and store is not db:
+            store.dispose()
     return train_config(cfg, db=db, progress=progress, name=name, threads=threads)
+
+
+def train_config_from(
+    model: str | None = None,
+    task: str | None = None,
+    *,
+    overrides: dict[str, Any] | None = None,
+    config_file: str | None = None,
+    from_run: str | None = None,
+    store: Store | None = None,
+    tags: dict[str, str] | None = None,
+) -> RunConfig:
+    """The config `seqbench train` runs, resolved: `overrides` (RunConfig fields) over a TOML
+    `config_file` over the config of a stored run (`from_run`, read from `store`), later
+    wins; model and task default to the run's and must match it when given; `tags` are added
+    to the config's."""
+    overrides = dict(overrides or {})
+    if "tags" in overrides:
+        raise UsageError("use --tag key=value for tags")
+    if from_run is not None:
+        base = run_config(store, from_run)
+        for what, given, stored in (("model", model, base.model), ("task", task, base.task)):
+            if given is not None and given != stored:
+                raise UsageError(f"--from-run trained {what} {stored!r}, not {given!r}")
+        model, task = base.model, base.task
+        from_file = load_toml(config_file) if config_file else {}
+        if config_file:
+            check_shadowed(model, task, from_file, overrides, config_file)
+        overrides = {**base.overrides(), **from_file, **overrides}
+        config_file = None
+    if model is None or task is None:
+        raise UsageError("give --model and --task (or --from-run RUN)")
+    cfg = make_config(model, task, overrides, config_file)
+    if tags:
+        from dataclasses import replace
+
+        cfg = replace(cfg, tags={**cfg.tags, **tags})
+    return cfg
 
 
 def train_config(
@@ -439,14 +508,6 @@ def train_config(
 
 
 # -- sweep ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SweepPlan:
-    name: str
-    spec: dict  # what is stored with the sweep: {"grids": [...]} (and the preset's name)
-    points: list[RunConfig]
-    held_budget: int | None = None  # the budget a k-sweep holds across k, when seqbench chose it
-
-
 def sweep_plan(
     *,
     models: str | None = None,
@@ -460,42 +521,15 @@ def sweep_plan(
     name: str | None = None,
 ) -> SweepPlan:
     """The grid of a sweep from flags (comma lists and ranges), a TOML spec file or a preset,
-    every point resolved and validated (nothing is written). A k-sweep given by flags over a
-    feedforward model, with no width, budget or depth given, holds one parameter budget
-    across k: the smallest from 10,000 up that every model meets at every k within 5%
-    (recorded as the `params` of every point)."""
+    every point resolved and validated (nothing is written); sweep/spec.plan says how. A
+    k-sweep given by flags over a feedforward model, with no width, budget or depth given,
+    holds one parameter budget across k (recorded as the `params` of every point)."""
     from seqbench.sweep import spec as specs
 
-    if name is not None:
-        check_label("sweep", name)
-    sources = [bool(preset), bool(spec), bool(models or tasks or k or set_)]
-    if sum(sources) == 0:
-        raise UsageError("give --models and --tasks, a --spec file or a --preset")
-    if sum(sources) > 1:
-        raise UsageError("give grid flags, --spec or --preset, not several")
-    if preset:
-        grids = specs.preset_grids(preset, scale)
-        if seeds != "0":
-            for g in grids:
-                g["seeds"] = specs.parse_range(seeds)
-        spec_doc = {"preset": preset, "scale": scale, "grids": grids}
-        if seeds == "0":  # the preset as shipped: a name to quote in docs and --sweep filters
-            name = name or f"{preset}-{scale}"
-    elif spec:
-        loaded = specs.load_spec_file(spec)
-        name = name or loaded.get("name")
-        spec_doc = {"grids": loaded["grids"]}
-    else:
-        grid = specs.grid_from_flags(models, tasks, k, seeds, set_)
-        held = None
-        if specs.holds_budget(grid):  # like with like: a larger context is not a larger model
-            budget = specs.smallest_budget(specs.expand([grid]))
-            grid["set"] = {**grid.get("set", {}), "params": [budget]}
-            held = budget
-        spec_doc = {"grids": [grid]}
-    points = specs.expand(spec_doc["grids"])  # validates every point before any write
-    held = held if not (preset or spec) else None
-    return SweepPlan(name or specs.spec_name(spec_doc), spec_doc, points, held)
+    return specs.plan(
+        models=models, tasks=tasks, k=k, seeds=seeds, set_=set_, spec=spec, preset=preset,
+        scale=scale, name=name,
+    )  # fmt: skip
 
 
 def sweep_grid(points: list[RunConfig]) -> tuple[list[str], list[list]]:
@@ -748,18 +782,11 @@ def _resolve_runs(store: Store, refs: list[str]) -> list:
 
 
 def delete_runs(store: Store, refs: list[str]) -> list[int]:
-    """Delete runs (ids or uuid prefixes) with their metrics, summaries and curves, all or
-    none; a run still `running` is refused (its process would go on writing to it)."""
-    runs = _resolve_runs(store, refs)
-    live = [r.id for r in runs if r.status == "running"]
-    if live:
-        raise UsageError(
-            f"run {live[0]} is running: stop it first (a run whose process died is marked "
-            "crashed by the next seqbench command)"
-        )
-    ids = [r.id for r in runs]
+    """Delete runs (ids, names or uuid prefixes) with their metrics, summaries and curves,
+    all or none; the store refuses a run still `running` (Store.delete_runs)."""
+    ids = sorted({r.id for r in _resolve_runs(store, refs)})
     store.delete_runs(ids)
-    return sorted(set(ids))
+    return ids
 
 
 def tag_runs(
@@ -771,37 +798,17 @@ def tag_runs(
     return ids
 
 
-def check_run_name(name: str | None) -> str | None:
-    """A run name as given, or a one-line error: 1-200 printable characters, not only digits
-    (a number names a run by its id)."""
-    if name is None:
-        return None
-    check_label("run", name)
-    if name.isascii() and name.isdecimal():
-        raise UsageError(f"a run name cannot be a number ({name!r} would read as a run id)")
-    if re.fullmatch(r"[0-9a-fA-F-]+", name):
-        raise UsageError(
-            f"a run name cannot look like a uuid prefix ({name!r} could name another run by "
-            "its uuid): add a letter outside a-f"
-        )
-    return name
-
-
 def name_run(store: Store, ref: str, name: str | None) -> int:
     """Name a run (an id, name or uuid prefix); None takes its name away."""
     run = store.require_run(ref)
-    store.name_run(run.id, check_run_name(name))
+    store.name_run(run.id, name)
     return run.id
 
 
 def archive_runs(store: Store, refs: list[str], archived: bool = True) -> list[int]:
     """Archive runs (hidden from runs, report, check and baseline save; nothing is deleted)
-    or restore them. A running run cannot be archived."""
-    runs = _resolve_runs(store, refs)
-    live = [r.id for r in runs if r.status == "running"]
-    if archived and live:
-        raise UsageError(f"run {live[0]} is running: archive it once it has finished")
-    ids = sorted({r.id for r in runs})
+    or restore them; the store refuses to archive a running run (Store.archive_runs)."""
+    ids = sorted({r.id for r in _resolve_runs(store, refs)})
     store.archive_runs(ids, archived)
     return ids
 

@@ -139,6 +139,21 @@ def parse_assignments(items: list[str] | None, what: str = "--set") -> dict[str,
     return dict(split_assignment(item, what) for item in items or [])
 
 
+def flags_and_sets(flags: dict[str, Any], sets: list[str] | None) -> dict[str, Any]:
+    """A command's config fields: its flags (None: not given) and its --set items, one
+    dict; a field given both ways is refused rather than one silently winning."""
+    overrides = parse_assignments(sets)
+    given = {k: v for k, v in flags.items() if v is not None}
+    both = sorted(set(given) & set(overrides))
+    if both:
+        flag = "--" + both[0].replace("_", "-")
+        raise UsageError(
+            f"{both[0]} is given twice, as {flag} {given[both[0]]} and as --set "
+            f"{both[0]}={overrides[both[0]]}: give one"
+        )
+    return {**overrides, **given}
+
+
 def load_toml(path: str | Path) -> dict[str, Any]:
     """Read a config file: top-level keys are RunConfig fields; [tags] is a table."""
     p = Path(path)
@@ -186,14 +201,6 @@ LIMITS = {
     "params": 2**48,
 }
 FLOAT32_MAX = 3.4028234663852886e38
-
-
-def check_label(what: str, name: str) -> str:
-    """A name people give (a run, a sweep, a baseline): 1-200 printable characters, not all
-    spaces; else a one-line UsageError."""
-    if not isinstance(name, str) or not name.strip() or len(name) > 200 or not name.isprintable():
-        raise UsageError(f"a {what} name is 1-200 printable characters, got {name!r}")
-    return name
 
 
 def check_fields(cfg: RunConfig) -> None:

@@ -14,7 +14,6 @@ from seqbench.cli._options import (
     sigterm_as_interrupt,
     state,
 )
-from seqbench.errors import UsageError
 
 
 def _defaults_epilog() -> str:
@@ -58,12 +57,6 @@ def _progress(quiet: bool):
         on_eval=lambda step, ev: bar.update(step, valid=f"{ev['metric']:.4g}"),
         on_end=bar.stop,
     )
-
-
-def _same(given: str | None, stored: str, what: str) -> str:
-    if given is not None and given != stored:
-        raise UsageError(f"--from-run trained {what} {stored!r}, not {given!r}")
-    return stored
 
 
 def train(
@@ -169,38 +162,20 @@ def train(
         "subset": subset,
     }
     api.check_threads(threads)  # before a store is opened
-    overrides = api.parse_assignments(set_)
-    if "tags" in overrides:
-        raise UsageError("use --tag key=value for tags")
-    given = {k_: v for k_, v in flags.items() if v is not None}
-    both = sorted(set(given) & set(overrides))
-    if both:
-        flag = "--" + both[0].replace("_", "-")
-        raise UsageError(
-            f"{both[0]} is given twice, as {flag} {given[both[0]]} and as --set "
-            f"{both[0]}={overrides[both[0]]}: give one"
-        )
-    overrides.update(given)
+    overrides = api.flags_and_sets(flags, set_)
     if stable:
         overrides["stable"] = True
     if save_checkpoint:
         overrides["save_checkpoint"] = True
-    tags = api.parse_assignments(tag, "--tag")
-    if from_run is not None:
-        base = api.run_config(state(ctx).reader(), from_run)
-        model, task = _same(model, base.model, "model"), _same(task, base.task, "task")
-        from_file = api.load_toml(config) if config else {}
-        if config:
-            api.check_shadowed(model, task, from_file, overrides, config)
-        overrides = {**base.overrides(), **from_file, **overrides}
-        config = None
-    if model is None or task is None:
-        raise UsageError("give --model and --task (or --from-run RUN)")
-    cfg = api.make_config(model, task, overrides, config)
-    if tags:
-        from dataclasses import replace
-
-        cfg = replace(cfg, tags={**cfg.tags, **tags})
+    cfg = api.train_config_from(
+        model,
+        task,
+        overrides=overrides,
+        config_file=config,
+        from_run=from_run,
+        store=state(ctx).reader() if from_run is not None else None,
+        tags=api.parse_assignments(tag, "--tag"),
+    )
     api.check_run_name(name)
     note = api.data_note(cfg)
     if note and not quiet and not dry_run:

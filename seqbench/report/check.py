@@ -22,7 +22,6 @@ from xml.etree import ElementTree as ET
 import pandas as pd
 
 from seqbench.errors import SeqbenchError, UsageError
-from seqbench.parsing import check_label
 from seqbench.report.frames import (
     differing_fields,
     experiment_key,
@@ -31,7 +30,7 @@ from seqbench.report.frames import (
     results_frame,
     shown,
 )
-from seqbench.store.common import float_text
+from seqbench.store.common import check_label, float_text
 from seqbench.store.reading import reading
 from seqbench.store.store import Store
 

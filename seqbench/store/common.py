@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from seqbench.errors import StoreError, first_line
+from seqbench.errors import StoreError, UsageError, first_line
 
 DEFAULT_DB = "seqbench.db"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -358,3 +358,28 @@ def metric_rows(run_id: int, rows: Iterable[tuple[str, int, float]]) -> list[dic
         row = {"run_id": run_id, "key": key, "step": int(step), "value": v, "value_kind": kind}
         out.append(row)
     return out
+
+
+# -- names people give to what the store keeps ----------------------------------------------------
+def check_label(what: str, name: str) -> str:
+    """A name people give (a run, a sweep, a baseline, an answer): 1-200 printable characters
+    (the store's name columns hold 200), not all spaces; else a one-line UsageError."""
+    if not isinstance(name, str) or not name.strip() or len(name) > 200 or not name.isprintable():
+        raise UsageError(f"a {what} name is 1-200 printable characters, got {name!r}")
+    return name
+
+
+def check_run_name(name: str | None) -> str | None:
+    """A run name as given, or a one-line error: a label, not only digits (a number names a
+    run by its id) and not hex and dashes alone (that names a run by its uuid prefix)."""
+    if name is None:
+        return None
+    check_label("run", name)
+    if name.isascii() and name.isdecimal():
+        raise UsageError(f"a run name cannot be a number ({name!r} would read as a run id)")
+    if re.fullmatch(r"[0-9a-fA-F-]+", name):
+        raise UsageError(
+            f"a run name cannot look like a uuid prefix ({name!r} could name another run by "
+            "its uuid): add a letter outside a-f"
+        )
+    return name

@@ -22,6 +22,7 @@ from seqbench.errors import StoreError, UsageError
 from seqbench.store import baselines, migrate
 from seqbench.store.common import (
     HEAD_REVISION,
+    check_run_name,
     join_float,
     metric_rows,
     split_float,
@@ -96,6 +97,8 @@ class Store(ReadStore, SweepRows):
 
     # -- runs --------------------------------------------------------------------------------
     def create_run(self, **fields: Any) -> Run:
+        """Write a run row (a name, if given, checked: common.check_run_name)."""
+        check_run_name(fields.get("name"))
         with self.Session.begin() as s:
             run = Run(**fields)
             s.add(run)
@@ -218,9 +221,17 @@ class Store(ReadStore, SweepRows):
 
     def delete_runs(self, run_ids: list[int]) -> int:
         """Delete runs with their metrics, summaries and curves, in one transaction (nothing is
-        left orphaned, whether or not the backend enforces its foreign keys)."""
+        left orphaned, whether or not the backend enforces its foreign keys). A run still
+        `running` is refused, and nothing is deleted: its process would go on writing to it."""
         ids = sorted(set(run_ids))
         with self.Session.begin() as s:
+            live = s.scalars(select(Run.id).where(Run.id.in_(ids), Run.status == "running"))
+            live = sorted(live)
+            if live:
+                raise UsageError(
+                    f"run {live[0]} is running: stop it first (a run whose process died is "
+                    "marked crashed by the next seqbench command)"
+                )
             for table in (Metric, Summary, Curve, AnswerRun):
                 s.execute(delete(table).where(table.run_id.in_(ids)))
             return s.execute(delete(Run).where(Run.id.in_(ids))).rowcount
@@ -255,13 +266,18 @@ class Store(ReadStore, SweepRows):
                 run.tags = tags or None
 
     def name_run(self, run_id: int, name: str | None) -> None:
-        """Give a run a name (None: take it away). Names need not be unique."""
-        self.update_run(run_id, name=name)
+        """Give a run a name (None: take it away); a name is checked (common.check_run_name:
+        never one that reads as an id or a uuid prefix). Names need not be unique."""
+        self.update_run(run_id, name=check_run_name(name))
 
     def archive_runs(self, run_ids: list[int], archived: bool = True) -> None:
         """Archive runs (out of lists, reports, checks and baselines, every row kept) or, with
-        archived=False, restore them; one transaction."""
+        archived=False, restore them; one transaction. A running run cannot be archived."""
         with self.Session.begin() as s:
+            ids = sorted(set(run_ids))
+            live = sorted(s.scalars(select(Run.id).where(Run.id.in_(ids), Run.status == "running")))
+            if archived and live:
+                raise UsageError(f"run {live[0]} is running: archive it once it has finished")
             s.execute(
                 update(Run)
                 .where(Run.id.in_(sorted(set(run_ids))))

@@ -13,12 +13,14 @@ import itertools
 import json
 import tomllib
 from copy import deepcopy
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from seqbench.config import FIELDS, RunConfig
 from seqbench.errors import SeqbenchError, UnknownNameError, UsageError
 from seqbench.parsing import coerce, split_assignment, split_list
+from seqbench.store.common import check_label
 
 SCALES = ("tiny", "small", "paper")
 GRID_KEYS = {"models", "tasks", "k", "seeds", "set"}
@@ -463,3 +465,59 @@ def canonical(spec: dict) -> dict:
 def spec_name(spec: dict) -> str:
     blob = json.dumps(canonical(spec), sort_keys=True)
     return "sweep-" + hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+# -- a sweep's plan ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SweepPlan:
+    name: str
+    spec: dict  # what is stored with the sweep: {"grids": [...]} (and the preset's name)
+    points: list[RunConfig]
+    held_budget: int | None = None  # the budget a k-sweep holds across k, when seqbench chose it
+
+
+def plan(
+    *,
+    models: str | None = None,
+    tasks: str | None = None,
+    k: str | None = None,
+    seeds: str = "0",
+    set_: list[str] | None = None,
+    spec: str | None = None,
+    preset: str | None = None,
+    scale: str = "small",
+    name: str | None = None,
+) -> SweepPlan:
+    """The grid of a sweep from one of three sources, never several: grid flags (comma lists
+    and ranges), a TOML spec file or a preset (with --seeds replacing its seeds), every point
+    resolved and validated (nothing is written). A k-sweep given by flags over a feedforward
+    model, with no width, budget or depth given, holds one parameter budget across k: the
+    smallest from BUDGET up that every model meets at every k within 5%."""
+    if name is not None:
+        check_label("sweep", name)
+    sources = [bool(preset), bool(spec), bool(models or tasks or k or set_)]
+    if sum(sources) == 0:
+        raise UsageError("give --models and --tasks, a --spec file or a --preset")
+    if sum(sources) > 1:
+        raise UsageError("give grid flags, --spec or --preset, not several")
+    held = None
+    if preset:
+        grids = preset_grids(preset, scale)
+        if seeds != "0":
+            for g in grids:
+                g["seeds"] = parse_range(seeds)
+        spec_doc = {"preset": preset, "scale": scale, "grids": grids}
+        if seeds == "0":  # the preset as shipped: a name to quote in docs and --sweep filters
+            name = name or f"{preset}-{scale}"
+    elif spec:
+        loaded = load_spec_file(spec)
+        name = name or loaded.get("name")
+        spec_doc = {"grids": loaded["grids"]}
+    else:
+        grid = grid_from_flags(models, tasks, k, seeds, set_)
+        if holds_budget(grid):  # like with like: a larger context is not a larger model
+            held = smallest_budget(expand([grid]))
+            grid["set"] = {**grid.get("set", {}), "params": [held]}
+        spec_doc = {"grids": [grid]}
+    points = expand(spec_doc["grids"])  # validates every point before any write
+    return SweepPlan(name or spec_name(spec_doc), spec_doc, points, held)

@@ -150,6 +150,24 @@ def test_from_run_reruns_a_stored_config_with_changes(cli):
     assert first["config_hash"] == second["config_hash"]
 
 
+def test_from_run_is_an_api_function_too(cli, db):
+    """A script reruns a stored config as the CLI does: api.train(from_run=...), with
+    changes, and api.train_config_from gives the config without training."""
+    from seqbench import api
+
+    assert cli("train", "-m", "rnn", "-t", "adding", "--set", "lr=0.003", *FAST).exit_code == 0
+    out = api.train(from_run="1", db=str(db), seed=7)
+    assert out.status == "completed" and (out.config.lr, out.config.seed) == (0.003, 7)
+    store = api.open_store(str(db), readonly=True)
+    try:
+        cfg = api.train_config_from(from_run="1", store=store, overrides={"seed": 7})
+    finally:
+        store.dispose()
+    assert cfg == out.config
+    shown = cli("train", "--from-run", "1", "--set", "seed=7", "--dry-run").stdout
+    assert shown == api.config_toml(cfg)
+
+
 @pytest.mark.parametrize(
     ("args", "msg"),
     [
