@@ -17,10 +17,11 @@ import time
 
 from sqlalchemy import insert
 
-from seqbench.report.tables import build_report, comparison_rows
+from seqbench.api import build_report
+from seqbench.report.tables import comparison_rows
+from seqbench.store.opening import open_store
 from seqbench.store.query import run_query
 from seqbench.store.schema import Metric, Run, Summary
-from seqbench.store.store import open_store
 
 p = argparse.ArgumentParser()
 p.add_argument("--db", default="/tmp/seqbench_report_bench.db")

@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from seqbench.api import make_config
-from seqbench.store.store import open_store
+from seqbench.store.opening import open_store
 from seqbench.sweep.executors import LocalExecutor
 from seqbench.sweep.runner import plan_sweep, run_sweep
 

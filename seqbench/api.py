@@ -7,12 +7,13 @@ called, so `seqbench report` and `seqbench query` start without torch or SQLAlch
 
     >>> import seqbench.api as sb
     >>> out = sb.train("indrnn", "adding", seq_len=100, steps=500, db="runs.db")
-    >>> sb.open_store("runs.db", readonly=True).summaries(out.run_id)["test_metric"]
+    >>> sb.open_store("runs.db", "read").summaries(out.run_id)["test_metric"]
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,9 @@ from seqbench.store.common import (
     describe_database_error,
     float_text,
 )
+from seqbench.store.opening import open_store
 from seqbench.store.query import DEFAULT_MAX_BYTES, coerce_param, run_query
+from seqbench.store.results import ReadStore
 from seqbench.sweep.spec import SweepPlan
 from seqbench.training.progress import Progress
 from seqbench.training.threads import check_threads
@@ -107,7 +110,6 @@ __all__ = [
     "metric_name",
     "model_catalog",
     "name_run",
-    "open_reads",
     "open_store",
     "parse_assignments",
     "plot_curves",
@@ -148,15 +150,18 @@ __all__ = [
 
 
 # -- stores ------------------------------------------------------------------------------------
-def open_reads(db: str | None, *, reap: bool = False):
-    """The store at `db` for a command that only reads (store/results.open_reads): a SQLite
-    store at head read over one read-only connection, without SQLAlchemy; anything else a
-    read-only Store (`reap`: runs whose process died are marked crashed). Give it to the
-    readers (build_report, list_baselines, runs_frame, ...) in place of `db`; close it when
-    done."""
-    from seqbench.store.reading import open_reads as open_
-
-    return open_(db, reap=reap)
+@contextlib.contextmanager
+def _reads(db: str | ReadStore | None) -> Iterator[ReadStore]:
+    """`db` itself when it is a store already; else the store at that path or URL, opened
+    lean for this read (open_store(db, "lean")) and closed after it."""
+    if isinstance(db, ReadStore):
+        yield db
+        return
+    store = open_store(db, "lean")
+    try:
+        yield store
+    finally:
+        store.dispose()
 
 
 def store_is_current(db: str | None) -> bool:
@@ -188,9 +193,7 @@ def reader_role(
         raise UsageError("a reader role is for a PostgreSQL store (--db postgresql+psycopg://…)")
     valid_role_name(role)
     if execute:
-        from seqbench.store.store import open_store
-
-        open_store(db, readonly=True).dispose()  # a seqbench store at head
+        open_store(db, "read").dispose()  # a seqbench store at head
     return create_reader_role(url, role, password, execute=execute)
 
 
@@ -429,11 +432,11 @@ def train(
 
     Example: ``seqbench.train(from_run="12", lr=5e-4, db="runs.db")``
     """
-    from seqbench.store.store import Store, open_store
+    from seqbench.store.store import Store
 
     store = None
     if from_run is not None:  # otherwise nothing is opened until the config is sound
-        store = db if isinstance(db, Store) else open_store(db, readonly=True)
+        store = db if isinstance(db, Store) else open_store(db, "read")
     try:
         cfg = train_config_from(
             model, task, overrides=overrides, config_file=config_file, from_run=from_run,
@@ -493,7 +496,7 @@ def train_config(
 ) -> TrainOutcome:
     """Train a resolved config (make_config) and record it in the store at `db` (a path, a
     URL or an open Store), with an optional run `name` and torch `threads`."""
-    from seqbench.store.store import Store, open_store
+    from seqbench.store.store import Store
     from seqbench.training.loop import train as train_loop
     from seqbench.training.threads import check_threads
 
@@ -631,7 +634,7 @@ def memory_cost(db: str | None, plan) -> dict:
 
     if not store_exists(db):
         return cost(None, plan)
-    store = open_reads(db)
+    store = open_store(db, "lean")
     try:
         return cost(store, plan)
     finally:
@@ -826,19 +829,6 @@ def run_details(store: Store, ref: str) -> tuple[Any, dict[str, float], dict]:
 
 
 # -- the library's own, named here, imported when called ---------------------------------------
-def open_store(
-    db: str | os.PathLike | None = None,
-    *,
-    create: bool = True,
-    readonly: bool = False,
-    reap: bool | None = None,
-) -> Store:
-    """Open (and, if brand-new, create at head) the store at `db` (store/store.py)."""
-    from seqbench.store.store import open_store as impl
-
-    return impl(db, create=create, readonly=readonly, reap=reap)
-
-
 def upgrade_store(db: str | os.PathLike | None = None) -> tuple[str | None, str, Path | None]:
     """Upgrade a database to head, backing up a SQLite file first (store/store.py)."""
     from seqbench.store.store import upgrade_store as impl
@@ -932,7 +922,8 @@ def runs_frame(db: str | None = None, *, summaries: bool = True, **filters) -> p
     """One row per run, its config fields and summaries as columns (report/frames.py)."""
     from seqbench.report.frames import runs_frame as impl
 
-    return impl(db, summaries=summaries, **filters)
+    with _reads(db) as store:
+        return impl(store, summaries=summaries, **filters)
 
 
 def curves_frame(
@@ -941,7 +932,8 @@ def curves_frame(
     """The logged metrics of runs (report/frames.py)."""
     from seqbench.report.frames import curves_frame as impl
 
-    return impl(db, run_ids, metrics, wide=wide)
+    with _reads(db) as store:
+        return impl(store, run_ids, metrics, wide=wide)
 
 
 def diff_runs(store, a_ref: str, b_ref: str) -> RunDiff:
@@ -957,7 +949,8 @@ def plot_curves(db, runs: list, metric: str, path: str, title: str | None = None
     own colour, the legend outside the axes (report/curves.py)."""
     from seqbench.report.curves import plot_curves as impl
 
-    return impl(db, runs, metric, path, title)
+    with _reads(db) as store:
+        return impl(store, runs, metric, path, title)
 
 
 def grouped_curves(db, runs: list, metric: str, by: list[str], band: str = "std"):
@@ -965,7 +958,8 @@ def grouped_curves(db, runs: list, metric: str, by: list[str], band: str = "std"
     config fields) (report/curves.py)."""
     from seqbench.report.curves import grouped_curves as impl
 
-    return impl(db, runs, metric, by, band)
+    with _reads(db) as store:
+        return impl(store, runs, metric, by, band)
 
 
 def plot_grouped(frame, groups: dict, metric: str, band: str, path: str | None, task=None):
@@ -990,7 +984,10 @@ def build_report(
     completed training run that does) (report/tables.py)."""
     from seqbench.report.tables import build_report as impl
 
-    return impl(db, compare=compare, tasks=tasks, metric=metric, by=by, sweep=sweep, where=where)
+    with _reads(db) as store:
+        return impl(
+            store, compare=compare, tasks=tasks, metric=metric, by=by, sweep=sweep, where=where
+        )
 
 
 def comparison_rows(
@@ -1088,7 +1085,8 @@ def list_baselines(db) -> tuple[list[str], list[tuple]]:
     """(columns, rows) of the stored baselines (report/check.py)."""
     from seqbench.report.check import list_baselines as impl
 
-    return impl(db)
+    with _reads(db) as store:
+        return impl(store)
 
 
 def resolve_baseline(store: Store, ref: str) -> list[Point]:

@@ -29,7 +29,7 @@ def db(tmp_path) -> Path:
 
 @pytest.fixture
 def store(db):
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     s = open_store(db)
     yield s

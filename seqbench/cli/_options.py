@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -20,35 +20,22 @@ if TYPE_CHECKING:
 @dataclass
 class AppState:
     db: str | None = None
-    _store: Store | None = None
-    _reader: Store | None = None
-    _read: ReadStore | None = None
+    _open: dict[str, ReadStore] = field(default_factory=dict)
 
-    def read_only(self) -> ReadStore:
-        """The store for a command that only reads, validated before it is read: a SQLite
-        store at head is opened read-only once, without SQLAlchemy, and read over that one
-        connection; anything else is opened read-only by open_store, which checks it (runs
-        whose process died are marked crashed, the one write a read command makes)."""
-        if self._read is None:
-            self._read = api.open_reads(self.db, reap=True)
-        return self._read
-
-    def reader(self) -> Store:
-        """The store for a command that only reads: never created, never changed."""
-        if self._reader is None:
-            # runs whose process died are marked crashed, the one write a read command makes
-            self._reader = api.open_store(self.db, readonly=True, reap=True)
-        return self._reader
+    def store(self, mode: str = "write") -> Store | ReadStore:
+        """The invocation's store at --db, opened once per mode by api.open_store: "write"
+        (created if new), "read" (never created, never changed) or "lean" (one read-only
+        connection, no SQLAlchemy, for the commands that only read reports and queries). A
+        read command marks the runs whose process died crashed, the one write it makes."""
+        if mode not in self._open:
+            reap = None if mode == "write" else True
+            self._open[mode] = api.open_store(self.db, mode, reap=reap)
+        return self._open[mode]
 
     def dispose(self) -> None:
-        for store in {id(s): s for s in (self._store, self._reader, self._read) if s}.values():
+        for store in {id(s): s for s in self._open.values()}.values():
             store.dispose()
-        self._store = self._reader = self._read = None
-
-    def store(self) -> Store:
-        if self._store is None:
-            self._store = api.open_store(self.db)
-        return self._store
+        self._open.clear()
 
 
 def state(ctx: typer.Context) -> AppState:

@@ -234,7 +234,7 @@ def list_answers(
 
     Example: seqbench memory list --format json
     """
-    rows = api.memory_answers(state(ctx).reader(), name, task)
+    rows = api.memory_answers(state(ctx).store("read"), name, task)
     if fmt == Format.json:
         doc = [
             {

@@ -62,7 +62,7 @@ def query(
         params[name] = api.coerce_param(value)
     # the store checked and opened for reading (one read-only connection to a SQLite store
     # at head); never the crash reaping of the other read commands: query writes nothing
-    with api.open_reads(state(ctx).db) as store:
+    with api.open_store(state(ctx).db, "lean") as store:
         cols, rows = store.query(
             sql,
             params,

@@ -95,7 +95,7 @@ def report(
     if compare and not chosen:
         raise UsageError("--compare needs models: seqbench report --compare rnn tcn")
     rep = api.build_report(
-        state(ctx).read_only(),  # one connection; the store checked before it is read
+        state(ctx).store("lean"),  # one connection; the store checked before it is read
         compare=chosen or None,
         tasks=_split(task) or None,
         metric=metric,
@@ -195,7 +195,7 @@ def baseline_export(
 
     Example: seqbench baseline export nightly baselines/nightly.json
     """
-    n = api.export_baseline(state(ctx).reader(), name, output_path(path, "the baseline file"))
+    n = api.export_baseline(state(ctx).store("read"), name, output_path(path, "the baseline file"))
     typer.echo(f"wrote {n} points to {path}")
 
 
@@ -219,7 +219,7 @@ def baseline_list(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
 
     Example: seqbench baseline list --format json
     """
-    render(*api.list_baselines(state(ctx).read_only()), fmt)
+    render(*api.list_baselines(state(ctx).store("lean")), fmt)
 
 
 def check(
@@ -248,7 +248,7 @@ def check(
     if junit:
         output_path(junit, "--junit")
 
-    store = state(ctx).reader()
+    store = state(ctx).store("read")
     points = api.resolve_baseline(store, baseline)
     rows = api.check(store, points, sweep=sweep, where=where, rtol=rtol, atol=atol)
     cols = [

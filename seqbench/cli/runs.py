@@ -64,7 +64,7 @@ def runs(
     filters = dict(
         model=model, task=task, status=status, sweep=sweep, kind=kind, tags=tags, archived=archived
     )
-    listed = api.list_runs(state(ctx).reader, limit=limit, **filters)
+    listed = api.list_runs(lambda: state(ctx).store("read"), limit=limit, **filters)
     rows = [
         (
             r.id,
@@ -86,7 +86,7 @@ def runs(
     cols = ["id", "name", "kind", "status", "model", "task", "k", "seq_len", "seed"]
     render([*cols, "metric", "test_metric", "wall_s", "created"], rows, fmt)
     if limit and len(rows) == limit:  # there may be more: say how many
-        total = api.count_runs(state(ctx).reader(), **filters)
+        total = api.count_runs(state(ctx).store("read"), **filters)
         if total > limit:
             typer.echo(f"showing {limit} of {total} runs (--limit 0 for all)", err=True)
 
@@ -189,7 +189,7 @@ def show(
 
     Example: seqbench show 3 --format json
     """
-    r, summaries, last = api.run_details(state(ctx).reader(), run)
+    r, summaries, last = api.run_details(state(ctx).store("read"), run)
     pairs: list[tuple[str, object]] = [
         ("id", r.id),
         ("uuid", r.uuid),
@@ -237,7 +237,7 @@ def diff(
     """
     if plot:
         output_path(plot, "--plot")
-    store = state(ctx).reader()
+    store = state(ctx).store("read")
     d = api.diff_runs(store, a, b)
     ra, rb = f"run {d.a.id}", f"run {d.b.id}"
     if d.config:
@@ -296,7 +296,7 @@ def curves(
     """
     if plot:
         output_path(plot, "--plot")
-    store = state(ctx).reader()
+    store = state(ctx).store("read")
     runs = api.curve_runs(store, run or [], sweep=sweep, model=model, task=task)
     if group_by is not None:
         groups, frame = api.grouped_curves(store, runs, metric, api.split_list(group_by), band)

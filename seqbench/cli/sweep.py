@@ -209,7 +209,7 @@ def status(
 
     Example: seqbench sweep status my-sweep --format json
     """
-    rows = api.sweep_status(state(ctx).reader(), name)
+    rows = api.sweep_status(state(ctx).store("read"), name)
     cols = [
         "name",
         "status",

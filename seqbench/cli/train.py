@@ -173,7 +173,7 @@ def train(
         overrides=overrides,
         config_file=config,
         from_run=from_run,
-        store=state(ctx).reader() if from_run is not None else None,
+        store=state(ctx).store("read") if from_run is not None else None,
         tags=api.parse_assignments(tag, "--tag"),
     )
     api.check_run_name(name)

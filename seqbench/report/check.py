@@ -31,7 +31,6 @@ from seqbench.report.frames import (
     shown,
 )
 from seqbench.store.common import check_label, float_text
-from seqbench.store.reading import reading
 from seqbench.store.store import Store
 
 
@@ -127,10 +126,10 @@ def _k(v) -> int | None:
     return None if v is None or v != v else int(v)
 
 
-def _current(db, metric, sweep, where):
+def _current(store, metric, sweep, where):
     """Completed and diverged runs with `metric`, k as an int or None, each run's experiment
     key alongside."""
-    df = results_frame(db, metric, sweep=sweep, where=where, statuses=("completed", "diverged"))
+    df = results_frame(store, metric, sweep=sweep, where=where, statuses=("completed", "diverged"))
     if df.empty:
         return df
     df["k"] = pd.Series([_k(k) for k in df["k"]], index=df.index, dtype=object)  # None, not NaN
@@ -164,12 +163,12 @@ def _by_variant(frames: dict, variant_fields=None) -> dict[tuple, tuple[float, i
 
 
 def current_medians(
-    db, metrics, *, sweep=None, where=None, variant_fields=None
+    store, metrics, *, sweep=None, where=None, variant_fields=None
 ) -> dict[tuple, tuple[float, int, str]]:
     """{(model, task, k, variant, metric): (median over seeds, n, experiment key)} of completed
     and diverged runs, told apart by `variant_fields`, or by the fields that vary
     (`varying_fields`) when None. With the fields that vary, each group is one experiment."""
-    return _by_variant({m: _current(db, m, sweep, where) for m in metrics}, variant_fields)
+    return _by_variant({m: _current(store, m, sweep, where) for m in metrics}, variant_fields)
 
 
 def save_baseline(
@@ -213,11 +212,10 @@ def read_points(store: Store, name: str) -> list[Point]:
     return [Point(**row) for row in store.baseline_points(name)]
 
 
-def list_baselines(db) -> tuple[list[str], list[tuple]]:
-    """(columns, rows): name, points, created (UTC) per stored baseline. `db`: a store, or a
-    path or URL to open for this read."""
-    with reading(db) as store:
-        return store.baseline_list()
+def list_baselines(store) -> tuple[list[str], list[tuple]]:
+    """(columns, rows): name, points, created (UTC) per stored baseline. `store`: a Store or
+    ReadStore."""
+    return store.baseline_list()
 
 
 def _json_value(v: float):

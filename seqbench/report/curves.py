@@ -98,7 +98,7 @@ def _finish(fig, ax, drawn, metric: str, task, title: str, path) -> None:
         fig.savefig(path, dpi=120, bbox_inches="tight")  # room for the outside legend
 
 
-def plot_curves(db, runs: list, metric: str, path: str, title: str | None = None) -> int:
+def plot_curves(store, runs: list, metric: str, path: str, title: str | None = None) -> int:
     """One line per run of `metric` against the step (log y when the values span decades),
     each its own colour, the legend outside the axes; returns how many runs had the metric.
     The y axis names the metric and its direction."""
@@ -107,7 +107,7 @@ def plot_curves(db, runs: list, metric: str, path: str, title: str | None = None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    df = curves_frame(db, [r.id for r in runs], [metric])
+    df = curves_frame(store, [r.id for r in runs], [metric])
     fig, ax = plt.subplots(figsize=(7, 4.2))
     drawn = [r for r in runs if df[(df["run_id"] == r.id)]["value"].map(math.isfinite).any()]
     for run, color in zip(drawn, distinct_colors(len(drawn)), strict=True):
@@ -131,7 +131,7 @@ def _group_value(run, field: str):
     return (run.config or {}).get(field)
 
 
-def grouped_curves(db, runs: list, metric: str, by: list[str], band: str = "std"):
+def grouped_curves(store, runs: list, metric: str, by: list[str], band: str = "std"):
     """`metric` against the step per group of runs that share the `by` fields (run columns or
     config fields): (groups, frame). groups: label -> the runs in it; frame columns group,
     step, mean, lo, hi, n, the band std (mean ± std over the group's runs at that step) or ci
@@ -151,7 +151,7 @@ def grouped_curves(db, runs: list, metric: str, by: list[str], band: str = "std"
     for run in runs:
         label = " ".join(f"{f}={_group_value(run, f)}" for f in by) or "all runs"
         groups.setdefault(label, []).append(run)
-    df = curves_frame(db, [r.id for r in runs], [metric])
+    df = curves_frame(store, [r.id for r in runs], [metric])
     df = df[df["value"].map(math.isfinite).astype(bool)]  # bool even when empty
     label_of = {r.id: label for label, rs in groups.items() for r in rs}
     df = df.assign(group=df["run_id"].map(label_of))

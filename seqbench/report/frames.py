@@ -10,7 +10,6 @@ from pathlib import Path
 import pandas as pd
 
 from seqbench.errors import UsageError
-from seqbench.store.reading import reading
 
 GROUP_AXES = ("k", "seq_len", "model")
 
@@ -71,18 +70,17 @@ def metric_direction(metric: str, task: str | None = None) -> str:
     return "lower"
 
 
-def remember_directions(db, tasks: set[str]) -> None:
+def remember_directions(store, tasks: set[str]) -> None:
     """Read the stored direction of the tasks that are not built in (plugin tasks)."""
     from seqbench.tasks import TASKS
 
     unknown = sorted(t for t in tasks if not TASKS.is_builtin(t) and t not in _STORED_DIRECTION)
     if unknown:
-        with reading(db) as store:
-            _STORED_DIRECTION.update(store.task_directions(unknown))
+        _STORED_DIRECTION.update(store.task_directions(unknown))
 
 
 def results_frame(
-    db: str | None,
+    store,
     metric: str = "test_metric",
     *,
     tasks: list[str] | None = None,
@@ -96,20 +94,19 @@ def results_frame(
     (non-finite restored), has_value (False for a run without the metric, which only
     `without_metric` brings). One row
     per config hash (seed included): a (config, seed) trained again is one sample, its newest
-    run (whatever its outcome), not several. `db`: a store (Store or ReadStore), or a path
-    or URL to open for this read."""
-    with reading(db) as store:
-        cols, rows = store.result_rows(
-            metric,
-            tasks=task_names(tasks),
-            models=models,
-            sweep=sweep_names(sweep),
-            where=where,
-            statuses=statuses,
-            without_metric=without_metric,
-            fields=field_kinds() if where else None,
-        )
-        return _one_per_config(cols, rows, store)
+    run (whatever its outcome), not several. `store`: a Store or ReadStore, opened by the
+    caller (store/opening.open_store)."""
+    cols, rows = store.result_rows(
+        metric,
+        tasks=task_names(tasks),
+        models=models,
+        sweep=sweep_names(sweep),
+        where=where,
+        statuses=statuses,
+        without_metric=without_metric,
+        fields=field_kinds() if where else None,
+    )
+    return _one_per_config(cols, rows, store)
 
 
 def data_label(task: str, config: dict) -> str:
@@ -291,7 +288,7 @@ OTHER_BASELINES = ("persistence",)
 
 
 def row_baselines(
-    db: str | None,
+    store,
     tasks: list[str],
     group: list[str],
     *,
@@ -305,7 +302,7 @@ def row_baselines(
     depends on the config (the teacher's λ, the copy task's T) is thus shown per row; a row
     whose experiments have different baselines (copy at two T) gets none rather than their
     mean. Seeds are averaged (each teacher seed draws another teacher)."""
-    df = results_frame(db, summary, tasks=tasks or None, sweep=sweep, where=where)
+    df = results_frame(store, summary, tasks=tasks or None, sweep=sweep, where=where)
     if df.empty:
         return {}
     df = add_config_columns(label_data(df), [g for g in group if g != "task"])
@@ -324,14 +321,13 @@ def row_baselines(
     return out
 
 
-def runs_frame(db: str | None = None, *, summaries: bool = True, **filters) -> pd.DataFrame:
+def runs_frame(store, *, summaries: bool = True, **filters) -> pd.DataFrame:
     """One row per run (filters: model, task, status, sweep, kind; archived=False leaves
     archived runs out, True gives only them, None both), indexed by run_id: its columns (name
     and archived_at among them), `config.<field>` for every config field, `tags.<key>`, and
     with `summaries` one `summary.<key>` column per summary key. Non-finite values stay
     inf/nan (missing is NaN)."""
-    with reading(db) as store:
-        return _runs_frame(store, summaries, filters)
+    return _runs_frame(store, summaries, filters)
 
 
 def _runs_frame(store, summaries: bool, filters: dict) -> pd.DataFrame:
@@ -356,12 +352,11 @@ def _runs_frame(store, summaries: bool, filters: dict) -> pd.DataFrame:
 
 
 def curves_frame(
-    db: str | None, run_ids: list[int], metrics: list[str] | None = None, *, wide: bool = False
+    store, run_ids: list[int], metrics: list[str] | None = None, *, wide: bool = False
 ) -> pd.DataFrame:
     """The logged metrics of runs. Long: columns run_id, key, step, value (inf/nan kept). Wide:
     indexed by (run_id, step), one column per key."""
-    with reading(db) as store:
-        rows = store.values_of_runs("metrics", [int(r) for r in run_ids], metrics)
+    rows = store.values_of_runs("metrics", [int(r) for r in run_ids], metrics)
     df = pd.DataFrame(
         [(r, k, int(s), v) for r, k, s, v in rows],
         columns=["run_id", "key", "step", "value"],

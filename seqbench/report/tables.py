@@ -28,7 +28,6 @@ from seqbench.report.frames import (
     unset_to_none,
 )
 from seqbench.report.stats import clearly_ahead
-from seqbench.store.reading import reading
 
 # The statuses of a run that ran to an outcome: completed, or lost to a divergence or failure
 # (an interrupted run is the user's choice, not an outcome of the config).
@@ -129,7 +128,7 @@ def _agg(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def build_report(
-    db: str | None,
+    store,
     *,
     compare: list[str] | None = None,
     tasks: list[str] | None = None,
@@ -145,7 +144,7 @@ def build_report(
     if compare is not None and len(compare) < 1:
         raise UsageError("--compare needs at least one model")
     every = results_frame(
-        db,
+        store,
         metric,
         tasks=tasks,
         models=compare,
@@ -158,8 +157,7 @@ def build_report(
     every = every[(every["status"] != "completed") | every["has_value"]]
     df = _samples(every)
     if df.empty:
-        with reading(db) as store:
-            known = store.summary_keys()
+        known = store.summary_keys()
         if known and metric not in known:
             from seqbench.errors import UnknownNameError
 
@@ -189,12 +187,12 @@ def build_report(
     models = compare or sorted(set(every["family"]))
     models = [v for m in models for v in (variants[m][1] if m in variants else [m])]
     stored_tasks = sorted(set(df["stored_task"]))
-    base = row_baselines(db, stored_tasks, group, sweep=sweep, where=where)
-    others = {
-        name: found
-        for name in OTHER_BASELINES
-        if (found := row_baselines(db, stored_tasks, group, sweep=sweep, where=where, summary=name))
-    }
+    base = row_baselines(store, stored_tasks, group, sweep=sweep, where=where)
+    others = {}
+    for name in OTHER_BASELINES:
+        found = row_baselines(store, stored_tasks, group, sweep=sweep, where=where, summary=name)
+        if found:
+            others[name] = found
     compared = bool(compare) and "model" not in bys
     notes = row_differences(df, group)
     rep = Report(stats, metric, bys, models, compared, base, df, variants, outcomes, notes)

@@ -209,7 +209,7 @@ def _check_revision(rev: str | None, has_tables: bool, where: str) -> bool:
 
 def check_readable(db: str | os.PathLike | None) -> str:
     """The URL of the store at `db` once it is known to be readable as it is: what
-    open_store(readonly=True) checks (a missing store, another revision, a file that is not
+    open_store(db, "read") checks (a missing store, another revision, a file that is not
     seqbench's raise StoreError), without building a Store. Creates and changes nothing."""
     url = resolve_url(db)
     named = where(url)

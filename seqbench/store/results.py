@@ -5,7 +5,7 @@ v_results view; every run's columns; the values of many runs; the baselines save
 
 Every statement goes through the read-only query runner (`store/query.py`), so a --where
 cannot write, and every other value is a bound parameter. A ReadStore opened on a SQLite
-store at head (store/reading.open_reads) reads over one read-only connection, its revision
+store at head (store/opening.open_store, "lean") reads over one read-only connection, its revision
 read once, with the standard library alone (no SQLAlchemy); any other store is opened by
 store.open_store and read statement by statement.
 
@@ -44,7 +44,7 @@ _API_LIMITS = {"timeout": 24 * 3600.0, "max_rows": 2**31 - 2, "max_bytes": 2**62
 
 class ReadStore:
     """The reads of one results database. `url`: its path or URL. A ReadStore of its own
-    (open_reads) holds one read-only connection; close it (or use it as a context).
+    (open_store(db, "lean")) holds one read-only connection; close it (or use it as a context).
 
     Safe to share between threads (the dashboard's request threads): each thread reads over
     a connection of its own, opened on its first read and kept for the thread's id (so their

@@ -457,14 +457,15 @@ def store_exists(db: str | os.PathLike | None) -> bool:
     return rev is not None or has_tables
 
 
-def open_store(
+def open_database(
     db: str | os.PathLike | None = None,
     *,
     create: bool = True,
     readonly: bool = False,
     reap: bool | None = None,
 ) -> Store:
-    """Open (and, if brand-new, create at head) the store at `db`: a path or a SQLAlchemy URL.
+    """Open (and, if brand-new, create at head) the store at `db` as a Store (SQLAlchemy): a
+    path or a SQLAlchemy URL. The way in is store/opening.open_store, which calls this.
 
     `readonly=True` (the commands that only read): never creates, never changes a byte, and
     accepts a file the user may not write. `reap` (default: when writable) marks the runs

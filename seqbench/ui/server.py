@@ -4,7 +4,7 @@ The stack is Python's own `http.server` (a threading server: one thread per requ
 pages rendered on the server and charts drawn by matplotlib as inline SVG: no new dependency,
 no JavaScript framework, nothing fetched from a CDN (every byte comes from this process), and
 the charts are the figures `--plot` writes. Read-only by construction: the server answers
-GET and HEAD only, opens the store read-only (`open_store(readonly=True)`) and reads reports
+GET and HEAD only, opens the store read-only (`open_store(db, "read")`) and reads reports
 through the store's reads (store/results.ReadStore) behind the walls of `seqbench query`
 (SQLite: a mode=ro connection with query_only and an authorizer; PostgreSQL: read-only
 transactions). Every read goes through
@@ -120,7 +120,7 @@ class Dashboard:
 
     def __init__(self, db: str | None):
         self.db = db
-        self.store = api.open_store(db, readonly=True)  # a bad --db fails here, in one line
+        self.store = api.open_store(db, "read")  # a bad --db fails here, in one line
 
     def close(self) -> None:
         self.store.dispose()
@@ -146,7 +146,7 @@ class Dashboard:
         metric = self._one(q, "metric", "test_metric")
         where = f"run_id IN ({', '.join(map(str, ids))})" if ids else None
         models = api.split_list(q.get("models")) or None
-        with api.open_reads(self.db) as reader:
+        with api.open_store(self.db, "lean") as reader:
             rep = api.build_report(
                 reader, compare=models, metric=metric, by=by, sweep=sweep, where=where
             )
@@ -426,7 +426,7 @@ class Dashboard:
         return "Stress", body, None
 
     def checks(self, q: dict):
-        with api.open_reads(self.db) as reader:
+        with api.open_store(self.db, "lean") as reader:
             cols, rows = api.list_baselines(reader)
         names = [r[0] for r in rows]
         linked = [[_link("/checks", r[0], baseline=r[0]), *r[1:]] for r in rows]

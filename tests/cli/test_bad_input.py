@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from seqbench.store.store import open_store
+from seqbench.store.opening import open_store
 from tests.conftest import add_run, sha256
 
 BASELINE = str(Path(__file__).resolve().parents[2] / "baselines" / "bai-tcn-tiny.json")

@@ -1,6 +1,6 @@
 import json
 
-from seqbench.store.store import open_store
+from seqbench.store.opening import open_store
 
 
 def test_bench_kernels_prints_and_stores_each_backend(cli, tmp_path):

@@ -211,7 +211,7 @@ def test_delete_takes_everything_of_the_run_and_nothing_else(cli, store):
 def test_run_management_on_postgres(cli, pg_url):
     import json
 
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
     from tests.conftest import add_run
 
     store = open_store(pg_url)

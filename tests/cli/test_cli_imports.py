@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from seqbench.store.store import open_store
+from seqbench.store.opening import open_store
 from tests.conftest import add_run
 
 PROBE = """

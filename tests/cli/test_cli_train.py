@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from seqbench.store.store import open_store
+from seqbench.store.opening import open_store
 
 FAST = ["--seq-len", "20", "--steps", "20", "--hidden", "8", "--set", "eval_size=32", "--quiet"]
 
@@ -158,7 +158,7 @@ def test_from_run_is_an_api_function_too(cli, db):
     assert cli("train", "-m", "rnn", "-t", "adding", "--set", "lr=0.003", *FAST).exit_code == 0
     out = api.train(from_run="1", db=str(db), seed=7)
     assert out.status == "completed" and (out.config.lr, out.config.seed) == (0.003, 7)
-    store = api.open_store(str(db), readonly=True)
+    store = api.open_store(str(db), "read")
     try:
         cfg = api.train_config_from(from_run="1", store=store, overrides={"seed": 7})
     finally:

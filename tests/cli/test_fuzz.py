@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from seqbench.store.store import open_store
+from seqbench.store.opening import open_store
 from tests.conftest import sha256
 
 ADVERSARIAL = [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from seqbench.store.store import open_store
+from seqbench.store.opening import open_store
 from tests.conftest import add_run, sha256
 
 TINY = "-m rnn -t adding --seq-len 8 --steps 3 --hidden 4 --set eval_size=8 -q".split()

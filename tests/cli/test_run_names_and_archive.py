@@ -82,7 +82,7 @@ def test_archived_runs_leave_lists_reports_and_checks_and_come_back(cli, store, 
 
 @pytest.mark.postgres
 def test_names_and_archive_on_postgres(cli, pg_url):
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     store = open_store(pg_url)
     try:

@@ -34,7 +34,7 @@ def _train(cli, db, model, T, extra, k=None):
     args += [*(["--k", k] if k is not None else []), *extra, "--quiet"]
     r = cli(*args)
     assert r.exit_code == 0, r.output
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     s = open_store(db)
     try:

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from seqbench.api import build_report
 from seqbench.report.decay import fit_decay
-from seqbench.report.tables import build_report
 from tests.memory.test_teacher_closed_form import optimal_truncated_error
 from tests.report.test_variants import _run
 

@@ -56,7 +56,7 @@ def test_accuracy_tolerances_scale_with_the_error_rate():
 
 
 def test_saved_tolerances_are_what_the_rule_gives(cli, tmp_path):
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
     from tests.conftest import add_run
 
     db = tmp_path / "g.db"

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from seqbench.report.tables import build_report, comparison_rows, format_cell, leaderboard_rows
+from seqbench.api import build_report
+from seqbench.report.tables import comparison_rows, format_cell, leaderboard_rows
 
 
 def _run(store, model, value, *, k=None, seed=0, seq_len=100, status="completed", **config):
@@ -232,7 +233,7 @@ def _train_and_check_budget(cli, db, model, budget):
         "--steps", 1, "--set", "eval_size=8", "--quiet", *k,
     )  # fmt: skip
     assert r.exit_code == 0, r.output
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     s = open_store(db)
     run = s.list_runs(limit=1)[0]

@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 
 from seqbench.store import common
-from seqbench.store.store import open_store
+from seqbench.store.opening import open_store
 from tests.conftest import add_run
 
 

@@ -8,9 +8,10 @@ from xml.etree import ElementTree as ET
 import pandas as pd
 import pytest
 
+from seqbench.api import build_report
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.report.check import Point, check, judge, resolve_baseline, save_baseline
-from seqbench.report.tables import build_report, comparison_rows, leaderboard_rows
+from seqbench.report.tables import comparison_rows, leaderboard_rows
 from tests.conftest import add_run
 
 # (model, task, k, seed, test_metric) — adding is lower-better, digits higher-better

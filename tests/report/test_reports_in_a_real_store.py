@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from seqbench.report.tables import build_report, comparison_rows
+from seqbench.api import build_report
+from seqbench.report.tables import comparison_rows
 from tests.report.test_variants import _run
 
 H1, H2 = "a" * 64, "b" * 64

@@ -7,9 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from seqbench.api import build_report
 from seqbench.report.check import check, load_file, resolve_baseline, save_baseline
 from seqbench.report.decay import fit_decay
-from seqbench.report.tables import build_report, comparison_rows
+from seqbench.report.tables import comparison_rows
 
 
 def _run(store, model, task, value, *, k=None, seed=0, seq_len=100, **config):

@@ -5,7 +5,7 @@ import textwrap
 WRITER = textwrap.dedent(
     """
     import sys
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
     s = open_store(sys.argv[1])
     for i in range(25):
         run = s.create_run(model="rnn", task="adding", config={"i": i}, config_hash=sys.argv[2])

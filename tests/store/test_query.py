@@ -153,7 +153,7 @@ def test_coerce_param(raw, value):
 
 @pytest.mark.postgres
 def test_postgres_query_is_read_only(pg_url):
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     s = open_store(pg_url)
     add_run(s, status="running")
@@ -188,7 +188,7 @@ def test_postgres_escapes_are_refused(pg_url, sql):
     """The escapes that a second statement used to open: each is refused, nothing changes."""
     import os
 
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     s = open_store(pg_url)
     add_run(s, status="running")
@@ -203,7 +203,7 @@ def test_postgres_escapes_are_refused(pg_url, sql):
 
 @pytest.mark.postgres
 def test_postgres_limits_and_comments(pg_url):
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     open_store(pg_url).dispose()
     assert run_query(pg_url, "-- c\nSELECT 1 AS x")[1] == [(1,)]
@@ -218,7 +218,7 @@ def test_postgres_limits_and_comments(pg_url):
 @pytest.mark.postgres
 def test_the_test_role_is_not_a_superuser(pg_url):
     """COPY ... TO PROGRAM and friends need a superuser: the test server's role is not one."""
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     open_store(pg_url).dispose()
     assert run_query(pg_url, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")[1] == [

@@ -68,7 +68,7 @@ def pg_checksum(admin_url: str) -> str:
 
 @pytest.fixture
 def pg_filled(pg_url):
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     s = open_store(pg_url)
     for model in ("rnn", "tcn"):

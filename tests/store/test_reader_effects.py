@@ -149,7 +149,7 @@ def test_max_bytes_bounds_a_postgres_result(pg_filled):
 def test_max_bytes_bounds_a_sqlite_result(tmp_path):
     """SQLite builds no string or blob past the cap (its own length limit): a 100 MB hex
     string is refused before it exists."""
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     db = tmp_path / "s.db"
     open_store(db).dispose()
@@ -178,7 +178,7 @@ def test_max_bytes_bounds_a_sqlite_result(tmp_path):
 
 @pytest.mark.parametrize("flag", ["0", "-5"])
 def test_a_bad_max_bytes_is_one_line(tmp_path, cli, flag):
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     db = tmp_path / "s.db"
     open_store(db).dispose()
@@ -207,7 +207,7 @@ def test_parameters_are_bound_only_where_they_are_parameters(pg_filled):
 
 
 def test_sqlite_binds_the_same_way(tmp_path):
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     db = tmp_path / "s.db"
     open_store(db).dispose()

@@ -119,7 +119,7 @@ def test_stress_stopped_midway_keeps_only_whole_runs(tmp_path, sig):
     db = tmp_path / "stress.db"
     open_db = _seqbench(db, "runs")  # creates nothing: the store does not exist yet
     assert open_db.returncode == 1
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     open_store(db).dispose()
     proc = popen(

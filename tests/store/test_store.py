@@ -7,7 +7,8 @@ import pytest
 
 from seqbench.errors import StoreError
 from seqbench.store import migrate
-from seqbench.store.store import inspect_revision, open_store, resolve_url, upgrade_store
+from seqbench.store.opening import open_store
+from seqbench.store.store import inspect_revision, resolve_url, upgrade_store
 from tests.conftest import add_run, sha256
 
 FROZEN_0001 = Path(__file__).parent / "data" / "seqbench_0001.db"

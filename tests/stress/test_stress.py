@@ -219,7 +219,7 @@ def test_cli_stress_table_json_and_plot(cli, tmp_path):
 def test_two_stores_in_one_directory_keep_their_own_checkpoints(tmp_path, monkeypatch):
     """Both stores have a run 1; each stress --run loads its own run's weights, and a
     checkpoint of another config is refused rather than analysed."""
-    from seqbench.store.store import open_store
+    from seqbench.store.opening import open_store
 
     monkeypatch.chdir(tmp_path)
     stores = [open_store(tmp_path / f"{name}.db") for name in ("a", "b")]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from seqbench.store.store import open_store
+from seqbench.store.opening import open_store
 from seqbench.sweep.runner import sweep_status
 from tests.conftest import popen, seqbench_cmd
 

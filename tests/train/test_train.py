@@ -10,7 +10,7 @@ import torch
 from seqbench import api
 from seqbench.configure import config_hash
 from seqbench.errors import RunFailedError, SeqbenchError, UsageError
-from seqbench.store.store import open_store
+from seqbench.store.opening import open_store
 from seqbench.tasks.synthetic import Adding
 from seqbench.training.loop import load_checkpoint
 from tests.conftest import seqbench_cmd

@@ -1,0 +1,47 @@
+"""The one way into a store, for every entry point (the CLI, the api, the dashboard, scripts):
+open_store(db, mode). Importing it costs nothing: the lean reader needs only the standard
+library, and SQLAlchemy is imported when a Store is opened."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from seqbench.store.results import ReadStore
+
+if TYPE_CHECKING:
+    from seqbench.store.store import Store
+
+MODES = ("write", "read", "lean")
+
+
+def open_store(
+    db: str | os.PathLike | None = None, mode: str = "write", *, reap: bool | None = None
+) -> Store | ReadStore:
+    """The store at `db` (a path or a SQLAlchemy URL; None: ./seqbench.db), opened for `mode`:
+
+    - "write": a Store, the database created at head if brand-new;
+    - "read": a Store that never creates and never changes a byte, on a file the user may not
+      write (a command that only reads and needs every read: a run by name, its config);
+    - "lean": the fastest reader, a ReadStore over one read-only connection to a SQLite store
+      at head, without SQLAlchemy (a read-only Store for anything else): what reports, the
+      dashboard's pages and `query` read through.
+
+    `reap` (default: when writing) marks the runs whose process died crashed
+    (`Store.reap_stale`); the CLI's read commands ask for it too, the one write they make, and
+    only when such a run is there. A database that holds another application's tables is not
+    given seqbench's unless asked (`seqbench db upgrade`). Raises StoreError, leaving the file
+    unchanged, if the database cannot be used as is. Close it with `dispose()` (or `with`)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode == "lean":
+        from seqbench.store.common import open_readable_sqlite
+        from seqbench.store.query import Reader
+
+        opened = open_readable_sqlite(db)
+        if opened is not None:
+            path, connection = opened
+            return ReadStore(str(path), Reader(str(path), (path, connection), checked=True))
+    from seqbench.store.store import open_database
+
+    return open_database(db, readonly=mode != "write", reap=reap if mode == "write" else bool(reap))
