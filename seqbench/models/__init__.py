@@ -433,6 +433,27 @@ def build_model(name: str, task, args):
     return SequenceModel(backbone, task.out_dim, task.readout, embed)
 
 
+_COUNTS: dict[tuple, int] = {}
+
+
+def count_on_meta(name: str, task, args) -> int:
+    """The parameter count of family `name` built for `task` with ModelArgs `args`, built on
+    the meta device (nothing allocated) once per process for each distinct network: what a
+    build reads of the task and the arguments are the key, so fit_size's search and the
+    memory check before a run share their builds. Raises what the build raises."""
+    import torch
+
+    from seqbench.models.base import count_params
+
+    key = (name, task.vocab, task.in_dim, task.out_dim, task.readout, args)
+    if key not in _COUNTS:
+        if len(_COUNTS) > 4096:
+            _COUNTS.clear()
+        with torch.device("meta"):
+            _COUNTS[key] = count_params(build_model(name, task, args))
+    return _COUNTS[key]
+
+
 def fit_size(name: str, task, args, target: int, tol: float = 0.05) -> dict[str, int]:
     """The size fields that bring the model's parameter count within `tol` of `target`: the
     width, and for a family whose width must be a multiple of another field (transformer:
@@ -442,18 +463,13 @@ def fit_size(name: str, task, args, target: int, tol: float = 0.05) -> dict[str,
     budgets that are reachable around the target, when nothing lands.
 
     Returns {"hidden": H} or {"hidden": H, "heads": h}: the run records what it trained."""
-    import torch
-
-    from seqbench.models.base import count_params
-
     spec = MODELS.get(name)
     # what build_model reads of the task, read here: a task that loads its data on first use
     # (the text tasks) must not load it under the meta device, or its tensors hold no data
     _ = (task.vocab, task.in_dim, task.out_dim, task.readout)
 
     def n_params(h: int, extra: dict) -> int:
-        with torch.device("meta"):
-            return count_params(build_model(name, task, args.with_(hidden=h, **extra)))
+        return count_on_meta(name, task, args.with_(hidden=h, **extra))
 
     def bracket(multiple: int, extra: dict) -> list[tuple[int, int]]:
         """(width, count) of the widths (multiples of `multiple`) just below and at-or-above

@@ -32,6 +32,7 @@ from seqbench.errors import RunFailedError, UsageError
 from seqbench.models import (
     activation_bytes,
     build_model,
+    count_on_meta,
     fit_size,
     param_groups,
     uses_indrnn_kernel,
@@ -185,8 +186,7 @@ def check_memory(cfg: RunConfig, task) -> None:
     # loads data lazily (a text file's vocabulary) must not cache meta tensors
     _ = (task.vocab, task.in_dim, task.out_dim, task.readout)
     try:
-        with torch.device("meta"):
-            n = count_params(build_model(cfg.model, task, cfg.model_args()))
+        n = count_on_meta(cfg.model, task, cfg.model_args())  # fit_size's, where it ran
     except (NotImplementedError, RuntimeError, OverflowError, ValueError, MemoryError):
         n = 0  # an init the meta device lacks: the activations alone must still fit
     hidden, layers = cfg.hidden or 128, cfg.layers or 1
