@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from seqbench.config import RunConfig
-from seqbench.configure import check_shadowed, make_config
-from seqbench.errors import UsageError
+from seqbench.config import FIELDS, NOT_HASHED, ModelArgs, RunConfig, TaskArgs
+from seqbench.configure import check_shadowed, make_config, stored_config
+from seqbench.errors import NotFoundError, UnknownNameError, UsageError
+from seqbench.models import MODELS, build_model
 from seqbench.parsing import (
+    coerce,
     flags_and_sets,
     load_toml,
     parse_assignments,
     split_assignment,
     split_list,
+    to_toml,
 )
 from seqbench.report.statuses import CHECK_STATUSES
 from seqbench.store.common import (
@@ -35,11 +38,13 @@ from seqbench.store.common import (
     check_run_name,
     describe_database_error,
     float_text,
+    readable_sqlite,
 )
 from seqbench.store.opening import open_store
 from seqbench.store.query import DEFAULT_MAX_BYTES, coerce_param, run_query
 from seqbench.store.results import ReadStore
-from seqbench.sweep.spec import SweepPlan
+from seqbench.sweep.spec import SweepPlan, parse_range
+from seqbench.tasks import TASKS, is_file_task, make_task
 from seqbench.training.progress import Progress
 from seqbench.training.threads import check_threads
 
@@ -167,7 +172,6 @@ def _reads(db: str | ReadStore | None) -> Iterator[ReadStore]:
 def store_is_current(db: str | None) -> bool:
     """True when `db` is a SQLite store at the current schema, checked with the standard
     library alone (the lean path of the read commands); False means: open it to find out."""
-    from seqbench.store.common import readable_sqlite
 
     return readable_sqlite(db) is not None
 
@@ -264,10 +268,7 @@ def _specs(registry, problems: list[str] | None) -> list:
 def model_catalog(problems: list[str] | None = None) -> list[ModelInfo]:
     """Every model, installed plugins' too, at its default width, sized for the adding task at
     T = 100. A plugin that fails to import goes to `problems` (one line each)."""
-    from seqbench.config import ModelArgs, TaskArgs
-    from seqbench.models import MODELS, build_model
     from seqbench.models.base import count_params
-    from seqbench.tasks import make_task
 
     task = make_task("adding", TaskArgs(seq_len=100))
     out = []
@@ -292,9 +293,6 @@ def default_layers() -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
     """Where `train`'s defaults come from, in the order they apply (later wins): the main
     fields' own defaults, each model family's, each task's, then the papers' per (model,
     task) pair; torch-free."""
-    from seqbench.config import FIELDS
-    from seqbench.models import MODELS
-    from seqbench.tasks import TASKS
 
     own = {n: FIELDS[n].default for n in ("batch_size", "lr", "optimizer", "hidden")}
     families = [(m, MODELS.get(m).defaults) for m in MODELS if MODELS.get(m).defaults]
@@ -311,7 +309,6 @@ def default_layers() -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
 def task_catalog(problems: list[str] | None = None) -> list[TaskInfo]:
     """Every task, installed plugins' too, with its metric, direction, default T and trivial
     baseline (a file task's T is its file's: 0 here)."""
-    from seqbench.tasks import TASKS
 
     return [
         TaskInfo(
@@ -352,7 +349,6 @@ def data_file(
 def table_fields(sets: list[str] | None) -> dict[str, Any]:
     """--set key=value items naming how to cut a table (tasks/tables.FIELDS and seq_len),
     typed as config fields; any other key is refused."""
-    from seqbench.parsing import coerce, split_assignment
     from seqbench.tasks.tables import FIELDS
 
     out: dict[str, Any] = {}
@@ -369,7 +365,6 @@ def table_fields(sets: list[str] | None) -> dict[str, Any]:
 
 def data_note(cfg: RunConfig) -> str | None:
     """One line on a file task's data, as `train` prints it (None for other tasks)."""
-    from seqbench.tasks import is_file_task
 
     if not is_file_task(cfg.task):
         return None
@@ -398,14 +393,12 @@ def data_note(cfg: RunConfig) -> str | None:
 def metric_name(task: str) -> str | None:
     """The metric's name of a built-in task, or of a plugin task already loaded (None for one
     that is not: listing runs imports no plugin)."""
-    from seqbench.tasks import TASKS
 
     return TASKS.get(task).metric if task in TASKS else None
 
 
 def task_metric(task: str) -> str:
     """The name of a task's metric (mse, acc, bpc, ...)."""
-    from seqbench.tasks import TASKS
 
     return TASKS.get(task).metric
 
@@ -498,7 +491,6 @@ def train_config(
     URL or an open Store), with an optional run `name` and torch `threads`."""
     from seqbench.store.store import Store
     from seqbench.training.loop import train as train_loop
-    from seqbench.training.threads import check_threads
 
     name = check_run_name(name)
     check_threads(threads)
@@ -537,9 +529,6 @@ def sweep_plan(
 
 def sweep_grid(points: list[RunConfig]) -> tuple[list[str], list[list]]:
     """(columns, rows) of a plan's points: model, task and the fields that vary."""
-    from dataclasses import fields
-
-    from seqbench.config import NOT_HASHED
 
     names = [f.name for f in fields(RunConfig) if f.name not in NOT_HASHED]
     varying = [n for n in names if len({repr(getattr(p, n)) for p in points}) > 1]
@@ -606,7 +595,6 @@ def memory_plan(
     least 3 seeds. Every point is resolved and the budget checked at every k; nothing is
     written. Returns a seqbench.memory.plan.MemoryPlan."""
     from seqbench.memory import answer, plan
-    from seqbench.sweep.spec import parse_range
 
     if name is not None:
         check_label("memory", name)
@@ -667,7 +655,6 @@ def memory_answers(store: Store, name: str | None = None, task: str | None = Non
     """The stored answers (newest first), each with `stale` (a run it rests on was deleted or
     archived since), `run_ids` (the runs it rests on that are still stored) and `interval`
     (k*'s interval as text: "2–4", ">16" past the largest k; "" without a k*)."""
-    from seqbench.errors import NotFoundError
 
     rows = store.answer_rows(name=name, task=task)
     if name is not None and not rows:
@@ -718,7 +705,6 @@ def sweep_points(store: Store, name: str) -> tuple[dict, list[dict]]:
 
 def config_toml(cfg: RunConfig) -> str:
     """A resolved config as TOML that `seqbench train --config` accepts."""
-    from seqbench.parsing import to_toml
 
     return to_toml(cfg)
 
@@ -729,7 +715,6 @@ def run_config(store: Store, ref: str) -> RunConfig:
     run = store.require_run(ref)
     if run.kind != "train":
         raise UsageError(f"run {run.id} is a {run.kind} run; --from-run takes a training run")
-    from seqbench.configure import stored_config
 
     return stored_config(run.model, run.task, run.config)
 
@@ -741,8 +726,6 @@ def list_runs(
     """(run, its test_metric or None) newest first; filters: model, task, status, sweep (the
     runs of its points, as `report --sweep` reads them), kind. An unknown status or kind is an
     error naming the known ones (checked before `store`, if it is a function, opens it)."""
-    from seqbench.errors import UnknownNameError
-    from seqbench.store.common import RUN_KINDS, RUN_STATUSES
 
     for what, known in (("status", RUN_STATUSES), ("kind", RUN_KINDS)):
         if filters.get(what) is not None and filters[what] not in known:

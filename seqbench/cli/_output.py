@@ -9,11 +9,13 @@ import math
 import sys
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from seqbench import api
+from seqbench.errors import UsageError
 
 
 class Format(enum.StrEnum):
@@ -141,9 +143,6 @@ def render_mapping(pairs: Sequence[tuple[str, Any]], fmt: Format, title: str | N
 def output_path(path: str, what: str) -> str:
     """An output file's path, its directory created first (before any work is done); one
     line if that cannot be done."""
-    from pathlib import Path
-
-    from seqbench.errors import UsageError
 
     p = Path(path)
     if p.is_dir():

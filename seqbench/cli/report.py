@@ -9,6 +9,7 @@ import typer
 from seqbench import api
 from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, output_path, render
+from seqbench.errors import UsageError
 
 baseline_app = typer.Typer(
     help="Reference values for regression checks (saved in the store, kept in git as JSON).",
@@ -87,7 +88,6 @@ def report(
 
     Example: seqbench report --compare window rnn --task teacher --by teacher_lam,k --fit-decay
     """
-    from seqbench.errors import UsageError
 
     if plot:
         output_path(plot, "--plot")

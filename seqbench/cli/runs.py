@@ -9,7 +9,7 @@ import typer
 from seqbench import api
 from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, output_path, render, render_mapping
-from seqbench.errors import SeqbenchError
+from seqbench.errors import SeqbenchError, UsageError
 
 app = typer.Typer(
     help="List runs, newest first (the subcommands name, tag, untag, archive, restore and "
@@ -106,7 +106,6 @@ def name_run(
 
     Example: seqbench runs name 3 lstm-baseline && seqbench show lstm-baseline
     """
-    from seqbench.errors import UsageError
 
     if (name is None) == (not clear):
         raise UsageError("give a name, or --clear to take it away")

@@ -9,6 +9,7 @@ import typer
 from seqbench import api
 from seqbench.cli._options import QuietOption, ThreadsOption, joined, state
 from seqbench.cli._output import Format, FormatOption, output_path, render
+from seqbench.errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
@@ -72,7 +73,6 @@ def stress(
 
     Example: seqbench stress --models tcn,gcnn --k 16 --seq-len 80 --set kernel_size=3
     """
-    from seqbench.errors import UsageError
 
     if plot:
         output_path(plot, "--plot")

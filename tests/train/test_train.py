@@ -367,3 +367,34 @@ def test_a_budget_on_a_task_that_loads_its_data_on_first_use(cli):
             "--set", "seq_len=20", "--set", "steps=2", "--set", "eval_size=8", "-q")  # fmt: skip
     assert r.exit_code == 0, r.output
     assert "completed" in r.output
+
+
+@pytest.mark.parametrize("params", [5000, None])
+def test_a_run_builds_its_network_once(tmp_path, monkeypatch, params):
+    """A run builds its network for real once, and counts it on the meta device (nothing
+    allocated) at most once per width: fit_size's search and the memory check share their
+    counts. A spy around models.build_model records where each build was made."""
+    import seqbench.models as models
+    import seqbench.training.loop as loop
+    from seqbench import api
+
+    calls, real = [], models.build_model
+
+    def spy(name, task, args):
+        m = real(name, task, args)
+        calls.append((args.hidden, next(m.parameters()).device.type))
+        return m
+
+    monkeypatch.setattr(models, "build_model", spy)
+    monkeypatch.setattr(loop, "build_model", spy)
+    models._COUNTS.clear()
+    extra = {"params": params} if params else {}
+    out = api.train("tcn", "adding", seq_len=20, steps=2, eval_size=16, db=str(tmp_path / "a.db"),
+                    **extra)  # fmt: skip
+    assert out.status == "completed"
+    for_real = [c for c in calls if c[1] != "meta"]
+    on_meta = [c for c in calls if c[1] == "meta"]
+    assert len(for_real) == 1 and for_real[0][0] == out.config.hidden
+    assert len(on_meta) == len(set(on_meta)) >= 1  # no width counted twice
+    if params is None:
+        assert len(on_meta) == 1
