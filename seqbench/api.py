@@ -337,13 +337,7 @@ def data_file(
     from seqbench.tasks import tables
     from seqbench.tasks.filedata import describe
 
-    choice = None
-    if tables.is_table(path):
-        choice = tables.choice_from(dict(table or {}), path)
-    elif table and any(table.get(n) is not None for n in tables.FIELDS):
-        name = next(n for n in tables.FIELDS if table.get(n) is not None)
-        raise UsageError(f"{name} cuts a CSV or Parquet table; {path!r} is not one")
-    return describe(path, target, split_seed, choice)
+    return describe(path, target, split_seed, tables.choice_for(path, dict(table or {})))
 
 
 def table_fields(sets: list[str] | None) -> dict[str, Any]:

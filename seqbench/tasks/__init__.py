@@ -258,20 +258,7 @@ def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         target = asked
     from seqbench.tasks import tables
 
-    choice = None
-    if tables.is_table(values["path"]):
-        choice = tables.choice_from(values, values["path"])
-        if values.get("split") not in (None, tables.SPLIT):
-            raise UsageError(
-                f"a table is split by time (split={tables.SPLIT}); got {values['split']!r}"
-            )
-    else:
-        for name in (*tables.FIELDS, "split"):
-            if values.get(name) is not None:
-                raise UsageError(
-                    f"{name} cuts a CSV or Parquet table; {values['path']!r} is not one "
-                    f"(a table's name ends in {', '.join(tables.SUFFIXES)})"
-                )
+    choice = tables.choice_for(values["path"], values)
     facts = describe(values["path"], target, values.get("split_seed"), choice)
     if choice is not None:
         fixed = {

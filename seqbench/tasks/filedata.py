@@ -476,9 +476,6 @@ class TableDataset:
         y = self.table.y[split][index]
         return self.table.windows(split, index), (y[:, 0] if y.shape[1] == 1 else y)
 
-    def baseline(self) -> tuple[float, str]:
-        return self.table.baselines()["mean"], "predict the train mean of each target"
-
 
 _OPENED: dict[tuple, tuple[FileFacts, Any]] = {}
 

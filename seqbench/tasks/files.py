@@ -25,7 +25,7 @@ class FileTask(Task):
                 "the file tasks need a data file: --path FILE.npz, a directory of .npy files, "
                 "or a CSV or Parquet table"
             )
-        choice = tables.choice_from(args, args.path) if tables.is_table(args.path) else None
+        choice = tables.choice_for(args.path, args)
         self.facts, self.data = open_checked(args.path, args.target, args.split_seed, choice)
         if args.data_hash is not None and args.data_hash != self.facts.data_hash:
             raise SeqbenchError(

@@ -132,6 +132,24 @@ def choice_from(values: dict, path: str) -> Choice:
     return Choice(y, x, time_col, series_col, horizon, T)
 
 
+def choice_for(path: str, values) -> Choice | None:
+    """How the data file at `path` is cut, from a config's fields (a dict or an object with
+    the same attributes): a Choice for a table (choice_from), None for any other file, which
+    refuses the table's fields."""
+    get = values.get if isinstance(values, dict) else lambda n: getattr(values, n, None)
+    if is_table(path):
+        if get("split") not in (None, SPLIT):
+            raise UsageError(f"a table is split by time (split={SPLIT}); got {get('split')!r}")
+        return choice_from(values, path)
+    for name in (*FIELDS, "split"):
+        if get(name) is not None:
+            raise UsageError(
+                f"{name} cuts a CSV or Parquet table; {path!r} is not one "
+                f"(a table's name ends in {', '.join(SUFFIXES)})"
+            )
+    return None
+
+
 def _fail(path: str, why: str) -> TableError:
     return TableError(f"data file {path!r}: {why}")
 
