@@ -109,18 +109,26 @@ _REGS = re.compile(r"Used (\d+) registers")
 def compile_variant(v: Variant, arch: int, fn=None) -> Compiled:
     """Compile `v` for sm_`arch` (raises what Triton or ptxas raise) and read ptxas -v.
     `fn` replaces the kernel's JIT function (tests pass a broken one on purpose)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     from seqbench.ops.indrnn import triton_kernel as tk
 
     if fn is None:
         fn = (tk._indrnn_fwd_kernel if v.kernel == "fwd" else tk._indrnn_bwd_kernel).fn
-    src = ASTSource(
-        fn=fn, signature=_signature(v), constexprs={"HAS_H0": v.has_h0, "BLOCK": v.block}
-    )
-    kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": v.warps})
+    constexprs = {"HAS_H0": v.has_h0, "BLOCK": v.block}
+    return Compiled(v, arch, *compile_source(fn, _signature(v), constexprs, arch, v.warps, v.label))
+
+
+def compile_source(
+    fn, signature: dict, constexprs: dict, arch: int, warps: int, label: str
+) -> tuple[int, int, int, str]:
+    """Compile a JIT function's source for sm_`arch` with Triton and its bundled ptxas:
+    (registers, spill-store bytes, spill-load bytes, ptxas -v's report). Every kernel's AOT
+    check (IndRNN's here, the scan's in ops/scan/aot.py) goes through this."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": warps})
     with tempfile.TemporaryDirectory() as d:
         ptx = os.path.join(d, "k.ptx")
         with open(ptx, "w") as f:
@@ -139,12 +147,12 @@ def compile_variant(v: Variant, arch: int, fn=None) -> Compiled:
             check=False,
         )
     if r.returncode:
-        raise RuntimeError(f"ptxas failed for {v.label} on sm_{arch}: {r.stderr.strip()}")
+        raise RuntimeError(f"ptxas failed for {label} on sm_{arch}: {r.stderr.strip()}")
     spills = [tuple(map(int, m.groups())) for m in _SPILL.finditer(r.stderr)]
     regs = [int(m.group(1)) for m in _REGS.finditer(r.stderr)]
     stores = sum(s for s, _ in spills)
     loads = sum(lo for _, lo in spills)
-    return Compiled(v, arch, max(regs, default=0), stores, loads, r.stderr.strip())
+    return max(regs, default=0), stores, loads, r.stderr.strip()
 
 
 def _compile_one(args) -> Compiled | str:
