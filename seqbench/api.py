@@ -236,6 +236,7 @@ class ModelInfo:
     description: str
     context: str  # the family's context rule (what a run stores as k)
     source: str = "built-in"  # or a plugin's provenance ("dist version")
+    state_size: int | None = None  # Backbone.state_size at these sizes (None: not declared)
 
 
 @dataclass(frozen=True)
@@ -275,7 +276,9 @@ def model_catalog(problems: list[str] | None = None) -> list[ModelInfo]:
     for spec in _specs(MODELS, problems):
         args = ModelArgs(seq_len=100, **spec.defaults)
         try:
-            n = count_params(build_model(spec.name, task, args))
+            model = build_model(spec.name, task, args)
+            n = count_params(model)
+            state = getattr(model.backbone, "state_size", None)
         except Exception as e:  # a plugin's builder: reported, the list goes on
             if spec.plugin is None or problems is None:
                 raise
@@ -284,7 +287,9 @@ def model_catalog(problems: list[str] | None = None) -> list[ModelInfo]:
         kind = "recurrent" if spec.recurrent else "feedforward"
         source = spec.plugin or "built-in"
         out.append(
-            ModelInfo(spec.name, kind, args.hidden, n, spec.description, spec.context_rule, source)
+            ModelInfo(
+                spec.name, kind, args.hidden, n, spec.description, spec.context_rule, source, state
+            )
         )
     return out
 

@@ -75,6 +75,9 @@ class RunConfig:
     forget_cap: float | None = _in(MODEL)
     # "reference": what the paper's published code did (the default); "paper": its text
     init: str = _in(MODEL, default="reference")
+    # the state per layer of a diagonal SSM (lru: N complex modes; s4d: N/2 complex modes per
+    # channel, as its reference's N; mamba: d_state per channel); None: the family's default
+    d_state: int | None = _in(MODEL)
     # task options
     marker: str = _in(TASK, default="uniform")
     subset: int | None = _in(TASK)
@@ -111,6 +114,10 @@ class RunConfig:
     series_col: str | None = _in(TASK)
     horizon: int | None = _in(TASK)
     split: str | None = _in(TASK)
+    # the memory tasks (mqar, selective-copy, induction): the vocabulary, and the key–value
+    # pairs to recall (mqar) or tokens to copy (selective-copy); None: the task's default
+    vocab_size: int | None = _in(TASK)
+    num_pairs: int | None = _in(TASK)
     # where a plugin model or task came from ("model: dist 1.2; task: ..."; plugins.py), set
     # by resolution: runs of different plugin versions are different experiments
     plugin: str | None = None
@@ -175,6 +182,9 @@ POSITIVE = (
     "lr_decay_every",
     "eval_batch_size",
     "heads",
+    "d_state",
+    "vocab_size",
+    "num_pairs",
     "lr_decay",
     "subset",
 )
@@ -213,6 +223,7 @@ class ModelArgs(_Part):
     forget_bias: float = 0.0
     forget_cap: float | None = None
     init: str = "reference"
+    d_state: int | None = None
 
 
 @dataclass(frozen=True)
@@ -239,6 +250,8 @@ class TaskArgs(_Part):
     series_col: str | None = None
     horizon: int | None = None
     split: str | None = None
+    vocab_size: int | None = None
+    num_pairs: int | None = None
 
 
 MODEL_FIELDS = tuple(f.name for f in _group(MODEL))
@@ -271,6 +284,9 @@ ADDED_LATER = (
     "series_col",
     "horizon",
     "split",
+    "d_state",
+    "vocab_size",
+    "num_pairs",
 )
 # Later fields whose value is what every run before the field computed: it hashes as unset,
 # so an explicit symbols=tokens copy run is the same experiment as one stored before (and a

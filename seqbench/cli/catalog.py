@@ -23,7 +23,11 @@ def _problems(problems: list[str]) -> None:
 def models(fmt: FormatOption = Format.table) -> None:
     """List the models with a one-line description and their size at the default width.
 
-    Parameter counts are for the adding task (2 inputs, 1 output) at T = 100. The context
+    Parameter counts are for the adding task (2 inputs, 1 output) at T = 100. The state
+    column is the state size (Zoology's): the real numbers a recurrent model carries from step
+    to step, or a feedforward one holds within its context (a TCN: receptive field ×
+    channels; window attention: 2·d·window a layer); recorded with every run and a report
+    axis (--by state_size). The context
     column is the family's rule for what a run stores as k: a feedforward model's output at t
     depends on exactly the last k inputs; a recurrent model's k is its truncated
     backpropagation, and no k (NULL) means full backpropagation. Models from installed
@@ -34,11 +38,12 @@ def models(fmt: FormatOption = Format.table) -> None:
     """
     problems: list[str] = []
     rows = [
-        (m.name, m.kind, m.hidden, m.n_params, m.context, m.source, m.description)
+        (m.name, m.kind, m.hidden, m.n_params, m.state_size, m.context, m.source, m.description)
         for m in api.model_catalog(problems)
     ]
     _problems(problems)
-    render(["model", "kind", "hidden", "params", "context k", "source", "description"], rows, fmt)
+    head = ["model", "kind", "hidden", "params", "state", "context k", "source", "description"]
+    render(head, rows, fmt)
 
 
 def _table_rows(f) -> list[tuple]:

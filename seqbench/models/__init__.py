@@ -118,6 +118,28 @@ def _transformer(in_dim, args):
     return WindowTransformer(in_dim, args)
 
 
+def _ssm(cls_name: str):
+    def build(in_dim, args):
+        from seqbench.models import ssm
+
+        return getattr(ssm, cls_name)(in_dim, args)
+
+    return build
+
+
+def _check_s4d(c) -> None:
+    if c.d_state is not None and (c.d_state < 2 or c.d_state % 2):
+        raise UsageError(f"s4d: d_state (N, its N/2 complex modes) must be even, got {c.d_state}")
+
+
+def _check_heads(name: str):
+    def check(c) -> None:
+        if c.hidden % c.heads:
+            raise UsageError(f"{name}: hidden ({c.hidden}) must divide by heads ({c.heads})")
+
+    return check
+
+
 def lstm_condition(cfg):
     """--stable on an LSTM (or a window over one) caps its forget gate: forget_cap defaults to
     λ/2 (the recurrent blocks get the other half, models/recurrent.lstm_gain), and must lie
@@ -334,6 +356,46 @@ for _spec in (
         check=_check_transformer,
         context=ctx.transformer_context,
         context_rule="exactly k (k − 1 split over the layers' windows); no k: T",
+    ),
+    ModelSpec(
+        "lru",
+        "Linear Recurrent Unit (Orvieto et al. 2023): complex diagonal, |λ| < 1 by construction",
+        True,
+        _ssm("LRU"),
+        {"hidden": 64, "d_state": 64, "layers": 2},
+        stable=True,
+        activation_units=16,
+        # minimal-LRU's optimiser: no weight decay on the recurrence's parameters
+        no_decay=("nu_log", "theta_log", "gamma_log", "B_re", "B_im"),
+    ),
+    ModelSpec(
+        "s4d",
+        "S4D-Lin (Gu et al. 2022): diagonal SSM, trained as an FFT convolution, run as a scan",
+        True,
+        _ssm("S4D"),
+        {"hidden": 64, "d_state": 64, "layers": 2},
+        activation_units=8,
+        check=_check_s4d,
+        no_decay=("log_dt", "log_A_real", "A_imag"),  # s4d.py registers them without decay
+    ),
+    ModelSpec(
+        "mamba",
+        "Selective SSM (Gu & Dao 2023), plain PyTorch: input-dependent decay exp(Δ·A)",
+        True,
+        _ssm("Mamba"),
+        {"hidden": 64, "d_state": 16, "layers": 2},
+        activation_units=110,
+        no_decay=("A_log", "D"),  # mamba_simple: _no_weight_decay
+    ),
+    ModelSpec(
+        "linear-attention",
+        "Causal linear attention (Katharopoulos et al. 2020): a running sum, elu + 1 features",
+        True,
+        _ssm("LinearAttention"),
+        {"hidden": 64, "layers": 2},
+        activation_units=40,
+        width_multiple_of="heads",
+        check=_check_heads("linear-attention"),
     ),
 ):
     MODELS.register(_spec.name, _spec)

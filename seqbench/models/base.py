@@ -37,6 +37,15 @@ class Backbone(nn.Module):
         return math.inf
 
     @property
+    def state_size(self) -> int | None:
+        """What the model must hold to produce its next output, in real numbers (Zoology's
+        state size, the x-axis of its recall–memory trade-off): a recurrent model's carried
+        state (complex numbers count twice), summed over layers; a feedforward model's inputs
+        or activations within its context (a TCN: receptive field × channels; window
+        attention: keys and values of its window, 2·d·w a layer). None: not declared."""
+        return None
+
+    @property
     def recurrent_depth(self) -> int:
         """How many recurrences are stacked (layers each carrying a state of its own): L
         contractions leave a truncation error of order k^(L−1) λ^k, so the per-step rate is

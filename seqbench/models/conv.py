@@ -122,6 +122,10 @@ class TCN(Backbone):
     def receptive_field(self) -> float:
         return 1 + plan_span(self.plan)
 
+    @property
+    def state_size(self) -> int:
+        return int(self.receptive_field) * self.out_dim
+
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         y = self.blocks(x.transpose(1, 2))  # (B, D, T) -> (B, H, T)
         return y.transpose(1, 2), None
@@ -196,6 +200,10 @@ class GatedCNN(Backbone):
     @property
     def receptive_field(self) -> float:
         return 1 + sum(n - 1 for n in self.kernels)
+
+    @property
+    def state_size(self) -> int:
+        return int(self.receptive_field) * self.out_dim
 
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         h = self.inp(x.transpose(1, 2))  # (B, D, T) -> (B, H, T)

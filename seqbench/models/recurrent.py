@@ -56,6 +56,10 @@ class TorchRecurrent(Backbone):
     def recurrent_depth(self) -> int:
         return self.rnn.num_layers
 
+    @property
+    def state_size(self) -> int:
+        return self.rnn.num_layers * self.out_dim * (2 if self.kind == "lstm" else 1)
+
     def recurrent_weights(self) -> dict[str, torch.Tensor]:
         return {n: p for n, p in self.rnn.named_parameters() if n.startswith("weight_hh")}
 
@@ -278,6 +282,10 @@ class IndRNN(Backbone):
     @property
     def recurrent_depth(self) -> int:
         return len(self.layers)
+
+    @property
+    def state_size(self) -> int:
+        return len(self.layers) * self.out_dim
 
     def recurrent_weights(self) -> dict[str, torch.Tensor]:
         return {f"u_l{i}": layer.u for i, layer in enumerate(self.layers)}

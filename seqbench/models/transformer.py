@@ -126,6 +126,11 @@ class WindowTransformer(Backbone):
     def receptive_field(self) -> float:
         return 1 + sum(w - 1 for w in self.windows)
 
+    @property
+    def state_size(self) -> int:
+        """Zoology's sliding window: keys and values of its window, 2·d·w a layer."""
+        return sum(2 * self.out_dim * w for w in self.windows)
+
     def _attention(self, x: torch.Tensor, mha: nn.MultiheadAttention, window: int) -> torch.Tensor:
         """mha's projections and dropout around window_attention; x: (B, T, E)."""
         B, T, E = x.shape

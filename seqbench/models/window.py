@@ -25,11 +25,17 @@ class Window(Backbone):
         super().__init__()
         self.base = make_base(args.base, in_dim, args.with_(k=None))
         self.k = args.k if args.k is not None else default_window(args.seq_len)
+        self.in_dim = in_dim
         self.out_dim = self.base.out_dim
 
     @property
     def receptive_field(self) -> float:
         return self.k
+
+    @property
+    def state_size(self) -> int:
+        """The last k inputs, which it re-reads for every output."""
+        return self.k * self.in_dim
 
     def recurrent_weights(self) -> dict[str, torch.Tensor]:
         return self.base.recurrent_weights()

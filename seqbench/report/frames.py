@@ -12,6 +12,8 @@ import pandas as pd
 from seqbench.errors import UsageError
 
 GROUP_AXES = ("k", "seq_len", "model")
+# what a run records of its model, as a summary, that a report can group by like a field
+SUMMARY_AXES = ("state_size",)
 
 
 def config_fields() -> list[str]:
@@ -26,7 +28,8 @@ def parse_by(by: str | list[str] | None) -> list[str]:
     from seqbench.parsing import split_list
 
     out = split_list(by)
-    allowed = list(GROUP_AXES) + [f for f in config_fields() if f not in GROUP_AXES]
+    allowed = list(GROUP_AXES) + list(SUMMARY_AXES)
+    allowed += [f for f in config_fields() if f not in GROUP_AXES]
     for b in out:
         if b not in allowed:
             from seqbench.errors import UnknownNameError
@@ -37,12 +40,25 @@ def parse_by(by: str | list[str] | None) -> list[str]:
     return out
 
 
-def add_config_columns(df: pd.DataFrame, names: list[str]) -> pd.DataFrame:
-    """Copy config fields (e.g. stable, teacher_lam) out of the `config` column."""
+def add_config_columns(df: pd.DataFrame, names: list[str], store=None) -> pd.DataFrame:
+    """Copy config fields (e.g. stable, teacher_lam) out of the `config` column, and the
+    SUMMARY_AXES (state_size) from each run's summaries in `store` (None where a run has none,
+    as a run from before the summary)."""
     for name in names:
-        if name not in df.columns:
+        if name in df.columns:
+            continue
+        if name in SUMMARY_AXES and store is not None:
+            ids = [int(i) for i in df["run_id"]]
+            got = {r: v for r, _, v in store.values_of_runs("summaries", ids, [name])}
+            df[name] = [_as_int(got.get(i)) for i in ids]
+        else:
             df[name] = [cfg.get(name) for cfg in df["config"]]
     return df
+
+
+def _as_int(v):
+    """A whole-number summary (a size) as an int, for grouping and display."""
+    return int(v) if isinstance(v, float) and math.isfinite(v) and v == int(v) else v
 
 
 TASK_RELATIVE = ("test_metric", "best_valid_metric", "final_valid_metric")
@@ -305,7 +321,7 @@ def row_baselines(
     df = results_frame(store, summary, tasks=tasks or None, sweep=sweep, where=where)
     if df.empty:
         return {}
-    df = add_config_columns(label_data(df), [g for g in group if g != "task"])
+    df = add_config_columns(label_data(df), [g for g in group if g != "task"], store)
     df["experiment"] = [experiment_key(c) for c in df["config"]]
     out = {}
     for keys in (group, ["task"]):

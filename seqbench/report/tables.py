@@ -175,7 +175,7 @@ def build_report(
                 f"no completed runs for model {', '.join(repr(m) for m in missing)}"
                 f"{' on ' + ', '.join(tasks) if tasks else ''} with metric {metric!r}"
             )
-    every = add_config_columns(label_data(every), bys)
+    every = add_config_columns(label_data(every), bys, store)
     for b in bys:  # unhashable config values (lists) group by their text
         if every[b].map(lambda v: isinstance(v, (list, dict))).any():
             every[b] = every[b].map(str)

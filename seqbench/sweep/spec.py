@@ -305,18 +305,20 @@ def _bai_tcn(scale: str) -> list[dict]:
 
 
 # The families the reproduction presets train: the canary gives each a point that learns.
-CANARY_RECURRENT = ["rnn", "lstm", "gru", "indrnn", "irnn"]
+CANARY_RECURRENT = ["rnn", "lstm", "gru", "indrnn", "irnn", "lru", "s4d", "linear-attention"]
 CANARY_FEEDFORWARD = ["tcn", "window"]
+# the selective SSM reaches a tenth of the baseline in 300 steps, not 150 (0.047 at 150)
+CANARY_SLOW = ["mamba"]
 
 
 def _canary(scale: str) -> list[dict]:
     """The CI gate's canary: every family the reproduction presets train, on a task each
-    learns well within 150 steps (the teacher at λ = 0.5, T = 16, lr 0.01): at CI size the
-    reproduction presets' own points mostly sit at their trivial baselines (too few steps to
-    learn), where a broken family would pass. Here each point ends at a tenth of the trivial
-    baseline's error or below, so a family whose recurrence is zeroed (memoryless: about a
-    third of it) or whose weights do not train regresses past the 10% tolerance. The same
-    grid at every scale; small and paper add seeds."""
+    learns well within 150 steps (the teacher at λ = 0.5, T = 16, lr 0.01; the selective SSM
+    300): at CI size the reproduction presets' own points mostly sit at their trivial
+    baselines (too few steps to learn), where a broken family would pass. Here each point
+    ends at a tenth of the trivial baseline's error or below, so a family whose recurrence is
+    zeroed (memoryless: about a third of it) or whose weights do not train regresses past the
+    10% tolerance. The same grid at every scale; small and paper add seeds."""
     seeds = [0] if scale == "tiny" else [0, 1, 2]
     s = {
         "seq_len": [16],
@@ -329,7 +331,70 @@ def _canary(scale: str) -> list[dict]:
     }
     return [
         {"models": CANARY_RECURRENT, "tasks": ["teacher"], "seeds": seeds, "set": s},
+        {"models": CANARY_SLOW, "tasks": ["teacher"], "seeds": seeds, "set": s | {"steps": [300]}},
         {"models": CANARY_FEEDFORWARD, "tasks": ["teacher"], "seeds": seeds, "k": [8], "set": s},
+    ]
+
+
+def _zoology_mqar(scale: str) -> list[dict]:
+    """Zoology's recall–memory trade-off (Arora et al. 2023, Figure 2) at seqbench's sizes:
+    MQAR accuracy against state size for sliding-window attention (its window k sets its
+    state, 2·d·k a layer), the LRU, S4D, the selective SSM, linear attention and an LSTM, every
+    model at the same widths, steps and batch. Zoology's own runs use a vocabulary of 8192,
+    64–512 steps, 4–64 pairs and widths 64–512 on GPUs; tiny (CI) is a 16-step, 2-pair,
+    32-token version that trains in about a minute, small (2 cores, ~1 hour) 64 steps, 4 pairs
+    and 256 tokens at two widths."""
+    seeds = [0] if scale == "tiny" else [0, 1]
+    T = {"tiny": 16, "small": 64, "paper": 128}[scale]
+    s = {
+        "seq_len": [T],
+        "vocab_size": [{"tiny": 32, "small": 256, "paper": 8192}[scale]],
+        "num_pairs": [{"tiny": 2, "small": 4, "paper": 8}[scale]],
+        "steps": [{"tiny": 300, "small": 3000, "paper": 20000}[scale]],
+        "hidden": {"tiny": [16], "small": [32, 64], "paper": [64, 128, 256]}[scale],
+        "lr": [3e-3],
+        "batch_size": [64],
+        "eval_size": [{"tiny": 256, "small": 1000, "paper": 1000}[scale]],
+    }
+    windows = {"tiny": [4, 16], "small": [8, 32, 64], "paper": [16, 64, 128]}[scale]
+    recurrent = ["lru", "s4d", "mamba", "linear-attention", "lstm"]
+    return [
+        {"models": recurrent, "tasks": ["mqar"], "seeds": seeds, "set": s},
+        {"models": ["transformer"], "tasks": ["mqar"], "seeds": seeds, "k": windows, "set": s},
+    ]
+
+
+def _lru_stable(scale: str) -> list[dict]:
+    """Miller & Hardt's question asked of the LRU: the LRU held to |λ| ≤ λ for λ in
+    {0.5, 0.9, 0.99} beside the unconstrained one, and TCNs of context k beside them, on the
+    linear teacher at λ = 0.9 (its truncation error is exactly 0.9^k: tasks/synthetic.py), so
+    `seqbench memory`'s k* of the task is known in closed form (k*(ε) = ⌈log ε / (2 log λ)⌉)
+    and the feedforward context that matches each LRU can be read off the k axis."""
+    seeds = [0] if scale == "tiny" else [0, 1]
+    s = {
+        "seq_len": [{"tiny": 32, "small": 64, "paper": 200}[scale]],
+        "teacher_kind": ["linear"],
+        "teacher_lam": [0.9],
+        "steps": [{"tiny": 150, "small": 2000, "paper": 10000}[scale]],
+        "hidden": [{"tiny": 16, "small": 32, "paper": 64}[scale]],
+        "lr": [0.01 if scale == "tiny" else 3e-3],
+        "batch_size": [32],
+        "eval_size": [500],
+    }
+    lams = {"tiny": [0.5, 0.9], "small": [0.5, 0.9, 0.99], "paper": [0.5, 0.9, 0.99]}[scale]
+    ks = {"tiny": [2, 8], "small": [1, 2, 4, 8, 16, 32], "paper": [1, 2, 4, 8, 16, 32, 64]}
+    return [
+        {"models": ["lru"], "tasks": ["teacher"], "seeds": seeds, "set": s},
+        *(
+            {
+                "models": ["lru"],
+                "tasks": ["teacher"],
+                "seeds": seeds,
+                "set": s | {"stable": [True], "lam": [lam]},
+            }
+            for lam in lams
+        ),
+        {"models": ["tcn"], "tasks": ["teacher"], "seeds": seeds, "k": ks[scale], "set": s},
     ]
 
 
@@ -338,6 +403,8 @@ PRESETS = {
     "indrnn-adding": _indrnn_adding,
     "bai-tcn": _bai_tcn,
     "canary": _canary,
+    "zoology-mqar": _zoology_mqar,
+    "lru-stable": _lru_stable,
 }
 
 

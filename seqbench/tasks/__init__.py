@@ -70,7 +70,36 @@ def _check_teacher(c) -> None:
         )
 
 
+def _check_mqar(c) -> None:
+    """Zoology's generator's own asserts: an even length, a vocabulary larger than it, room
+    for the pairs and their queries."""
+    T, V, p = c.seq_len or 64, c.vocab_size or 256, c.num_pairs or 4
+    if T % 2:
+        raise UsageError(f"mqar: seq_len must be even, got {T}")
+    if V <= T:
+        raise UsageError(f"mqar: vocab_size must exceed seq_len ({T}), got {V}")
+    if 4 * p > T:
+        raise UsageError(f"mqar: {p} pairs and their queries need seq_len >= {4 * p}, got {T}")
+
+
+def _check_selective_copy(c) -> None:
+    T, V, m = c.seq_len or 64, c.vocab_size or 16, c.num_pairs or 4
+    if V < 4:
+        raise UsageError(f"selective-copy: vocab_size must be at least 4, got {V}")
+    if 2 * m > T:
+        raise UsageError(f"selective-copy: {m} tokens need seq_len >= {2 * m}, got {T}")
+
+
+def _check_induction(c) -> None:
+    if (c.vocab_size or 16) < 3:
+        raise UsageError(f"induction: vocab_size must be at least 3, got {c.vocab_size}")
+    if c.num_pairs is not None:
+        raise UsageError("induction: num_pairs does not apply (one trigger and one answer)")
+
+
 _S, _I, _M, _T = ("seqbench.tasks." + m for m in ("synthetic", "images", "music", "text"))
+_R = "seqbench.tasks.recall"
+_RECALL = {"metric": "acc", "higher_is_better": True}
 _ACC = {
     "metric": "acc",
     "higher_is_better": True,
@@ -187,6 +216,39 @@ for _spec in (
         baseline_note="predict the mean: Var(y)",
         check=_check_teacher,
         defaults={"steps": 1000},
+    ),
+    TaskSpec(
+        "mqar",
+        f"{_R}:MQAR",
+        "multi-query associative recall (Zoology): recall each queried key's value (accuracy)",
+        default_seq_len=64,
+        baseline_note="chance: 2/vocab_size",
+        min_seq_len=8,
+        check=_check_mqar,
+        defaults={"steps": 2000, "batch_size": 64},
+        **_RECALL,
+    ),
+    TaskSpec(
+        "selective-copy",
+        f"{_R}:SelectiveCopy",
+        "selective copying (Mamba): recall the scattered tokens in order (accuracy)",
+        default_seq_len=64,
+        baseline_note="chance: 1/(vocab_size − 2)",
+        min_seq_len=4,
+        check=_check_selective_copy,
+        defaults={"steps": 2000, "batch_size": 64},
+        **_RECALL,
+    ),
+    TaskSpec(
+        "induction",
+        f"{_R}:Induction",
+        "induction heads: after the trigger, the token that followed it before (accuracy)",
+        default_seq_len=64,
+        baseline_note="chance: 1/(vocab_size − 1)",
+        min_seq_len=3,
+        check=_check_induction,
+        defaults={"steps": 2000, "batch_size": 64},
+        **_RECALL,
     ),
     *(
         TaskSpec(

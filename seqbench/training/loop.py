@@ -427,6 +427,9 @@ def _loop(run: _Run) -> TrainOutcome:
     bound = model.backbone.stability_bound()
     if bound is not None:
         summaries["stability_bound"] = bound
+    state_size = getattr(model.backbone, "state_size", None)  # a plugin's may not declare it
+    if state_size is not None:
+        summaries["state_size"] = state_size
     baseline = task.baseline()
     if baseline is not None:
         summaries["baseline"] = baseline
