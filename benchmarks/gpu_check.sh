@@ -50,6 +50,9 @@ bench() {
   # predicted at T=5000 B=256 N=1024 (RESULTS.md): fwd+bwd 7.8 ms at 70% of an H200's 4.8 TB/s
   sb bench kernels --device cuda --seq-len 5000 --batch 256 --hidden 1024 --format markdown
   sb bench kernels --device cuda --seq-len 1000 --batch 32 --hidden 128 --format markdown
+  # the element-wise scan (LRU complex, selective SSM per-step a): triton against the naive
+  # loop and the chunked path, and against this GPU's copy bandwidth
+  "$PY" benchmarks/scan_kernels.py --device cuda --seq-len 1000 5000 --batch 64 --channels 1024
 }
 export -f bench
 step "2. kernel benchmark (targets: triton ≥ 70% of copy bandwidth, ≥ 20× the autograd loop)" 40 bench

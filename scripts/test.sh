@@ -29,7 +29,7 @@ fi
 # family broken on purpose fails it (tests/report/test_gate_sees_every_family.py).
 # The --scale small presets take 13-40 minutes each: docs/reproductions.md.
 ci_dir=$(mktemp -d)
-for preset in canary bai-tcn indrnn-adding miller-hardt; do
+for preset in canary bai-tcn indrnn-adding miller-hardt zoology-mqar lru-stable; do
   .venv/bin/seqbench --db "$ci_dir/ci.db" sweep --preset "$preset" --scale tiny --workers 2 --quiet
   .venv/bin/seqbench --db "$ci_dir/ci.db" check --baseline "baselines/$preset-tiny.json" \
     --sweep "$preset-tiny" --junit "$ci_dir/$preset.xml" --fail-on-missing --format csv

@@ -164,17 +164,21 @@ class S4DLayer(nn.Module):
         self.drop = nn.Dropout(dropout)
         self.output_linear = nn.Linear(H, 2 * H)
 
+    def _dtA(self) -> tuple[torch.Tensor, torch.Tensor]:
+        A = torch.complex(-torch.exp(self.log_A_real), self.A_imag)
+        return A * torch.exp(self.log_dt)[:, None], A
+
     def discrete(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(Ā, B̄, C), each (H, N/2) complex."""
-        dt = torch.exp(self.log_dt)[:, None]
-        A = torch.complex(-torch.exp(self.log_A_real), self.A_imag)
-        dtA = A * dt
+        dtA, A = self._dtA()
         return torch.exp(dtA), (torch.exp(dtA) - 1) / A, torch.view_as_complex(self.C)
 
     def kernel(self, L: int) -> torch.Tensor:
-        """K (H, L): the convolution kernel, the recurrence's impulse response."""
-        a, b, c = self.discrete()
-        powers = torch.exp(torch.log(a)[..., None] * torch.arange(L, device=a.device))
+        """K (H, L): the convolution kernel, the recurrence's impulse response (Ā^l as
+        exp(l·ΔA), as the reference computes it: exact where Ā underflows to 0)."""
+        dtA, _ = self._dtA()
+        _, b, c = self.discrete()
+        powers = torch.exp(dtA[..., None] * torch.arange(L, device=dtA.device))
         return 2 * torch.einsum("hn,hnl->hl", c * b, powers).real
 
     def convolve(self, u: torch.Tensor) -> torch.Tensor:

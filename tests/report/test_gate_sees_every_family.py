@@ -17,6 +17,7 @@ import torch
 from seqbench.sweep.spec import (
     CANARY_FEEDFORWARD,
     CANARY_RECURRENT,
+    CANARY_SLOW,
     PRESETS,
     expand,
     preset_grids,
@@ -24,7 +25,9 @@ from seqbench.sweep.spec import (
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = ROOT / "baselines" / "canary-tiny.json"
-FAMILIES = CANARY_RECURRENT + CANARY_FEEDFORWARD
+FAMILIES = CANARY_RECURRENT + CANARY_SLOW + CANARY_FEEDFORWARD
+# A diagonal SSM's memory is its decay: |λ| (or exp(Δ·A)) set to 0 by a huge log-rate
+DECAY_LOGS = ("nu_log", "log_A_real", "A_log")
 
 
 def test_every_family_of_the_tiny_presets_has_a_canary():
@@ -54,6 +57,17 @@ def _break(model: torch.nn.Module, family: str, how: str) -> None:
             if "weight_hh" in name or name.endswith(".u"):
                 p.zero_()
                 p.requires_grad_(False)
+            elif name.rsplit(".", 1)[-1] in DECAY_LOGS:
+                p.fill_(10.0)  # exp(−e^10 · Δ) underflows: no state survives a step
+                p.requires_grad_(False)
+            elif family == "transformer" and name.endswith("in_proj_weight"):
+                p.zero_()  # values are their bias alone: attention carries nothing of the past
+                p.requires_grad_(False)
+            elif family == "mamba" and name.endswith("conv1d.weight"):
+                mask = torch.ones_like(p)  # its causal conv's earlier taps are memory too
+                mask[..., :-1] = 0
+                p.mul_(mask)
+                p.requires_grad_(False)
             elif family == "tcn" and name.endswith("weight.original1"):
                 mask = torch.ones_like(p)
                 mask[..., :-1] = 0  # causal: the last tap is the current step
@@ -66,6 +80,8 @@ def _break(model: torch.nn.Module, family: str, how: str) -> None:
 @pytest.mark.parametrize("how", ["intact", "frozen", "memoryless"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_broken_family_fails_the_gate(cli, tmp_path, monkeypatch, family, how):
+    if family == "linear-attention" and how == "memoryless":
+        pytest.skip("its memory is a running sum of its inputs: no weight to cut it with")
     from seqbench import api
     from seqbench.training import loop
 
