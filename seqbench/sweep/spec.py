@@ -317,9 +317,10 @@ def _canary(scale: str) -> list[dict]:
     learns well within 150 steps (the teacher at λ = 0.5, T = 16, lr 0.01; the selective SSM
     and linear attention 300): at CI size the reproduction presets' own points mostly sit at
     their trivial baselines (too few steps to learn), where a broken family would pass. Here
-    each point ends at a tenth of the trivial baseline's error or below, so a family whose recurrence is
-    zeroed (memoryless: about a third of it) or whose weights do not train regresses past the
-    10% tolerance. The same grid at every scale; small and paper add seeds."""
+    each point ends at a tenth of the trivial baseline's error or below, so a family whose
+    recurrence is zeroed (memoryless: about a third of it) or whose weights do not train
+    regresses past the 10% tolerance. The same grid at every scale; small and paper add
+    seeds."""
     seeds = [0] if scale == "tiny" else [0, 1, 2]
     s = {
         "seq_len": [16],
