@@ -11,6 +11,10 @@ from seqbench.cli._options import QuietOption, ThreadsOption, joined, state
 from seqbench.cli._output import Format, FormatOption, output_path, render
 from seqbench.errors import UsageError
 
+# a diagonal SSM's largest per-step decay: the LRU's max |λ|, S4D's max |Ā|, the selective
+# SSM's max exp(Δ·A) over the measured inputs (models/ssm.py: spectra)
+_DECAY_KEYS = ("max_abs_lambda", "max_abs_abar", "max_decay")
+
 
 def register(app: typer.Typer) -> None:
     app.command("stress")(stress)
@@ -126,6 +130,7 @@ def stress(
             r.horizon,
             r.verdict,
             r.spectra.get("spectral_norm"),
+            next((r.spectra[k] for k in _DECAY_KEYS if k in r.spectra), None),
             r.decay,
         )
         for r in results
@@ -140,6 +145,7 @@ def stress(
             "horizon",
             "verdict",
             "spectral norm",
+            "decay bound",
             "trunc decay",
         ],
         rows,

@@ -340,6 +340,12 @@ class Mamba(Backbone):
         """The largest per-step decay exp(Δ_t·A) any layer applied in the last forward."""
         return max(m.max_decay for m in self.mixers)
 
+    def spectra(self) -> dict[str, float]:
+        """The largest exp(Δ_t·A) over the inputs of the last forward (for `stress`, the
+        sequences it measured): the gradient against lag and the truncation error of one
+        layer fall at no slower than this per step (tests/models/test_ssm.py)."""
+        return {"max_decay": self.max_decay()}
+
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         x = self.encoder(x)
         states = []
