@@ -148,3 +148,38 @@ def test_stable_is_refused_where_it_is_not_defined(cli, tmp_path, name):
     assert r.exit_code == 2
     assert "--stable is defined for" in r.output and name in r.output
     assert len(r.output.strip().splitlines()) == 1
+
+
+def test_a_trained_stable_lru_forgets_at_lambda_through_train_and_stress(
+    cli, tmp_path, monkeypatch
+):
+    """The product's own path: `train --stable --lam 0.6` on the linear teacher at λ = 0.9 (a
+    task that rewards memory), then `stress --run` on the checkpoint. The stored decay of its
+    own truncation error and its gradient gain are ≤ 0.6; the unconstrained LRU trained the
+    same way keeps modes near 1 (the control)."""
+    import sqlite3
+
+    monkeypatch.chdir(tmp_path)
+    db = str(tmp_path / "l.db")
+    common = ["-t", "teacher", "--steps", "60", "--seq-len", "64", "--save-checkpoint", "-q"]
+    common += ["--set", "teacher_kind=linear", "--set", "layers=1", "--set", "hidden=16"]
+    r = cli("--db", db, "train", "-m", "lru", "--stable", "--lam", "0.6", *common)
+    assert r.exit_code == 0, r.output
+    r = cli("--db", db, "train", "-m", "lru", *common)
+    assert r.exit_code == 0, r.output
+    r = cli("--db", db, "stress", "--models", "", "--run", "1", "--run", "2", "--seq-len", "64",
+            "-q")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    con = sqlite3.connect(db)
+    got = dict(
+        con.execute(
+            "SELECT json_extract(s.config, '$.source'), d.value || ',' || g.value FROM runs s "
+            "JOIN summaries d ON d.run_id = s.id AND d.key = 'decay_rate' "
+            "JOIN summaries g ON g.run_id = s.id AND g.key = 'gain' WHERE s.kind = 'stress'"
+        ).fetchall()
+    )
+    con.close()
+    held, free = got["run 1"], got["run 2"]
+    decay, gain = map(float, held.split(","))
+    assert decay <= 0.6 + 0.01 and gain <= 0.6 + 0.01, held
+    assert float(free.split(",")[0]) > 0.8, free
