@@ -79,7 +79,8 @@ class LRULayer(nn.Module):
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None) -> tuple[torch.Tensor, Any]:
         g = torch.exp(self.gamma_log)[:, None]
-        bu = torch.complex(x @ (self.B_re * g).T, x @ (self.B_im * g).T)  # (B, T, N)
+        # the recurrence in fp32 (complex64) whatever autocast gives the projections
+        bu = torch.complex((x @ (self.B_re * g).T).float(), (x @ (self.B_im * g).T).float())
         h = scan(self.eigenvalues(), bu, h0, backend=self.backend)
         y = h.real @ self.C_re.T - h.imag @ self.C_im.T + self.D * x  # Re(C h) + D x
         return y, h[:, -1]
@@ -185,7 +186,7 @@ class S4DLayer(nn.Module):
         """y (B, T, H) from u (B, T, H) by FFT, from a zero state."""
         T = u.shape[1]
         k_f = torch.fft.rfft(self.kernel(T), n=2 * T)  # (H, T+1)
-        u_f = torch.fft.rfft(u.transpose(1, 2), n=2 * T)  # (B, H, T+1)
+        u_f = torch.fft.rfft(u.transpose(1, 2).float(), n=2 * T)  # (B, H, T+1); fp32 FFT
         return torch.fft.irfft(u_f * k_f, n=2 * T)[..., :T].transpose(1, 2)
 
     def recur(self, u: torch.Tensor, h0: torch.Tensor | None) -> tuple[torch.Tensor, Any]:

@@ -183,3 +183,14 @@ def test_a_trained_stable_lru_forgets_at_lambda_through_train_and_stress(
     decay, gain = map(float, held.split(","))
     assert decay <= 0.6 + 0.01 and gain <= 0.6 + 0.01, held
     assert float(free.split(",")[0]) > 0.8, free
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_bf16_autocast_trains(name):
+    """--set precision=bf16: the projections in bf16, the scan and the FFT in fp32."""
+    bb = build(name).train()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y, _ = bb(torch.randn(2, 24, 3))
+    y.float().sum().backward()
+    grads = [p.grad for p in bb.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
