@@ -58,7 +58,7 @@ export -f bench
 step "2. kernel benchmark (targets: triton ≥ 70% of copy bandwidth, ≥ 20× the autograd loop)" 40 bench
 
 smoke() {
-  for model in rnn lstm gru indrnn tcn gcnn window transformer; do
+  for model in rnn lstm gru indrnn tcn gcnn window transformer lru s4d mamba linear-attention; do
     for precision in fp32 bf16; do
       sb train --model "$model" --task adding --seq-len 200 --steps 100 --device cuda \
         --set precision=$precision --set eval_size=256 --quiet || echo "FAILED: $model $precision"
