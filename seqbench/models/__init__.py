@@ -179,9 +179,8 @@ def _check_conv(name: str):
 def _check_window(c) -> None:
     base = MODELS.get(c.base)
     if not base.recurrent:
-        raise UsageError(
-            f"window: base must be a recurrent model (rnn, lstm, gru, indrnn), got {c.base!r}"
-        )
+        recurrent = ", ".join(m for m in MODELS if MODELS.get(m).recurrent)
+        raise UsageError(f"window: base must be a recurrent model ({recurrent}), got {c.base!r}")
     if base.check is not None:
         base.check(c)
 
