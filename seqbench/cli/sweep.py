@@ -55,7 +55,7 @@ def sweep(
         typer.Option(
             help="miller-hardt, indrnn-adding, bai-tcn, zoology-mqar (recall against state "
             "size), lru-stable (the LRU held to |λ| ≤ λ beside TCNs of context k), or canary "
-            "(the CI gate's: every family on a task each learns in 150-300 steps)."
+            "(the CI gate's: every family on a task each learns in 150 steps)."
         ),
     ] = None,
     scale: Annotated[str, typer.Option(help="Preset size: tiny, small or paper.")] = "small",

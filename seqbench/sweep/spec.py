@@ -305,22 +305,23 @@ def _bai_tcn(scale: str) -> list[dict]:
 
 
 # The families the reproduction presets train: the canary gives each a point that learns.
-CANARY_RECURRENT = ["rnn", "lstm", "gru", "indrnn", "irnn", "lru", "s4d"]
+CANARY_RECURRENT = [
+    *("rnn", "lstm", "gru", "indrnn", "irnn"),
+    *("lru", "s4d", "mamba", "linear-attention"),
+]
 CANARY_FEEDFORWARD = ["tcn", "window", "transformer"]
-# these reach a tenth of the baseline in 300 steps, not 150 (linear attention: 0.047 of the
-# baseline's 0.277 at 150)
-CANARY_SLOW = ["mamba", "linear-attention"]
 
 
 def _canary(scale: str) -> list[dict]:
     """The CI gate's canary: every family the reproduction presets train, on a task each
-    learns well within 150 steps (the teacher at λ = 0.5, T = 16, lr 0.01; the selective SSM
-    and linear attention 300): at CI size the reproduction presets' own points mostly sit at
-    their trivial baselines (too few steps to learn), where a broken family would pass. Here
-    each point ends at a tenth of the trivial baseline's error or below, so a family whose
-    recurrence is zeroed (memoryless: about a third of it) or whose weights do not train
-    regresses past the 10% tolerance. The same grid at every scale; small and paper add
-    seeds."""
+    learns within 150 steps (the teacher at λ = 0.5, T = 16, lr 0.01): at CI size the
+    reproduction presets' own points mostly sit at their trivial baselines (too few steps to
+    learn), where a broken family would pass. Here each point ends at a tenth of the trivial
+    baseline's error or below, so a family whose recurrence is zeroed (memoryless: about a
+    third of it) or whose weights do not train regresses past the 10% tolerance. The exception
+    is linear attention, at 0.17 of it (0.15 after 300 steps): a running sum has no decay to
+    forget with, and the teacher forgets at 0.5 a step; a frozen one still fails the gate. The
+    same grid at every scale; small and paper add seeds."""
     seeds = [0] if scale == "tiny" else [0, 1, 2]
     s = {
         "seq_len": [16],
@@ -333,7 +334,6 @@ def _canary(scale: str) -> list[dict]:
     }
     return [
         {"models": CANARY_RECURRENT, "tasks": ["teacher"], "seeds": seeds, "set": s},
-        {"models": CANARY_SLOW, "tasks": ["teacher"], "seeds": seeds, "set": s | {"steps": [300]}},
         {"models": CANARY_FEEDFORWARD, "tasks": ["teacher"], "seeds": seeds, "k": [8], "set": s},
     ]
 
@@ -343,22 +343,23 @@ def _zoology_mqar(scale: str) -> list[dict]:
     MQAR accuracy against state size for sliding-window attention (its window k sets its
     state, 2·d·k a layer), the LRU, S4D, the selective SSM, linear attention and an LSTM, every
     model at the same widths, steps and batch. Zoology's own runs use a vocabulary of 8192,
-    64–512 steps, 4–64 pairs and widths 64–512 on GPUs; tiny (CI) is a 16-step, 2-pair,
-    32-token version that trains in about a minute, small (2 cores, ~1 hour) 64 steps, 4 pairs
-    and 256 tokens at two widths."""
+    64–512 steps, 4–64 pairs and widths 64–512 on GPUs; tiny (CI) is an 8-step, 2-pair,
+    16-token version that trains in about a minute (5 of its 7 points at half the trivial
+    error or less), small (2 cores, ~1 hour) 64 steps, 4 pairs and 256 tokens at two
+    widths."""
     seeds = [0] if scale == "tiny" else [0, 1]
-    T = {"tiny": 16, "small": 64, "paper": 128}[scale]
+    T = {"tiny": 8, "small": 64, "paper": 128}[scale]
     s = {
         "seq_len": [T],
-        "vocab_size": [{"tiny": 32, "small": 256, "paper": 8192}[scale]],
+        "vocab_size": [{"tiny": 16, "small": 256, "paper": 8192}[scale]],
         "num_pairs": [{"tiny": 2, "small": 4, "paper": 8}[scale]],
-        "steps": [{"tiny": 300, "small": 3000, "paper": 20000}[scale]],
+        "steps": [{"tiny": 600, "small": 3000, "paper": 20000}[scale]],
         "hidden": {"tiny": [16], "small": [32, 64], "paper": [64, 128, 256]}[scale],
         "lr": [3e-3],
         "batch_size": [64],
         "eval_size": [{"tiny": 256, "small": 1000, "paper": 1000}[scale]],
     }
-    windows = {"tiny": [4, 16], "small": [8, 32, 64], "paper": [16, 64, 128]}[scale]
+    windows = {"tiny": [2, 8], "small": [8, 32, 64], "paper": [16, 64, 128]}[scale]
     recurrent = ["lru", "s4d", "mamba", "linear-attention", "lstm"]
     return [
         {"models": recurrent, "tasks": ["mqar"], "seeds": seeds, "set": s},

@@ -17,7 +17,6 @@ import torch
 from seqbench.sweep.spec import (
     CANARY_FEEDFORWARD,
     CANARY_RECURRENT,
-    CANARY_SLOW,
     PRESETS,
     expand,
     preset_grids,
@@ -25,7 +24,7 @@ from seqbench.sweep.spec import (
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = ROOT / "baselines" / "canary-tiny.json"
-FAMILIES = CANARY_RECURRENT + CANARY_SLOW + CANARY_FEEDFORWARD
+FAMILIES = CANARY_RECURRENT + CANARY_FEEDFORWARD
 # A diagonal SSM's memory is its decay: |λ| (or exp(Δ·A)) set to 0 by a huge log-rate
 DECAY_LOGS = ("nu_log", "log_A_real", "A_log")
 
