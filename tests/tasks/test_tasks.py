@@ -19,6 +19,9 @@ QUICK = {
     "chorales": {"subset": 12},
     "ptb-char": {"subset": 5000},
     "ptb-word": {"subset": 3000},
+    "mqar": {"seq_len": 16, "vocab_size": 32, "num_pairs": 2},
+    "selective-copy": {"seq_len": 16},
+    "induction": {"seq_len": 16},
 }
 
 
