@@ -19,6 +19,7 @@ import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 ARCHS = (80, 90)  # A100; H100 and H200
 # the dtypes a launch can see: x is the input projection's output (fp32, or bf16/fp16 under
@@ -44,7 +45,7 @@ class Variant:
 
 @dataclass(frozen=True)
 class Compiled:
-    variant: Variant
+    variant: Any  # a Variant of this module's kernels or of the scan's (ops/scan/aot.py)
     arch: int
     registers: int
     spill_stores: int
@@ -155,18 +156,24 @@ def compile_source(
     return max(regs, default=0), stores, loads, r.stderr.strip()
 
 
-def _compile_one(args) -> Compiled | str:
-    v, arch = args
+def _compile_one(args):
+    compile_fn, v, arch = args
     try:
-        return compile_variant(v, arch)
+        return compile_fn(v, arch)
     except Exception as e:  # reported by the caller, with the variant's label
         return f"{v.label} sm_{arch}: {type(e).__name__}: {str(e).strip().splitlines()[:1]}"
 
 
-def compile_all(processes: int = 2) -> list[Compiled | str]:
-    """Every variant for every arch; a string for each that failed to compile."""
+def compile_many(compile_fn, variants: list, processes: int = 2) -> list:
+    """`compile_fn(variant, arch)` for every variant and arch in a process pool: its result,
+    or a string for each that failed to compile (the scan's AOT check uses this too)."""
     import multiprocessing as mp
 
-    jobs = [(v, arch) for v in variants() for arch in ARCHS]
+    jobs = [(compile_fn, v, arch) for v in variants for arch in ARCHS]
     with mp.get_context("fork").Pool(processes) as pool:  # no CUDA here: fork is safe
-        return pool.map(_compile_one, jobs, chunksize=8)
+        return pool.map(_compile_one, jobs, chunksize=4)
+
+
+def compile_all(processes: int = 2) -> list[Compiled | str]:
+    """Every variant for every arch; a string for each that failed to compile."""
+    return compile_many(compile_variant, variants(), processes)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from seqbench.ops.indrnn.aot import ARCHS, compile_source
+from seqbench.ops.indrnn.aot import ARCHS, Compiled, compile_many, compile_source
 
 __all__ = ["ARCHS", "Compiled", "Variant", "compile_all", "compile_variant", "variants"]
 
@@ -27,16 +27,6 @@ class Variant:
         a = "aconst" if self.a_const else "avary"
         h0 = "h0" if self.has_h0 else "noh0"
         return f"scan-{self.kernel}-{kind}-{a}-{h0}-B{self.block}w{self.warps}"
-
-
-@dataclass(frozen=True)
-class Compiled:
-    variant: Variant
-    arch: int
-    registers: int
-    spill_stores: int
-    spill_loads: int
-    ptxas: str
 
 
 def launch_configs() -> list[tuple[int, int]]:
@@ -78,17 +68,6 @@ def compile_variant(v: Variant, arch: int, fn=None) -> Compiled:
     return Compiled(v, arch, *compile_source(fn, _signature(v), constexprs, arch, v.warps, v.label))
 
 
-def _compile_one(args) -> Compiled | str:
-    v, arch = args
-    try:
-        return compile_variant(v, arch)
-    except Exception as e:  # reported by the caller, with the variant's label
-        return f"{v.label} sm_{arch}: {type(e).__name__}: {str(e).strip().splitlines()[:1]}"
-
-
 def compile_all(processes: int = 2) -> list[Compiled | str]:
-    import multiprocessing as mp
-
-    jobs = [(v, arch) for v in variants() for arch in ARCHS]
-    with mp.get_context("fork").Pool(processes) as pool:
-        return pool.map(_compile_one, jobs, chunksize=4)
+    """Every variant for every arch; a string for each that failed to compile."""
+    return compile_many(compile_variant, variants(), processes)
