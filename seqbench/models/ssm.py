@@ -30,6 +30,11 @@ MAMBA_D_CONV, MAMBA_EXPAND = 4, 2
 MAMBA_DT_MIN, MAMBA_DT_MAX, MAMBA_DT_FLOOR = 0.001, 0.1, 1e-4
 
 
+def _at_least_fp32(dtype: torch.dtype) -> torch.dtype:
+    """fp32 for bf16 and fp16 (autocast), the dtype itself for fp32 and fp64 (stress)."""
+    return torch.promote_types(dtype, torch.float32)
+
+
 def _uniform_open(n: int) -> torch.Tensor:
     """U(0, 1) without its endpoint 0 (whose logarithm the inits take)."""
     return torch.rand(n).clamp_min(1e-7)
@@ -79,8 +84,9 @@ class LRULayer(nn.Module):
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None) -> tuple[torch.Tensor, Any]:
         g = torch.exp(self.gamma_log)[:, None]
-        # the recurrence in fp32 (complex64) whatever autocast gives the projections
-        bu = torch.complex((x @ (self.B_re * g).T).float(), (x @ (self.B_im * g).T).float())
+        # the recurrence in at least fp32 (complex64) whatever autocast gives the projections
+        wide = _at_least_fp32(x.dtype)
+        bu = torch.complex((x @ (self.B_re * g).T).to(wide), (x @ (self.B_im * g).T).to(wide))
         h = scan(self.eigenvalues(), bu, h0, backend=self.backend)
         y = h.real @ self.C_re.T - h.imag @ self.C_im.T + self.D * x  # Re(C h) + D x
         return y, h[:, -1]
@@ -186,7 +192,7 @@ class S4DLayer(nn.Module):
         """y (B, T, H) from u (B, T, H) by FFT, from a zero state."""
         T = u.shape[1]
         k_f = torch.fft.rfft(self.kernel(T), n=2 * T)  # (H, T+1)
-        u_f = torch.fft.rfft(u.transpose(1, 2).float(), n=2 * T)  # (B, H, T+1); fp32 FFT
+        u_f = torch.fft.rfft(u.transpose(1, 2).to(_at_least_fp32(u.dtype)), n=2 * T)
         return torch.fft.irfft(u_f * k_f, n=2 * T)[..., :T].transpose(1, 2)
 
     def recur(self, u: torch.Tensor, h0: torch.Tensor | None) -> tuple[torch.Tensor, Any]:
