@@ -11,10 +11,6 @@ from seqbench.cli._options import QuietOption, ThreadsOption, joined, state
 from seqbench.cli._output import Format, FormatOption, output_path, render
 from seqbench.errors import UsageError
 
-# a diagonal SSM's largest per-step decay: the LRU's max |λ|, S4D's max |Ā|, the selective
-# SSM's max exp(Δ·A) over the measured inputs (models/ssm.py: spectra)
-_DECAY_KEYS = ("max_abs_lambda", "max_abs_abar", "max_decay")
-
 
 def register(app: typer.Typer) -> None:
     app.command("stress")(stress)
@@ -130,7 +126,7 @@ def stress(
             r.horizon,
             r.verdict,
             r.spectra.get("spectral_norm"),
-            next((r.spectra[k] for k in _DECAY_KEYS if k in r.spectra), None),
+            r.spectra.get("decay_bound"),
             r.decay,
         )
         for r in results

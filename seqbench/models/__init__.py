@@ -188,8 +188,7 @@ def _check_window(c) -> None:
 def _check_transformer(c) -> None:
     if c.layers is None or c.layers < 1:
         raise UsageError(f"transformer: layers must be at least 1, got {c.layers}")
-    if c.hidden % c.heads:
-        raise UsageError(f"transformer: hidden ({c.hidden}) must divide by heads ({c.heads})")
+    _check_heads("transformer")(c)
 
 
 for _spec in (

@@ -74,7 +74,9 @@ class Backbone(nn.Module):
         return None
 
     def spectra(self) -> dict[str, float]:
-        """Spectral facts of the recurrent weights, for `seqbench stress` (empty: none)."""
+        """Spectral facts of the recurrent weights, for `seqbench stress` (empty: none);
+        `decay_bound`, where a family has one, is its largest per-step decay (stress's
+        "decay bound" column)."""
         return {}
 
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:

@@ -136,7 +136,7 @@ class LRU(Backbone):
 
     def spectra(self) -> dict[str, float]:
         r = self.stability_bound()
-        return {"max_abs_lambda": r, "spectral_radius": r, "spectral_norm": r}
+        return {"max_abs_lambda": r, "spectral_radius": r, "spectral_norm": r, "decay_bound": r}
 
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         x = self.encoder(x)
@@ -246,7 +246,7 @@ class S4D(Backbone):
 
     def spectra(self) -> dict[str, float]:
         r = self.stability_bound()
-        return {"max_abs_abar": r, "spectral_radius": r}
+        return {"max_abs_abar": r, "spectral_radius": r, "decay_bound": r}
 
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         conv = self.training and state is None and not self.force_recurrence
@@ -280,7 +280,7 @@ class MambaMixer(nn.Module):
         )
         self.D = nn.Parameter(torch.ones(d_inner))
         self.out_proj = nn.Linear(d_inner, H, bias=False)
-        self.max_decay = math.nan  # the largest exp(Δ·A) of the last forward
+        self.max_decay = math.nan  # the largest exp(Δ·A) of the last forward in eval mode
         with torch.no_grad():
             std = self.dt_rank**-0.5
             self.dt_proj.weight.uniform_(-std, std)
@@ -301,7 +301,7 @@ class MambaMixer(nn.Module):
         delta = F.softplus(F.linear(dt, self.dt_proj.weight) + self.dt_proj.bias)
         A = -torch.exp(self.A_log)  # (d_inner, d_state)
         decay = torch.exp(delta[..., None] * A)  # (B, T, d_inner, d_state)
-        if T:
+        if T and not self.training:  # for stress; training never pays for the reduction
             self.max_decay = float(decay.detach().max())
         drive = delta[..., None] * Bm[:, :, None, :] * x[..., None]
         h = scan(decay.reshape(B, T, -1), drive.reshape(B, T, -1), h0, backend=self.backend)
@@ -344,14 +344,15 @@ class Mamba(Backbone):
         return len(self.mixers)
 
     def max_decay(self) -> float:
-        """The largest per-step decay exp(Δ_t·A) any layer applied in the last forward."""
+        """The largest per-step decay exp(Δ_t·A) any layer applied in the last forward in eval
+        mode (nan before one)."""
         return max(m.max_decay for m in self.mixers)
 
     def spectra(self) -> dict[str, float]:
         """The largest exp(Δ_t·A) over the inputs of the last forward (for `stress`, the
         sequences it measured): the gradient against lag and the truncation error of one
         layer fall at no slower than this per step (tests/models/test_ssm.py)."""
-        return {"max_decay": self.max_decay()}
+        return {"max_decay": self.max_decay(), "decay_bound": self.max_decay()}
 
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
         x = self.encoder(x)

@@ -70,10 +70,26 @@ def _check_teacher(c) -> None:
         )
 
 
+# The memory tasks' vocabulary and pairs (mqar) or tokens (selective-copy) when the config
+# leaves them unset: one place, read by the checks here and the tasks (tasks/recall.py)
+RECALL_DEFAULTS = {
+    "mqar": {"vocab_size": 256, "num_pairs": 4},
+    "selective-copy": {"vocab_size": 16, "num_pairs": 4},
+    "induction": {"vocab_size": 16, "num_pairs": None},
+}
+RECALL_T = 64  # their default length
+
+
+def recall_sizes(task: str, c) -> tuple[int, int, int | None]:
+    """(T, vocabulary, pairs) of a memory task's config, its defaults where unset."""
+    d = RECALL_DEFAULTS[task]
+    return c.seq_len or RECALL_T, c.vocab_size or d["vocab_size"], c.num_pairs or d["num_pairs"]
+
+
 def _check_mqar(c) -> None:
     """Zoology's generator's own asserts: an even length, a vocabulary larger than it, room
     for the pairs and their queries."""
-    T, V, p = c.seq_len or 64, c.vocab_size or 256, c.num_pairs or 4
+    T, V, p = recall_sizes("mqar", c)
     if T % 2:
         raise UsageError(f"mqar: seq_len must be even, got {T}")
     if V <= T:
@@ -83,7 +99,7 @@ def _check_mqar(c) -> None:
 
 
 def _check_selective_copy(c) -> None:
-    T, V, m = c.seq_len or 64, c.vocab_size or 16, c.num_pairs or 4
+    T, V, m = recall_sizes("selective-copy", c)
     if V < 4:
         raise UsageError(f"selective-copy: vocab_size must be at least 4, got {V}")
     if 2 * m > T:
@@ -91,7 +107,7 @@ def _check_selective_copy(c) -> None:
 
 
 def _check_induction(c) -> None:
-    if (c.vocab_size or 16) < 3:
+    if recall_sizes("induction", c)[1] < 3:
         raise UsageError(f"induction: vocab_size must be at least 3, got {c.vocab_size}")
     if c.num_pairs is not None:
         raise UsageError("induction: num_pairs does not apply (one trigger and one answer)")
@@ -221,7 +237,7 @@ for _spec in (
         "mqar",
         f"{_R}:MQAR",
         "multi-query associative recall (Zoology): recall each queried key's value (accuracy)",
-        default_seq_len=64,
+        default_seq_len=RECALL_T,
         baseline_note="chance: 2/vocab_size",
         min_seq_len=8,
         check=_check_mqar,
@@ -232,7 +248,7 @@ for _spec in (
         "selective-copy",
         f"{_R}:SelectiveCopy",
         "selective copying (Mamba): recall the scattered tokens in order (accuracy)",
-        default_seq_len=64,
+        default_seq_len=RECALL_T,
         baseline_note="chance: 1/(vocab_size − 2)",
         min_seq_len=4,
         check=_check_selective_copy,
@@ -243,7 +259,7 @@ for _spec in (
         "induction",
         f"{_R}:Induction",
         "induction heads: after the trigger, the token that followed it before (accuracy)",
-        default_seq_len=64,
+        default_seq_len=RECALL_T,
         baseline_note="chance: 1/(vocab_size − 1)",
         min_seq_len=3,
         check=_check_induction,

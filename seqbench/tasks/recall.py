@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from seqbench.tasks import recall_sizes
 from seqbench.tasks.base import TaskArgs
 from seqbench.tasks.synthetic import SyntheticTask
 
@@ -24,11 +25,8 @@ class TokenRecall(SyntheticTask):
 
     def __init__(self, args: TaskArgs):
         super().__init__(args)
-        self.vocab = self.out_dim = args.vocab_size or self.default_vocab
-        self.num_pairs = args.num_pairs or self.default_pairs
-
-    default_vocab = 16
-    default_pairs = 4
+        _, self.vocab, self.num_pairs = recall_sizes(self.name, args)
+        self.out_dim = self.vocab
 
     def _flat(self, out, y):
         return out.reshape(-1, out.shape[-1]), y.reshape(-1)
@@ -57,7 +55,6 @@ class MQAR(TokenRecall):
     label of a query's position is its key's value. Chance: 1/|values| = 2/vocab."""
 
     name = "mqar"
-    default_vocab, default_pairs = 256, 4
 
     def sample(self, n, gen):
         T, p, V = self.seq_len, self.num_pairs, self.vocab
@@ -100,7 +97,6 @@ class SelectiveCopy(TokenRecall):
     steps the tokens must be recalled in order. Chance: 1/(vocab − 2)."""
 
     name = "selective-copy"
-    default_vocab, default_pairs = 16, 4
 
     def sample(self, n, gen):
         T, m, V = self.seq_len, self.num_pairs, self.vocab
@@ -133,8 +129,6 @@ class Induction(TokenRecall):
     Chance: 1/(vocab − 1)."""
 
     name = "induction"
-    readout = "all"
-    default_vocab = 16
 
     def sample(self, n, gen):
         T, V = self.seq_len, self.vocab

@@ -103,3 +103,24 @@ def test_a_model_whose_context_is_short_of_the_source_scores_chance(name):
     assert abs(acc_far - chance) < 4 * math.sqrt(chance * (1 - chance) / n) + 0.01, acc_far
     if name != "induction":  # what it can see it learns (an induction head takes longer)
         assert float(right[near].float().mean()) > chance + 0.3
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["-t", "mqar", "--seq-len", "15"], "mqar: seq_len must be even"),
+        (["-t", "mqar", "--seq-len", "64", "--set", "vocab_size=64"], "must exceed seq_len"),
+        (["-t", "mqar", "--seq-len", "16", "--set", "num_pairs=5"], "need seq_len >= 20"),
+        (["-t", "selective-copy", "--set", "vocab_size=3"], "at least 4"),
+        (["-t", "selective-copy", "--seq-len", "8", "--set", "num_pairs=5"], "need seq_len"),
+        (["-t", "induction", "--set", "num_pairs=2"], "num_pairs does not apply"),
+        (["-t", "induction", "--set", "vocab_size=2"], "at least 3"),
+        (["-m", "s4d", "-t", "induction", "--set", "d_state=7"], "must be even"),
+        (["-m", "linear-attention", "-t", "induction", "--set", "hidden=30"], "divide by heads"),
+    ],
+)
+def test_bad_sizes_are_one_line_errors(cli, tmp_path, args, says):
+    model = [] if "-m" in args else ["-m", "lru"]
+    r = cli("--db", tmp_path / "b.db", "train", *model, *args, "--steps", "1")
+    assert r.exit_code == 2, r.output
+    assert says in r.output and len(r.output.strip().splitlines()) == 1, r.output
