@@ -80,14 +80,23 @@ def test_a_reader_has_no_effect_outside_its_transaction(reader, pg_admin_url, sq
     """Before: pg_logical_emit_message wrote 10 MB of WAL a call that no rollback undoes
     (pg_wal 17 -> 113 MB for 10 calls), and lo_create, lo_from_bytea, advisory locks and
     txid_current ran. Now each is refused by the server and the WAL, the locks, the large
-    objects and the statistics are as they were (the WAL within 64 kB: the server's own
-    background records)."""
-    wal, locks, objects, stats = server_state(pg_admin_url)
-    with pytest.raises(StoreError):
-        q._run_scanned(reader, sql, {}, LIMITS)
-    wal2, locks2, objects2, stats2 = server_state(pg_admin_url)
-    assert wal2 - wal < 64 * 1024, (sql, wal2 - wal)
-    assert (locks2, objects2, stats2) == (locks, objects, stats)
+    objects and the statistics are as they were.
+
+    The server writes WAL and takes locks of its own (autovacuum, checkpoints' full-page
+    images: one CI run saw 229 kB across a single refused call), so the WAL bound is 1 MB,
+    a fifth of the smallest emission above, and a call that shows any change is tried again,
+    up to three times. A real effect recurs on every try (each call would write its
+    megabytes, create its object, take its lock), so one clean try is proof."""
+    seen = []
+    for _ in range(3):
+        wal, locks, objects, stats = server_state(pg_admin_url)
+        with pytest.raises(StoreError):
+            q._run_scanned(reader, sql, {}, LIMITS)
+        wal2, locks2, objects2, stats2 = server_state(pg_admin_url)
+        seen.append((wal2 - wal, (locks, objects, stats), (locks2, objects2, stats2)))
+        if wal2 - wal < 1024 * 1024 and (locks2, objects2, stats2) == (locks, objects, stats):
+            return
+    pytest.fail(f"{sql}: (WAL bytes, state before, state after) on each try: {seen}")
 
 
 @pytest.mark.postgres
