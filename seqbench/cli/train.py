@@ -82,7 +82,13 @@ def train(
         int | None, typer.Option(help="Epochs (tasks with a fixed train set).")
     ] = None,
     batch_size: Annotated[int | None, typer.Option(help="Batch size.")] = None,
-    lr: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
+    lr: Annotated[
+        float | None,
+        typer.Option(
+            help="Learning rate (lru's ν, θ, γ, B train at half of it and s4d's A and Δ at "
+            "most 1e-3, as their reference code does: docs/science.md)."
+        ),
+    ] = None,
     optimizer: Annotated[str | None, typer.Option(help="adam, sgd or rmsprop.")] = None,
     clip: Annotated[float | None, typer.Option(help="Gradient-norm clipping threshold.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for data and initialisation.")] = None,

@@ -24,6 +24,10 @@ class ModelSpec:
     check: the family's own config checks (a RunConfig or ModelArgs in, UsageError out).
     no_decay: parameter names (the last dotted part) that the family's reference code keeps
         out of weight decay (IndRNN: u and every bias).
+    own_lr: (parameter names, their learning rate as a function of the run's `lr`): the
+        parameters the family's reference code trains at a learning rate of their own
+        (minimal-LRU: half of it on ν, θ, γ, B; state-spaces/s4's S4D: min(0.001, lr) on A
+        and Δ). The rest train at `lr`; a learning-rate decay scales both alike.
     small_steps: its work is a chain of one small matmul per time step (torch's fused RNN,
         LSTM, GRU), which a second CPU thread does not speed up at small batch × width
         (benchmarks/threads.py): the thread policy gives such steps one thread.
@@ -55,6 +59,7 @@ class ModelSpec:
     width_multiple_of: str | None = None
     check: Callable[[Any], None] | None = None
     no_decay: tuple[str, ...] = ()
+    own_lr: tuple[tuple[str, ...], Callable[[float], float]] | None = None
     small_steps: bool = False
     context: Callable[[Any, int], int] | None = None
     context_rule: str = "full backpropagation; k: truncated BPTT of k steps"
@@ -116,6 +121,18 @@ def _transformer(in_dim, args):
     from seqbench.models.transformer import WindowTransformer
 
     return WindowTransformer(in_dim, args)
+
+
+_LRU_SSM = ("nu_log", "theta_log", "gamma_log", "B_re", "B_im")
+_S4D_SSM = ("log_dt", "log_A_real", "A_imag")
+
+
+def _half(lr: float) -> float:
+    return 0.5 * lr
+
+
+def _at_most_1e3(lr: float) -> float:
+    return min(1e-3, lr)
 
 
 def _ssm(cls_name: str):
@@ -363,8 +380,10 @@ for _spec in (
         {"hidden": 64, "d_state": 64, "layers": 2},
         stable=True,
         activation_units=16,
-        # minimal-LRU's optimiser: no weight decay on the recurrence's parameters
-        no_decay=("nu_log", "theta_log", "gamma_log", "B_re", "B_im"),
+        # minimal-LRU's optimiser (train_helpers.create_train_state, run_train.py's
+        # lr_factor 0.5): Adam without weight decay at half the learning rate on these
+        no_decay=_LRU_SSM,
+        own_lr=(_LRU_SSM, _half),
     ),
     ModelSpec(
         "s4d",
@@ -374,7 +393,9 @@ for _spec in (
         {"hidden": 64, "d_state": 64, "layers": 2},
         activation_units=8,
         check=_check_s4d,
-        no_decay=("log_dt", "log_A_real", "A_imag"),  # s4d.py registers them without decay
+        # s4d.py registers these with weight decay 0 and lr = min(0.001, lr) (example.py)
+        no_decay=_S4D_SSM,
+        own_lr=(_S4D_SSM, _at_most_1e3),
     ),
     ModelSpec(
         "mamba",
@@ -459,13 +480,21 @@ def uses_indrnn_kernel(c) -> bool:
 
 def param_groups(c, model) -> list[dict[str, Any]]:
     """The optimiser's parameter groups for a config's model: `weight_decay` on every parameter
-    but those its family exempts (ModelSpec.no_decay; a window's base decides)."""
-    exempt = base_spec(c).no_decay
-    decay, free = [], []
+    but those its family exempts (ModelSpec.no_decay), and `lr` on every parameter but those
+    its family trains at their own rate (ModelSpec.own_lr); a window's base decides."""
+    spec = base_spec(c)
+    own_names, own_rate = spec.own_lr or ((), None)
+    groups: dict[tuple[bool, bool], list] = {}
     for name, p in model.named_parameters():
-        (free if name.rsplit(".", 1)[-1] in exempt else decay).append(p)
-    groups = [{"params": decay, "weight_decay": c.weight_decay}]
-    return groups + ([{"params": free, "weight_decay": 0.0}] if free else [])
+        last = name.rsplit(".", 1)[-1]
+        groups.setdefault((last in spec.no_decay, last in own_names), []).append(p)
+    out = []
+    for (free, own), params in sorted(groups.items()):
+        group: dict[str, Any] = {"params": params, "weight_decay": 0.0 if free else c.weight_decay}
+        if own:
+            group["lr"] = own_rate(c.lr)
+        out.append(group)
+    return out
 
 
 def activation_bytes(c, B: int, T: int, H: int, D: int, layers: int, itemsize: int) -> int:

@@ -194,3 +194,42 @@ def test_bf16_autocast_trains(name):
     y.float().sum().backward()
     grads = [p.grad for p in bb.parameters() if p.grad is not None]
     assert grads and all(torch.isfinite(g).all() for g in grads)
+
+
+@pytest.mark.parametrize(
+    ("name", "lr", "own"),
+    [
+        ("lru", 0.01, 0.005),  # minimal-LRU: lr_factor 0.5 on ν, θ, γ, B
+        ("s4d", 0.01, 0.001),  # state-spaces/s4's example: min(0.001, lr) on A and Δ
+        ("s4d", 1e-4, 1e-4),
+        ("mamba", 0.01, None),  # mamba_simple trains all at one rate
+        ("lstm", 0.01, None),
+    ],
+)
+def test_each_parameter_moves_at_the_rate_its_reference_trains_it(name, lr, own):
+    """Measured on the weights: Adam's first step moves every element whose gradient is not
+    zero by its learning rate × |g|/(|g| + 1e-8) (m̂/√v̂ = ±1 but for Adam's ε: within 2% for
+    any |g| > 5e-7), so the largest move of each parameter is the rate it was trained at. The
+    recurrence's own parameters move at the reference's rate, every other one at `lr`."""
+    from seqbench.configure import make_config
+    from seqbench.models import MODELS
+    from seqbench.training.loop import make_optimizer
+
+    own_names = (MODELS.get(name).own_lr or ((), None))[0]
+    assert bool(own_names) == (own is not None)
+    bb = build(name).train()
+    before = {n: p.detach().clone() for n, p in bb.named_parameters()}
+    opt = make_optimizer(make_config(name, "teacher", {"lr": lr}), bb)
+    y, _ = bb(torch.randn(4, 24, 3))
+    (y * torch.randn_like(y)).sum().backward()  # (the square of a normed output is flat)
+    opt.step()
+    seen = set()
+    for n, p in bb.named_parameters():
+        moved = (p.detach() - before[n]).abs().max().item()
+        if p.grad is None or p.grad.abs().max() < 1e-6:  # too small for Adam's ε to spare
+            continue
+        last = n.rsplit(".", 1)[-1]
+        want = own if last in own_names else lr
+        assert moved == pytest.approx(want, rel=0.02), (n, moved, want)
+        seen.add(last)
+    assert set(own_names) <= seen  # every named parameter exists and was measured
