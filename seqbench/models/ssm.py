@@ -35,6 +35,17 @@ def _at_least_fp32(dtype: torch.dtype) -> torch.dtype:
     return torch.promote_types(dtype, torch.float32)
 
 
+def _flax_dense(in_features: int, out_features: int) -> nn.Linear:
+    """flax.linen.Dense's default init, which the LRU's reference code keeps: weights LeCun
+    normal (a normal truncated at ±2σ, rescaled to std 1/√fan_in), bias 0."""
+    layer = nn.Linear(in_features, out_features)
+    std = 1.0 / math.sqrt(in_features) / 0.87962566103423978  # flax's truncation correction
+    with torch.no_grad():
+        nn.init.trunc_normal_(layer.weight, std=std, a=-2 * std, b=2 * std)
+        layer.bias.zero_()
+    return layer
+
+
 def _uniform_open(n: int) -> torch.Tensor:
     """U(0, 1) without its endpoint 0 (whose logarithm the inits take)."""
     return torch.rand(n).clamp_min(1e-7)
@@ -104,11 +115,12 @@ class LRU(Backbone):
     def __init__(self, in_dim: int, args: ModelArgs):
         super().__init__()
         H, N = args.hidden, args.d_state or 64  # the family's default (ModelSpec)
-        self.encoder = nn.Linear(in_dim, H)
-        self.norms = nn.ModuleList(nn.LayerNorm(H) for _ in range(args.layers))
+        # flax's defaults, as the reference code keeps them: Dense's init, LayerNorm's ε
+        self.encoder = _flax_dense(in_dim, H)
+        self.norms = nn.ModuleList(nn.LayerNorm(H, eps=1e-6) for _ in range(args.layers))
         self.lrus = nn.ModuleList(LRULayer(H, N, args.backend) for _ in range(args.layers))
-        self.out1 = nn.ModuleList(nn.Linear(H, H) for _ in range(args.layers))
-        self.out2 = nn.ModuleList(nn.Linear(H, H) for _ in range(args.layers))
+        self.out1 = nn.ModuleList(_flax_dense(H, H) for _ in range(args.layers))
+        self.out2 = nn.ModuleList(_flax_dense(H, H) for _ in range(args.layers))
         self.drop = nn.Dropout(args.dropout)
         self.out_dim = H
 
@@ -143,7 +155,7 @@ class LRU(Backbone):
         states = []
         for i, lru in enumerate(self.lrus):
             z, h = lru(self.norms[i](x), None if state is None else state[i])
-            z = self.drop(F.gelu(z))
+            z = self.drop(F.gelu(z, approximate="tanh"))  # flax's nn.gelu is the tanh form
             z = self.out1[i](z) * torch.sigmoid(self.out2[i](z))
             x = x + self.drop(z)
             states.append(h)
