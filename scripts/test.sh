@@ -27,7 +27,7 @@ fi
 # At tiny size most of their points sit near their trivial baselines, so the canary preset
 # gives every family they train a point that learns (a tenth of its trivial error or less): a
 # family broken on purpose fails it (tests/report/test_gate_sees_every_family.py).
-# The --scale small presets take 13-40 minutes each: docs/reproductions.md.
+# The --scale small presets take 5-81 minutes each: docs/reproductions.md.
 ci_dir=$(mktemp -d)
 for preset in canary bai-tcn indrnn-adding miller-hardt zoology-mqar lru-stable; do
   .venv/bin/seqbench --db "$ci_dir/ci.db" sweep --preset "$preset" --scale tiny --workers 2 --quiet

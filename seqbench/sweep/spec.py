@@ -345,7 +345,7 @@ def _zoology_mqar(scale: str) -> list[dict]:
     model at the same widths, steps and batch. Zoology's own runs use a vocabulary of 8192,
     64–512 steps, 4–64 pairs and widths 64–512 on GPUs; tiny (CI) is an 8-step, 2-pair,
     16-token version that trains in about a minute (5 of its 7 points at half the trivial
-    error or less), small (2 cores, about 1.5 hours) 64 steps, 4 pairs and 256 tokens at two
+    error or less), small (2 cores, 81 minutes measured) 64 steps, 4 pairs and 256 tokens at two
     widths."""
     seeds = [0] if scale == "tiny" else [0, 1]
     T = {"tiny": 8, "small": 64, "paper": 128}[scale]
