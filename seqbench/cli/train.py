@@ -85,8 +85,8 @@ def train(
     lr: Annotated[
         float | None,
         typer.Option(
-            help="Learning rate (lru's ν, θ, γ, B train at half of it and s4d's A and Δ at "
-            "most 1e-3, as their reference code does: docs/science.md)."
+            help="Learning rate (a family may train some parameters at a rate of their own, "
+            "as its reference code does: ModelSpec.own_lr, docs/science.md)."
         ),
     ] = None,
     optimizer: Annotated[str | None, typer.Option(help="adam, sgd or rmsprop.")] = None,
