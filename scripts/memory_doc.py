@@ -43,32 +43,34 @@ TASKS = [
 ]  # fmt: skip
 
 
-def teacher_k_star(lam: float, T: int, eps: float, seeds=(0, 1, 2)) -> int | None:
-    """k*(ε) of the linear teacher from its weights: the optimal truncated error e*(k) (the
-    variance of the lags ≥ k, averaged over steps and seeds) first within ε of e*(0)."""
+def teacher_k_star(lam: float, T: int, eps: float, seeds=(0, 1, 2)) -> int:
+    """k*(ε) of the linear teacher from its weights: the product's one closed form
+    (Teacher.optimal_truncated_error, averaged over the seeds as memory averages its cells)."""
     from seqbench.configure import make_config
     from seqbench.tasks import make_task
+    from seqbench.tasks.synthetic import closed_form_k_star
 
     per_seed = []
     for seed in seeds:
         over = {"teacher_kind": "linear", "teacher_lam": lam, "seq_len": T, "seed": seed}
         task = make_task("teacher", make_config("tcn", "teacher", over).task_args())
-        W, U, v = task.W.double(), task.U.double(), task.v.double()
-        lag, M = [], U
-        for _ in range(T):
-            lag.append(float(((v @ M) ** 2).sum()))
-            M = W @ M
-        per_seed.append([sum(sum(lag[k : t + 1]) for t in range(T)) / T for k in range(T + 1)])
-    e = np.mean(per_seed, axis=0)
-    return next((k for k in range(1, T + 1) if e[k] <= eps * e[0]), None)
+        per_seed.append(task.optimal_truncated_error())
+    return closed_form_k_star(list(np.mean(per_seed, axis=0)), eps)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument(
+        "--dir",
+        help="work in this directory and keep its store: run again, every answer is re-derived "
+        "from the stored runs in seconds (default: a temporary directory)",
+    )
     args = ap.parse_args()
     rows = []
-    with tempfile.TemporaryDirectory() as work:
+    with tempfile.TemporaryDirectory() as tmp:
+        work = args.dir or tmp
+        Path(work).mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, str(REPO / "examples/co2_arrays.py"), "co2"], cwd=work,
                        check=True, capture_output=True)  # fmt: skip
         for label, task_args, theory in TASKS:
@@ -95,20 +97,14 @@ def _cmd(task_args: list[str]) -> str:
     return "seqbench memory " + " ".join(task_args) + " " + " ".join(COMMON)
 
 
+MARK = ("<!-- answers:start -->", "<!-- answers:end -->")
+
+
 def write(rows) -> None:
+    """The table and each answer, between MARK in docs/memory.md (what is written around them
+    by hand, the reading of the table and the calibration, is kept)."""
     lines = [
-        "# How much memory does a benchmark need?",
-        "",
-        "Miller & Hardt (2019) left this open. Below, `seqbench memory` answers it for every "
-        "built-in task at a budget a 2-core CPU trains in minutes: a TCN swept over the "
-        "context k (1, 2, 4, … T, then bisection) beside a GRU over the whole sequence, three "
-        "seeds each, every model at one parameter budget (the smallest from 10,000 up that "
-        "every model meets within 5% at every k). k\\* is the smallest context whose mean "
-        "metric is within ε = 5% of the best any model reached, measured from the trivial "
-        "baseline; the interval is the 2.5–97.5% range of k\\* over bootstrap resamples of "
-        'the seeds. Where a verdict is "nothing learned", or the GRU did not learn, the '
-        "budget was too small to tell, and the table says so.",
-        "",
+        MARK[0],
         "Regenerate with `.venv/bin/python scripts/memory_doc.py` (about an hour on 2 cores).",
         "",
         "| task | verdict | k\\* | interval | best (metric) | trivial baseline | theory | "
@@ -130,8 +126,11 @@ def write(rows) -> None:
         )
         notes.append(f"- **{label}**: `{_cmd(task_args)}`. {doc['sentence']}")
         notes += [f"  - warning: {w}" for w in doc["warnings"]]
-    lines += ["", "## Each answer", "", *notes, ""]
-    (REPO / "docs" / "memory.md").write_text("\n".join(lines), encoding="utf-8")
+    lines += ["", "### Each answer", "", *notes, MARK[1]]
+    doc = REPO / "docs" / "memory.md"
+    text = doc.read_text(encoding="utf-8")
+    head, rest = text.split(MARK[0], 1)
+    doc.write_text(head + "\n".join(lines) + rest.split(MARK[1], 1)[1], encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -110,6 +110,7 @@ __all__ = [
     "load_toml",
     "make_config",
     "memory_answers",
+    "memory_cells",
     "memory_cost",
     "memory_plan",
     "metric_name",
@@ -584,6 +585,7 @@ def memory_plan(
     seeds: str = "0,1,2",
     params: int | None = None,
     epsilon: float | None = None,
+    relative_to: str | None = None,
     max_k: int | None = None,
     name: str | None = None,
 ):
@@ -606,6 +608,7 @@ def memory_plan(
         seeds=parse_range(seeds),
         params=params,
         epsilon=answer.EPSILON if epsilon is None else epsilon,
+        relative_to=answer.RELATIVE_TO[0] if relative_to is None else relative_to,
         max_k=max_k,
         name=name,
     )
@@ -652,8 +655,9 @@ def run_memory(
 
 def memory_answers(store: Store, name: str | None = None, task: str | None = None) -> list[dict]:
     """The stored answers (newest first), each with `stale` (a run it rests on was deleted or
-    archived since), `run_ids` (the runs it rests on that are still stored) and `interval`
-    (k*'s interval as text: "2–4", ">16" past the largest k; "" without a k*)."""
+    archived since), `run_ids` (the runs it rests on that are still stored), `interval`
+    (k*'s interval as text: "2–4", ">16" past the largest k; "" without a k*) and
+    `tolerance` (as text: "5% of gap", "10% of best")."""
 
     rows = store.answer_rows(name=name, task=task)
     if name is not None and not rows:
@@ -662,7 +666,17 @@ def memory_answers(store: Store, name: str | None = None, task: str | None = Non
         r["run_ids"] = store.answer_run_ids(r["id"])
         hi = r["k_high"] if r["k_high"] is not None else f">{r['max_k']}"
         r["interval"] = f"{r['k_low']}–{hi}" if r["k_star"] is not None else ""
+        # answers stored before the choice were relative to the gap
+        r["tolerance"] = f"{r['epsilon']:.0%} of {r['details'].get('relative_to', 'gap')}"
     return rows
+
+
+def memory_cells(answer: dict) -> tuple[list[str], list[list]]:
+    """An answer's cell table (Answer.to_dict() or a stored answer's details): its columns and
+    one row a cell, as `seqbench memory` and the dashboard show it."""
+    from seqbench.memory.answer import CELL_COLUMNS, cell_rows
+
+    return CELL_COLUMNS, cell_rows(answer)
 
 
 def plot_memory(answer: dict, path: str | None):

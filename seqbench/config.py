@@ -104,6 +104,10 @@ class RunConfig:
     target: str | None = _in(TASK)
     data_hash: str | None = _in(TASK)
     split_seed: int | None = _in(TASK)
+    # what an array file's model sees: "standard" (inputs and regression targets standardised
+    # with the training split's mean and sd; the metric in those units: set by resolution) or
+    # "raw" (the values as they are, what runs before the field were fed)
+    scale: str | None = _in(TASK)
     # a table (a CSV or Parquet time series, tasks/tables.py): the columns it is cut from
     # (comma-separated names; x_cols unset: the targets' own past), the time column it is
     # sorted by and the series id, the forecast horizon (steps after the window's last row),
@@ -244,6 +248,7 @@ class TaskArgs(_Part):
     target: str | None = None
     data_hash: str | None = None
     split_seed: int | None = None
+    scale: str | None = None
     x_cols: str | None = None
     y_cols: str | None = None
     time_col: str | None = None
@@ -287,11 +292,12 @@ ADDED_LATER = (
     "d_state",
     "vocab_size",
     "num_pairs",
+    "scale",
 )
 # Later fields whose value is what every run before the field computed: it hashes as unset,
 # so an explicit symbols=tokens copy run is the same experiment as one stored before (and a
 # teacher_kind=tanh teacher run as one from before the field)
-AS_BEFORE = {"symbols": "tokens", "teacher_kind": "tanh"}
+AS_BEFORE = {"symbols": "tokens", "teacher_kind": "tanh", "scale": "raw"}
 FIELDS = {f.name: f for f in fields(RunConfig)}
 
 

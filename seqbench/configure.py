@@ -82,7 +82,7 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
     task, fixed = tasks.pin(task, given)
     if not fixed:
         table = ("x_cols", "y_cols", "time_col", "series_col", "horizon", "split")
-        for name in ("target", "data_hash", "split_seed", *table):
+        for name in ("target", "data_hash", "split_seed", "scale", *table):
             if given.get(name) is not None:
                 raise UsageError(f"{name} is for the file tasks (--task file), not {task}")
     task_spec = TASKS.get(task)

@@ -66,8 +66,17 @@ def memory(
     epsilon: Annotated[
         float | None,
         typer.Option(
-            help="k* is the smallest k within epsilon of the best, as a share of the gap "
-            "between the trivial baseline and the best (default 0.05)."
+            help="The tolerance: k* is the smallest k shown within epsilon of the best over "
+            "seeds, epsilon a share of what --relative-to names (default 0.05)."
+        ),
+    ] = None,
+    relative_to: Annotated[
+        str | None,
+        typer.Option(
+            "--relative-to",
+            help="gap: epsilon is a share of the gap between the trivial baseline and the best "
+            "(the default); best: a share of the best's own value (MSE within +10%: "
+            "--epsilon 0.1 --relative-to best).",
         ),
     ] = None,
     max_k: Annotated[
@@ -110,6 +119,7 @@ def memory(
         seeds=seeds,
         params=params,
         epsilon=epsilon,
+        relative_to=relative_to,
         max_k=max_k,
         name=name,
     )
@@ -180,28 +190,12 @@ def memory(
 
 
 def _show(answer: dict, fmt: Format) -> None:
-    cols = ["model", "k", "mean", "std", "seeds", "learned", "within ε"]
-    rows = [
-        [
-            c["model"],
-            "full" if c["k"] is None else c["k"],
-            _num(c["mean"]),
-            _num(c["std"]),
-            c["seeds"],
-            "yes" if c["learned"] else "no",
-            "" if c["k"] is None else ("yes" if c["matches"] else "no"),
-        ]
-        for c in answer["cells"]
-    ]
+    cols, rows = api.memory_cells(answer)
     if fmt == Format.table:
         typer.echo(answer["sentence"])
         for w in answer["warnings"]:
             typer.echo(f"warning: {w}")
     render(cols, rows, fmt, title=f"{answer['task']}: {answer['metric']} by context")
-
-
-def _num(v) -> str:
-    return "" if v is None else f"{v:.4g}"
 
 
 def _dry_run(ctx: typer.Context, plan, fmt: Format) -> None:
@@ -249,18 +243,23 @@ def list_answers(
                     "k_high",
                     "max_k",
                     "epsilon",
+                    "tolerance",
                     "metric",
                     "sentence",
                     "stale",
                     "run_ids",
                 )
             }
-            | {"created_at": str(r["created_at"]), "warnings": r["details"].get("warnings", [])}
+            | {
+                "created_at": str(r["created_at"]),
+                "relative_to": r["details"].get("relative_to", "gap"),
+                "warnings": r["details"].get("warnings", []),
+            }
             for r in rows
         ]
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
-    cols = ["id", "name", "task", "verdict", "k*", "interval", "ε", "runs", "stale"]
+    cols = ["id", "name", "task", "verdict", "k*", "interval", "tolerance", "runs", "stale"]
     render(
         cols,
         [
@@ -271,7 +270,7 @@ def list_answers(
                 r["verdict"],
                 r["k_star"],
                 r["interval"],
-                r["epsilon"],
+                r["tolerance"],
                 len(r["run_ids"]),
                 "stale" if r["stale"] else "",
             ]

@@ -11,6 +11,7 @@ from typing import Any
 
 from seqbench.config import RunConfig
 from seqbench.errors import UsageError
+from seqbench.memory.answer import EPSILON, RELATIVE_TO, check_tolerance
 from seqbench.parsing import split_assignment
 from seqbench.sweep.spec import BUDGET as PARAMS  # where the search for one budget starts
 
@@ -32,6 +33,8 @@ class MemoryPlan:
     params: int
     epsilon: float
     max_k: int  # the largest context tried: T (the steps a sequence has) unless capped
+    steps: int  # T: the steps a sequence has (max_k == steps: the whole input was tried)
+    relative_to: str  # what epsilon is a share of: "gap" or "best" (memory/answer.py)
     ks: tuple[int, ...]  # the contexts tried so far, ascending
     points: list[RunConfig] = field(default_factory=list)
 
@@ -44,6 +47,7 @@ class MemoryPlan:
                 "references": list(self.references),
                 "params": self.params,
                 "epsilon": self.epsilon,
+                "relative_to": self.relative_to,
                 "max_k": self.max_k,
             },
             "grids": self.grids(),
@@ -125,7 +129,8 @@ def make_plan(
     references: list[str] | None = None,
     seeds: list[int] | None = None,
     params: int | None = None,
-    epsilon: float = 0.05,
+    epsilon: float = EPSILON,
+    relative_to: str = RELATIVE_TO[0],
     max_k: int | None = None,
     name: str | None = None,
 ) -> MemoryPlan:
@@ -159,8 +164,10 @@ def make_plan(
         )
     if params is not None and not (isinstance(params, int) and params > 0):
         raise UsageError(f"--params must be a positive number of parameters, got {params}")
-    if not (isinstance(epsilon, float | int) and 0 < epsilon < 1 and math.isfinite(epsilon)):
-        raise UsageError(f"--epsilon must lie in (0, 1), got {epsilon}")
+    try:
+        check_tolerance(epsilon, relative_to)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     from seqbench.configure import make_config
 
     probe = make_config(
@@ -190,6 +197,8 @@ def make_plan(
         params or PARAMS,
         float(epsilon),
         top,
+        steps,
+        relative_to,
         tuple(k_grid(top)),
     )
     plan = with_points(plan)
@@ -197,7 +206,7 @@ def make_plan(
         plan = with_points(replace(plan, params=smallest_budget(plan)))
     else:
         check_budget(plan)
-    ident = (task_name, given, probe, fams, refs, plan.params, seeds_t, epsilon, top)
+    ident = (task_name, given, probe, fams, refs, plan.params, seeds_t, epsilon, top, relative_to)
     return replace(plan, name=name or default_name(*ident))
 
 
@@ -224,8 +233,10 @@ def smallest_budget(plan: MemoryPlan) -> int:
     return smallest(plan.points)
 
 
-def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top) -> str:
-    """memory-TASK-HASH8: the same question asks under the same name (and so resumes)."""
+def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top, relative_to) -> str:
+    """memory-TASK-HASH8: the same question asks under the same name (and so resumes); a
+    tolerance relative to the gap (the default) keeps the names answers had before there was a
+    choice."""
     ident = {
         "task": task,
         "data": probe.data_hash or "",
@@ -237,6 +248,8 @@ def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top) ->
         "max_k": top,
         "epsilon": epsilon,
     }
+    if relative_to != RELATIVE_TO[0]:
+        ident["relative_to"] = relative_to
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
     return f"memory-{task}-{digest[:8]}"
 

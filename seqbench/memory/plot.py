@@ -40,13 +40,16 @@ def plot_answer(answer: dict, path: str | None):
     if base is not None:
         ax.axhline(base, color="grey", linestyle="--", label="trivial baseline")
     if base is not None and best is not None and eps:
-        edge = best + eps * (base - best)
+        delta = answer.get("tolerance")  # answers stored before it: ε of the gap
+        delta = abs(eps * (base - best)) if delta is None else delta
+        edge = best - delta if answer.get("higher_is_better") else best + delta
+        of = answer.get("relative_to", "gap")
         ax.axhspan(
             min(best, edge),
             max(best, edge),
             color="tab:green",
             alpha=0.12,
-            label=f"within {eps:.0%} of the best",
+            label=f"tolerance: {eps:.0%} of the {of}",
         )
     k_star = answer.get("k_star")
     if k_star is not None:

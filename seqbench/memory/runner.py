@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from seqbench.errors import SeqbenchError
-from seqbench.memory.answer import Answer, derive
+from seqbench.memory.answer import Answer, derive, still_improving
 from seqbench.memory.plan import ROUNDS, MemoryPlan, next_k, with_points
 
 if TYPE_CHECKING:
@@ -75,24 +75,40 @@ def run_memory(
 
 
 def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
-    """One row per point of the plan with a result: run_id, model, k, seed, value, baseline
-    (and persistence, where the task stores it)."""
-    from seqbench.report.frames import results_frame
+    """One row per point of the plan with a result: run_id, model, k, seed, value, baseline,
+    test_count (the predictions its test scored), improving (its validation curve was still
+    improving at the last evaluation), and persistence where the task stores it."""
+    from seqbench.configure import stored_k
+    from seqbench.report.frames import curves_frame, metric_direction, results_frame
 
     statuses = ("completed", "diverged")
     metric = results_frame(store, "test_metric", sweep=plan.name, statuses=statuses)
-    base = results_frame(store, "baseline", sweep=plan.name, statuses=statuses)
-    last = results_frame(store, "persistence", sweep=plan.name, statuses=statuses)
     if metric.empty:
         return pd.DataFrame(columns=["run_id", "model", "k", "seed", "value", "baseline"])
-    b = dict(zip(base["run_id"], base["value"], strict=True))
+    # this plan's points only: a concurrent command on the same store may have added its
+    # bisection's points to the sweep, still running; this command waits for them when its own
+    # bisection reaches them, and meanwhile answers from what it planned
+    mine = {
+        (c.model, None if c.model in plan.references else stored_k(c), c.seed) for c in plan.points
+    }
+    keys = [
+        (m, None if m in plan.references else int(k), int(s))
+        for m, k, s in zip(metric["model"], metric["k"], metric["seed"], strict=True)
+    ]
+    metric = metric[[key in mine for key in keys]].reset_index(drop=True)
+    ids = metric["run_id"].astype(int)
     extra = {}
-    if not last.empty:
-        p = dict(zip(last["run_id"], last["value"], strict=True))
-        extra["persistence"] = [p.get(r, math.nan) for r in metric["run_id"]]
+    for key in ("baseline", "test_count", "persistence"):
+        got = results_frame(store, key, sweep=plan.name, statuses=statuses)
+        if key == "baseline" or not got.empty:
+            v = dict(zip(got["run_id"], got["value"], strict=True))
+            extra[key] = [v.get(r, math.nan) for r in ids]
+    higher = metric_direction("test_metric", plan.task) == "higher"
+    curves = curves_frame(store, list(ids), ["valid_metric"])
+    by_run = {r: g.sort_values("step")["value"].tolist() for r, g in curves.groupby("run_id")}
     return pd.DataFrame(
         {
-            "run_id": metric["run_id"].astype(int),
+            "run_id": ids,
             "model": metric["model"],
             "k": [
                 None if m in plan.references else int(k)
@@ -100,20 +116,19 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
             ],
             "seed": metric["seed"].astype(int),
             "value": metric["value"].astype(float),
-            "baseline": [b.get(r, math.nan) for r in metric["run_id"]],
             **extra,
+            "improving": [still_improving(by_run.get(r, []), higher) for r in ids],
         }
     )
 
 
 def derive_answer(store, plan: MemoryPlan) -> Answer:
     from seqbench.report.frames import metric_direction
+    from seqbench.tasks import TASKS
 
     runs = plan_runs(store, plan)
     if runs.empty:
         raise SeqbenchError(f"no completed run of {plan.name!r} to answer from")
-    from seqbench.tasks import TASKS
-
     higher = metric_direction("test_metric", plan.task) == "higher"
     metric = TASKS.get(plan.task).metric if plan.task in TASKS else "test_metric"
     return derive(
@@ -122,8 +137,24 @@ def derive_answer(store, plan: MemoryPlan) -> Answer:
         higher_is_better=higher,
         max_k=plan.max_k,
         epsilon=plan.epsilon,
+        relative_to=plan.relative_to,
+        whole_input=plan.max_k >= plan.steps,
         metric=metric,
+        units=metric_units(plan),
     )
+
+
+def metric_units(plan: MemoryPlan) -> str:
+    """What a regression's metric is measured in on own data: standardised units (the
+    training split's mean and sd: every table, and array files unless scale=raw) or the
+    data's own; "" where the metric has no units to state (built-in tasks: their own
+    definition; accuracies, bits)."""
+    cfg = plan.points[0]
+    if cfg.task != "file-regression":
+        return ""
+    if cfg.scale == "raw":
+        return "the data's own units"
+    return "standardised units (the training split's mean and sd)"
 
 
 def plan_facts(plan: MemoryPlan) -> dict:

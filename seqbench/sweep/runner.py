@@ -28,7 +28,15 @@ MAX_WORKERS = 4096  # processes at once, or Ray tasks in flight; beyond any mach
 CRASH_RETRIES = 2
 STREAM_WAIT = 10.0
 
-__all__ = ["DONE", "PointState", "SweepOutcome", "plan_sweep", "run_sweep", "sweep_status"]
+__all__ = [
+    "DONE",
+    "PointState",
+    "SweepOutcome",
+    "await_elsewhere",
+    "plan_sweep",
+    "run_sweep",
+    "sweep_status",
+]
 
 
 @dataclass
@@ -169,13 +177,30 @@ def run_sweep(
             raise
         finally:
             executor.shutdown()
-    final = store.point_states(sweep_id)
+    known = {p.config_hash for p in states}
+    final = await_elsewhere(store, sweep_id, known, stale_after)
     done = all(p.status in DONE for p in final)
     store.set_sweep_status(sweep_id, "completed" if done else "incomplete")
     elsewhere = counts.pop("elsewhere", 0)  # done or running in another driver meanwhile
     ran = len(todo) - elsewhere
-    unfinished = sum(p.status not in (*DONE, "running") for p in final)
+    # the points this command set out to run: another driver may have added points since (a
+    # memory command's bisection) that are its to run, not this command's failures
+    unfinished = sum(p.status not in DONE for p in final if p.config_hash in known)
     return SweepOutcome(sweep_id, len(states), len(states) - ran, ran, counts, unfinished)
+
+
+def await_elsewhere(
+    store: Store, sweep_id: int, known: set[str], stale_after: float, poll: float = 1.0
+) -> list[PointState]:
+    """The sweep's points once none of `known` is running in another driver: a point another
+    command holds is waited for (its result is this command's too), not counted as failed. A
+    holder that stops beating its heart is recovered as stale (failed) and ends the wait."""
+    while True:
+        final = store.point_states(sweep_id)
+        if not any(p.status == "running" for p in final if p.config_hash in known):
+            return final
+        time.sleep(poll)
+        store.recover_stale_points(sweep_id, stale_after)
 
 
 def _dispatch(

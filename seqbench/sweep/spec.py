@@ -370,9 +370,10 @@ def _zoology_mqar(scale: str) -> list[dict]:
 def _lru_stable(scale: str) -> list[dict]:
     """Miller & Hardt's question asked of the LRU: the LRU held to |λ| ≤ λ for λ in
     {0.5, 0.9, 0.99} beside the unconstrained one, and TCNs of context k beside them, on the
-    linear teacher at λ = 0.9 (its truncation error is exactly 0.9^k: tasks/synthetic.py), so
-    `seqbench memory`'s k* of the task is known in closed form (k*(ε) = ⌈log ε / (2 log λ)⌉)
-    and the feedforward context that matches each LRU can be read off the k axis."""
+    linear teacher at λ = 0.9 (its truncation error decays at 0.9 per step in the long run:
+    tasks/synthetic.py), so `seqbench memory`'s k* of the task is known in closed form (from
+    the teacher's own weights: Teacher.optimal_truncated_error) and the feedforward context
+    that matches each LRU can be read off the k axis."""
     seeds = [0] if scale == "tiny" else [0, 1]
     s = {
         "seq_len": [{"tiny": 32, "small": 64, "paper": 200}[scale]],

@@ -338,6 +338,14 @@ def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
     choice = tables.choice_for(values["path"], values)
     facts = describe(values["path"], target, values.get("split_seed"), choice)
+    scale = values.get("scale")
+    if scale not in (None, *SCALES):
+        raise UsageError(f"scale must be one of {', '.join(SCALES)}, got {scale!r}")
+    if choice is not None and scale is not None:
+        raise UsageError(
+            f"data file {values['path']!r} is a table: its columns are always standardised "
+            "with the training rows' statistics; scale does not apply"
+        )
     if choice is not None:
         fixed = {
             "path": str(Path(values["path"]).resolve()),
@@ -359,8 +367,13 @@ def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         "seq_len": facts.seq_len,
         "data_hash": facts.data_hash,
         "split_seed": facts.split_seed,
+        "scale": scale or SCALES[0],
     }
     return f"file-{facts.kind}", fixed
+
+
+# how an array file is fed: standardised with the training split (the default) or as it is
+SCALES = ("standard", "raw")
 
 
 def validate(c) -> None:

@@ -100,14 +100,15 @@ class Task:
     # -- helpers --------------------------------------------------------------------------
     @torch.inference_mode()
     def evaluate(self, predict, split: str, batch_size: int = 256) -> dict[str, float]:
-        """Mean loss and metric of `predict(x) -> out` over a split."""
+        """Mean loss and metric of `predict(x) -> out` over a split, and n, the predictions
+        scored (what chance's spread on the split depends on)."""
         tot_l = tot_m = n = 0.0
         for x, y in self.eval_batches(split, batch_size):
             out = predict(x)
             l_sum, m_sum, cnt = self.metric_sums(out, to_device(y, out.device))
             tot_l, tot_m, n = tot_l + l_sum, tot_m + m_sum, n + cnt
         loss = tot_l / max(n, 1)
-        return {"loss": loss, "metric": self.finish_metric(loss, tot_m / max(n, 1))}
+        return {"loss": loss, "metric": self.finish_metric(loss, tot_m / max(n, 1)), "n": n}
 
 
 def to_device(y: Any, device) -> Any:

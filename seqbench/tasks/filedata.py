@@ -431,11 +431,45 @@ class Dataset:
             bits, n = bits - float(logp[y.reshape(-1).astype(np.int64)].sum()), n + y.size
         return bits / n, "unigram of train"
 
+    def moments(self) -> dict[str, np.ndarray | float]:
+        """The training split's mean and sd of each input feature (float inputs) and of the
+        regression target: what `scale=standard` standardises with (a constant one is only
+        shifted). Computed once per opened file, in SCAN_ROWS blocks (memory maps stay
+        mapped)."""
+        if getattr(self, "_moments", None) is None:
+            n = self.size("train")
+            sx = sxx = sy = syy = 0.0
+            cx = cy = 0
+            for i in range(0, n, SCAN_ROWS):
+                x, y = self.rows("train", slice(i, min(i + SCAN_ROWS, n)))
+                if self.x_kind == "float":
+                    x = x.astype(np.float64).reshape(-1, self.D)
+                    sx, sxx, cx = sx + x.sum(0), sxx + (x**2).sum(0), cx + x.shape[0]
+                if self.kind == "regression":
+                    y = y.astype(np.float64)
+                    sy, syy, cy = sy + float(y.sum()), syy + float((y**2).sum()), cy + y.size
+            out: dict[str, np.ndarray | float] = {}
+            if cx:
+                mx = sx / cx
+                out["x_mean"], out["x_sd"] = mx, _sd(sxx / cx - mx**2)
+            if cy:
+                my = sy / cy
+                out["y_mean"], out["y_sd"] = my, float(_sd(np.array(syy / cy - my**2)))
+            self._moments = out
+        return self._moments
+
     def _targets(self, split: str):
         n = self.size(split)
         for i in range(0, n, SCAN_ROWS):
             x, y = self.rows(split, slice(i, min(i + SCAN_ROWS, n)))
             yield x[:, 1:] if self.kind == "next-token" else y
+
+
+def _sd(var: np.ndarray) -> np.ndarray:
+    """sd from a variance; 1 where a column is (numerically) constant: shifted, not blown up."""
+    var = np.maximum(np.asarray(var, np.float64), 0.0)
+    sd = np.sqrt(var)
+    return np.where(sd > 1e-12 * np.maximum(1.0, sd.max(initial=0.0)), sd, 1.0)
 
 
 def _declared(path: str, meta: dict, key: str, found: int, what: str, hi) -> int:

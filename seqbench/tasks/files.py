@@ -41,6 +41,9 @@ class FileTask(Task):
         self.in_dim = self.facts.in_dim
         self.vocab = self.facts.vocab
         self.out_dim = self.facts.targets if self.kind == "regression" else self.facts.n_classes
+        # scale=standard (array files; a table is standardised by tasks/tables.py): inputs and
+        # regression targets as (v − mean) / sd of the training split, the metric in those units
+        self.moments = self.data.moments() if args.scale == "standard" else {}
 
     @property
     def n_train(self) -> int:
@@ -50,11 +53,16 @@ class FileTask(Task):
         if self.vocab is not None:
             xt = torch.as_tensor(x.astype(np.int64))
         else:
+            if x.ndim == 2:
+                x = x[..., None]  # (N, T) floats: one feature
+            m = self.moments
+            if "x_mean" in m:
+                x = (x - m["x_mean"]) / m["x_sd"]  # (N, T, D) in float64, then float32
             xt = torch.as_tensor(x.astype(np.float32, copy=False))
-            if xt.ndim == 2:
-                xt = xt.unsqueeze(-1)  # (N, T) floats: one feature
         if self.kind == "next-token":
             return xt[:, :-1], xt[:, 1:]
+        if self.kind == "regression" and "y_mean" in self.moments:
+            y = (y - self.moments["y_mean"]) / self.moments["y_sd"]
         yt = torch.as_tensor(y.astype(np.float32 if self.kind == "regression" else np.int64))
         return xt, yt
 
@@ -93,6 +101,8 @@ class FileTask(Task):
         return metric_mean
 
     def baseline(self):
+        if self.kind == "regression" and "y_mean" in self.moments:  # the MSE in sd units
+            return self.facts.baseline / self.moments["y_sd"] ** 2
         return self.facts.baseline
 
     def other_baselines(self):

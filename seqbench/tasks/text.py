@@ -100,7 +100,7 @@ class LanguageModel(Task):
                 out = model.head(feats)[:, s - lo :]  # the tokens this window predicts
                 tot, n = self._add(out, y[:, s : s + new], tot, n)
         loss = tot / max(n, 1)
-        return {"loss": loss, "metric": self.finish_metric(loss, loss)}
+        return {"loss": loss, "metric": self.finish_metric(loss, loss), "n": n}
 
     def _add(self, out, y, tot: float, n: float) -> tuple[float, float]:
         l_sum, _, cnt = self.metric_sums(out, y)

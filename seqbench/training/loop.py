@@ -424,6 +424,8 @@ def _loop(run: _Run) -> TrainOutcome:
         "peak_memory_mb": peak_memory_mb(device),
         "n_params": count_params(model),
     }
+    if test.get("n"):  # the predictions scored: chance's spread on the test set (memory/answer)
+        summaries["test_count"] = float(test["n"])
     bound = model.backbone.stability_bound()
     if bound is not None:
         summaries["stability_bound"] = bound

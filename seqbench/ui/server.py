@@ -370,10 +370,10 @@ class Dashboard:
         answers = api.memory_answers(self.store)
         rows = [
             [_link("/memory", a["name"], name=a["name"]), a["task"], a["verdict"], a["k_star"],
-             a["interval"], a["epsilon"], len(a["run_ids"]), "stale" if a["stale"] else ""]
+             a["interval"], a["tolerance"], len(a["run_ids"]), "stale" if a["stale"] else ""]
             for a in answers
         ]  # fmt: skip
-        cols = ["answer", "task", "verdict", "k*", "interval", "ε", "runs", "stale"]
+        cols = ["answer", "task", "verdict", "k*", "interval", "tolerance", "runs", "stale"]
         body = _table(cols, rows, ident="answers", raw=("answer",))
         chosen = self._one(q, "name") or (answers[0]["name"] if answers else "")
         if not chosen:
@@ -389,11 +389,7 @@ class Dashboard:
             body += "run the same <code>seqbench memory</code> command again.</p>"
         for w in d.get("warnings", []):
             body += f"<p class='warning'>warning: {_e(w)}</p>"
-        cells = [[c["model"], "full" if c["k"] is None else c["k"], c["mean"], c["std"],
-                  c["seeds"], "yes" if c["learned"] else "no",
-                  "" if c["k"] is None else ("yes" if c["matches"] else "no")]
-                 for c in d.get("cells", [])]  # fmt: skip
-        head = ["model", "k", "mean", "std", "seeds", "learned", "within ε"]
+        head, cells = api.memory_cells(d)
         body += _table(head, cells, ident="cells")
         with _DRAW:
             chart = svg(api.plot_memory(d, None))

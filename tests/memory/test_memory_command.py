@@ -169,3 +169,51 @@ def test_memory_on_a_postgresql_store(cli, pg_url, tmp_path):
     assert q.exit_code == 0, q.output
     (row,) = json.loads(q.stdout)
     assert row["k_star"] == 2 and row["n"] == len(json.loads(r.stdout)["run_ids"])
+
+
+def test_two_memory_commands_on_one_store_both_answer(tmp_path):
+    """Two drivers of one question at once: each waits for the points the other runs (the
+    grid's and the bisection's) instead of calling them failed, and both state the answer."""
+    import os
+    import subprocess
+    import sys
+
+    db = tmp_path / "two.db"
+    data = lag_data(tmp_path / "lag.npz", 3)
+    cmd = [sys.executable, "-m", "seqbench", "--db", str(db), "memory", "--task", "file",
+           "--path", str(data), *TRAIN[:-3], "--workers", "1", "--quiet",
+           "--format", "json"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    procs = [
+        subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=900) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
+    docs = [json.loads(o[0]) for o in outs]
+    assert [d["k_star"] for d in docs] == [3, 3]
+    assert docs[0]["cells"] == docs[1]["cells"]
+    con = sqlite3.connect(db)
+    per_hash = con.execute("SELECT config_hash, COUNT(*) FROM runs GROUP BY 1").fetchall()
+    con.close()
+    assert {n for _, n in per_hash} == {1}  # each point ran once, by one of the two
+
+
+def test_units_do_not_change_the_answer(cli, db, tmp_path):
+    """The same delay task, and a copy with inputs and target in other units (inputs ×50
+    shifted by 7, the target ×1000): what the model sees is standardised with the training
+    split, so both give k* = 3; the answer says in which units its metric is."""
+    unit = lag_data(tmp_path / "unit.npz", 3)
+    with np.load(unit) as f:
+        x, y = f["x"], f["y"]
+    scaled = tmp_path / "scaled.npz"
+    np.savez(scaled, x=(50 * x + 7).astype("float32"), y=(1000 * y).astype("float32"))
+    docs = []
+    for data in (unit, scaled):
+        r = cli("memory", "--task", "file", "--path", data, *TRAIN, "--format", "json")
+        assert r.exit_code == 0, r.output
+        docs.append(json.loads(r.stdout))
+    assert [d["k_star"] for d in docs] == [3, 3]
+    assert all(d["units"].startswith("standardised units") for d in docs)
+    assert "in standardised units" in docs[1]["sentence"]
+    assert abs(docs[1]["baseline"] - docs[0]["baseline"]) < 0.01  # both in sd units: about 1

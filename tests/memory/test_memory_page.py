@@ -40,7 +40,7 @@ def test_the_memory_page_shows_the_answer(browser, answered):  # noqa: F811
         assert "k* = 2" in page.locator("#sentence").inner_text()
         cells = _cells(page, "cells")
         assert [c[1] for c in cells] == ["1", "2", "4", "full"]
-        assert [c[6] for c in cells] == ["no", "yes", "yes", ""]
+        assert [c[6] for c in cells] == ["outside", "within", "within", ""]
         series = page.locator("#memory-chart [id^=series-]").count()
         assert series >= 2  # tcn's curve and gru's line (and the marks)
         page.close()

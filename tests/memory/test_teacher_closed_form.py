@@ -12,33 +12,75 @@ and memory must state that k*, bisecting between the grid's 2 and 4."""
 import json
 
 import numpy as np
+import pytest
+import torch
 
 from seqbench.configure import make_config
 from seqbench.tasks import make_task
+from seqbench.tasks.synthetic import closed_form_k_star
 
 LAM, T, SEEDS, EPS = 0.5, 16, (0, 1, 2), 0.05
 
 
-def optimal_truncated_error(lam: float, T: int, seed: int) -> np.ndarray:
-    """e*(k) for k = 0 … T of the linear teacher of `seed`, from its own weights (shared with
-    tests/report/test_decay_fit.py)."""
+def teacher(lam: float, T: int, seed: int):
     cfg = make_config(
         "tcn",
         "teacher",
         {"teacher_kind": "linear", "teacher_lam": lam, "seq_len": T, "seed": seed},
     )
-    task = make_task("teacher", cfg.task_args())
-    W, U, v = task.W.double(), task.U.double(), task.v.double()
-    lag_var, M = [], U
-    for _ in range(T):
-        lag_var.append(float(((v @ M) ** 2).sum()))
-        M = W @ M
-    return np.array([sum(sum(lag_var[k : t + 1]) for t in range(T)) / T for k in range(T + 1)])
+    return make_task("teacher", cfg.task_args())
+
+
+def optimal_truncated_error(lam: float, T: int, seed: int) -> np.ndarray:
+    """e*(k) for k = 0 … T of the linear teacher of `seed`: the product's one closed form
+    (shared with tests/report/test_decay_fit.py)."""
+    return np.array(teacher(lam, T, seed).optimal_truncated_error())
+
+
+def least_squares_error(task, k: int, n: int = 4000) -> float:
+    """The outside oracle: the test MSE of the best linear predictor of y_t from the last k
+    inputs (zero before the sequence starts), fitted by least squares on sampled sequences
+    and scored on fresh ones, averaged over the T steps."""
+    g = torch.Generator().manual_seed(123)
+
+    def design(x):  # (n, T, D) -> (n·T, k·D): x_t, x_{t−1}, …, x_{t−k+1}
+        lags = [torch.nn.functional.pad(x, (0, 0, j, 0))[:, : x.shape[1]] for j in range(k)]
+        return torch.cat(lags, -1).reshape(-1, k * x.shape[-1]).double()
+
+    x, y = task.sample(n, g)
+    w = torch.linalg.lstsq(design(x), y.reshape(-1, 1).double()).solution
+    x, y = task.sample(n, g)
+    return float(((design(x) @ w - y.reshape(-1, 1).double()) ** 2).mean())
+
+
+@pytest.mark.parametrize("lam", [0.5, 0.9, 0.95])
+def test_the_closed_form_is_the_best_context_k_predictors_error(lam):
+    """Six teachers per λ: at every k tried, e*(k) from the weights equals the error of the
+    best least-squares predictor from the last k inputs on sampled data (within sampling
+    error), and the seeds' own k* spread around λ's shortcut."""
+    T_ = 32 if lam == 0.5 else 48
+    for seed in range(6):
+        task = teacher(lam, T_, seed)
+        e = task.optimal_truncated_error()
+        for k in (1, 3, 8, 20):
+            ls = least_squares_error(task, k)
+            assert abs(ls - e[k]) <= 0.03 * e[0] + 0.05 * e[k], (seed, k, ls, e[k])
+
+
+@pytest.mark.parametrize(("lam", "k_star", "shortcut"), [(0.9, 14, 15), (0.95, 26, 30)])
+def test_the_teachers_k_star_comes_from_its_weights_not_the_shortcut(lam, k_star, shortcut):
+    """λ is the teacher's long-run rate: at T = 100 over memory's seeds 0, 1, 2 the weights'
+    k* at ε = 5% is 14 and 26, where ⌈log ε / (2 log λ)⌉ says 15 and 30."""
+    import math
+
+    e = np.mean([optimal_truncated_error(lam, 100, s) for s in range(3)], axis=0)
+    assert closed_form_k_star(list(e), 0.05) == k_star
+    assert math.ceil(math.log(0.05) / (2 * math.log(lam))) == shortcut
 
 
 def test_memory_finds_the_linear_teachers_closed_form_k_star(cli):
     e = np.mean([optimal_truncated_error(LAM, T, s) for s in SEEDS], axis=0)
-    closed = int(min(k for k in range(1, T + 1) if e[k] <= EPS * e[0]))
+    closed = closed_form_k_star(list(e), EPS)
     assert closed == 3  # e*(2) = 0.068 e*(0), e*(3) = 0.012 e*(0): well apart around ε
 
     r = cli(

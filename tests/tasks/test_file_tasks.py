@@ -66,7 +66,8 @@ def test_train_sweep_and_report_on_a_file(cli, db, lagged):
     assert base == pytest.approx(float(np.mean((y[idx["test"]] - y[idx["train"]].mean()) ** 2)))
     by_k = {row["k"]: row for row in rows if row.get("k") is not None}
     assert sorted(by_k) == [1, 2, 4, 8, 16, 32]
-    assert all(row["baseline"] == pytest.approx(base) for row in rows)
+    sd = Dataset(str(lagged)).moments()["y_sd"]  # the model sees standardised targets
+    assert all(row["baseline"] == pytest.approx(base / sd**2) for row in rows)
     # the trained TCN (no k: the fewest levels covering T, context 32) and the swept one
     # asked for k = 32 at one budget across k are two configs, so each is its own variant,
     # never one cell of both (on inputs of exactly T = 32 they happen to compute alike); the
@@ -270,7 +271,7 @@ def test_a_training_batch_is_the_rows_drawn_in_the_order_drawn(tmp_path):
 
     x, y = _lagged(n=100)
     d = _npy_dir(tmp_path / "npy", x=x, y=y)
-    cfg = make_config("gru", "file", {"path": str(d)})
+    cfg = make_config("gru", "file", {"path": str(d), "scale": "raw"})  # the rows as stored
     task = make_task(cfg.task, cfg.task_args())
     bx, by = task.train_batch(16, generator(7))
     drawn = torch.randint(0, task.n_train, (16,), generator=generator(7)).numpy()
@@ -290,3 +291,33 @@ def test_token_and_per_step_files_train(cli, db, tmp_path, model, kind):
     ((_, _, task, _, status, _),) = _runs(db)
     assert status == "completed"
     assert task == ("file-next-token" if kind == "next-token" else "file-classification")
+
+
+def test_an_array_file_is_fed_standardised_with_the_training_split(tmp_path):
+    """scale=standard (the default): the model sees (v − mean) / sd of the training split, in
+    inputs and regression target, and the baseline is in the same units; scale=raw feeds the
+    file as it is (how runs before the field were fed, and hashed as they were)."""
+    from seqbench.configure import config_hash, make_config
+    from seqbench.errors import UsageError
+    from seqbench.tasks import make_task
+
+    rng = np.random.default_rng(5)
+    x = (rng.normal(size=(300, 6, 2)) * [3.0, 0.01] + [100.0, -2.0]).astype(np.float32)
+    y = (1000 * x[:, 2, 0]).astype(np.float32)
+    p = _save(tmp_path / "s.npz", x=x, y=y)
+    std = make_config("tcn", "file", {"path": str(p)})
+    raw = make_config("tcn", "file", {"path": str(p), "scale": "raw"})
+    assert (std.scale, raw.scale) == ("standard", "raw")
+    assert config_hash(std) != config_hash(raw)
+    task = make_task(std.task, std.task_args())
+    xs, ys = task.data.rows("train", slice(None))
+    xt, yt = task._tensors(xs, ys)
+    assert xt.mean((0, 1)).abs().max() < 1e-4 and (xt.std((0, 1)) - 1).abs().max() < 1e-2
+    assert abs(float(yt.mean())) < 1e-4 and abs(float(yt.std()) - 1) < 1e-2
+    raw_task = make_task(raw.task, raw.task_args())
+    assert task.baseline() == pytest.approx(raw_task.baseline() / task.moments["y_sd"] ** 2)
+    assert 0.5 < task.baseline() < 2  # about the test targets' variance in sd units
+    with pytest.raises(UsageError, match="scale must be one of standard, raw"):
+        make_config("tcn", "file", {"path": str(p), "scale": "minmax"})
+    with pytest.raises(UsageError, match="scale is for the file tasks"):
+        make_config("tcn", "adding", {"scale": "raw"})

@@ -1,0 +1,261 @@
+"""Calibrate `seqbench memory` on tasks whose answer is known: how often its interval holds the
+true k*, how often k* is exact, and how many answers it states where nothing can be learned.
+
+The suite is made on the fly, each case under several task seeds (another draw of the data, or
+another teacher):
+
+- delays: the target is the input m steps back (k* = m);
+- multi-channel filters: y = Σ_j w_j·x[T−j, c_j] over m taps on 2 channels, the last tap
+  carrying 11% of the variance (k* = m under the default tolerance, 5% of the gap);
+- lag products: the class is the sign of x[T−a]·x[T−b] (k* = b);
+- the linear teacher at λ = 0.5 and 0.7 (k* from its own weights: Teacher.optimal_truncated_error);
+- null tasks, where the honest answer is "nothing learned": a target independent of the input,
+  labels at chance, and a delay trained for one step (a budget too small to learn).
+
+    .venv/bin/python scripts/calibrate_memory.py                 # the whole suite (~40 min)
+    .venv/bin/python scripts/calibrate_memory.py --slice ci      # a few minutes (tests run it)
+    .venv/bin/python scripts/calibrate_memory.py --write-doc     # the table into docs/memory.md
+
+Each case is one `seqbench memory` (families tcn, no reference, seeds 0, 1, 2, the default
+tolerance) in a fresh store; the script prints one row per case and the three rates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+MARK = ("<!-- calibration:start -->", "<!-- calibration:end -->")
+N, T = 2000, 8  # sequences and steps of the file tasks
+
+
+@dataclass
+class Case:
+    name: str
+    truth: int | None  # None: a null task (nothing to learn)
+    args: list[str]
+    data: dict | None = None  # arrays to write as the file task's data
+    sets: list[str] = field(default_factory=list)
+
+
+def delay(m: int, seed: int) -> dict:
+    rng = np.random.default_rng(100 + seed)
+    x = rng.standard_normal((N, T, 1)).astype("float32")
+    return {"x": x, "y": x[:, T - m, 0].copy()}
+
+
+def fir(m: int, seed: int) -> dict:
+    """m taps on 2 channels: weights 1, −0.8, 0.6, … the last one's share of the variance
+    above the tolerance, so that k* = m."""
+    rng = np.random.default_rng(200 + seed)
+    x = rng.standard_normal((N, T, 2)).astype("float32")
+    w = [1.0, -0.8, 0.6, 0.5, -0.45][:m]
+    ch = [j % 2 for j in range(m)]
+    y = sum(w[j] * x[:, T - 1 - j, ch[j]] for j in range(m))
+    return {"x": x, "y": y.astype("float32")}
+
+
+def product(a: int, b: int, seed: int) -> dict:
+    rng = np.random.default_rng(300 + seed)
+    x = rng.standard_normal((N, T, 1)).astype("float32")
+    return {"x": x, "y": (x[:, T - a, 0] * x[:, T - b, 0] > 0).astype("int64")}
+
+
+def independent(seed: int, classify: bool) -> dict:
+    rng = np.random.default_rng(400 + seed)
+    x = rng.standard_normal((N, T, 1)).astype("float32")
+    y = rng.integers(0, 2, N) if classify else rng.standard_normal(N).astype("float32")
+    return {"x": x, "y": y}
+
+
+def teacher_truth(lam: float, T_: int, seeds: tuple[int, ...]) -> int:
+    from seqbench.configure import make_config
+    from seqbench.tasks import make_task
+    from seqbench.tasks.synthetic import closed_form_k_star
+
+    errors = []
+    for seed in seeds:
+        over = {"teacher_kind": "linear", "teacher_lam": lam, "seq_len": T_, "seed": seed}
+        task = make_task("teacher", make_config("tcn", "teacher", over).task_args())
+        errors.append(task.optimal_truncated_error())
+    return closed_form_k_star(list(np.mean(errors, axis=0)), 0.05)
+
+
+FILE = ["--set", "steps=300", "--params", "3000"]
+LONGER = ["--set", "steps=600", "--params", "3000"]  # the lag product, a harder fit
+ONE_STEP = ["--set", "steps=1", "--params", "3000"]  # a budget too small to learn
+
+
+def suite(which: str) -> list[Case]:
+    seeds = (0,) if which == "ci" else (0, 1)
+    cases = []
+    for s in seeds:
+        cases.append(Case(f"delay 3 (data {s})", 3, FILE, delay(3, s)))
+        cases.append(Case(f"null: independent target (data {s})", None, FILE, independent(s, 0)))
+        if which == "ci":
+            continue
+        cases += [
+            Case(f"delay 2 (data {s})", 2, FILE, delay(2, s)),
+            Case(f"delay 5 (data {s})", 5, FILE, delay(5, s)),
+            Case(f"filter, 4 taps on 2 channels (data {s})", 4, FILE, fir(4, s)),
+            Case(f"lag product 1×3, classes (data {s})", 3, LONGER, product(1, 3, s)),
+            Case(f"null: labels at chance (data {s})", None, FILE, independent(s, 1)),
+            Case(f"null: a delay trained 1 step (data {s})", None, ONE_STEP, delay(3, s)),
+        ]
+    if which != "ci":
+        for lam, T_ in ((0.5, 16), (0.7, 16)):
+            for seeds_t in ((0, 1, 2), (3, 4, 5)):
+                args = ["--task", "teacher", "--set", "teacher_kind=linear", "--set",
+                        f"teacher_lam={lam}", "--set", f"seq_len={T_}", "--set", "steps=800",
+                        "--seeds", ",".join(map(str, seeds_t))]  # fmt: skip
+                truth = teacher_truth(lam, T_, seeds_t)
+                name = f"linear teacher λ = {lam} (seeds {seeds_t[0]}–{seeds_t[-1]})"
+                cases.append(Case(name, truth, args))
+    return cases
+
+
+def run_case(case: Case, work: Path, workers: int) -> dict:
+    from seqbench import api
+    from seqbench.store.opening import open_store
+
+    args = list(case.args)
+    task, path = "file", None
+    slug = "".join(c if c.isalnum() else "-" for c in case.name)
+    if case.data is not None:
+        path = str(work / f"{slug}.npz")
+        np.savez(path, **case.data)
+    else:
+        task = args[args.index("--task") + 1]
+    sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
+    params = int(args[args.index("--params") + 1]) if "--params" in args else None
+    seeds = args[args.index("--seeds") + 1] if "--seeds" in args else "0,1,2"
+    plan = api.memory_plan(
+        task, set_=sets, path=path, families=["tcn"], references=[], seeds=seeds, params=params
+    )
+    store = open_store(str(work / f"{slug}.db"))
+    try:
+        out = api.run_memory(store, plan, workers=workers)
+    finally:
+        store.dispose()
+    return out.answer.to_dict()
+
+
+def judge(case: Case, doc: dict) -> dict:
+    stated = doc["k_star"] is not None or doc["verdict"] in ("needs-recurrence", "family-gap")
+    if case.truth is None:
+        return {"null": True, "stated": stated, "held": None, "exact": None}
+    k, lo, hi = doc["k_star"], doc["k_low"], doc["k_high"]
+    held = k is not None and lo <= case.truth <= (hi if hi is not None else 10**9)
+    return {"null": False, "stated": stated, "held": held, "exact": k == case.truth}
+
+
+def table(rows: list[tuple[Case, dict, dict, float]]) -> list[str]:
+    lines = [
+        "| case | true k\\* | verdict | k\\* | interval | interval holds it | exact | minutes |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for case, doc, j, minutes in rows:
+        interval = f"{doc['k_low']}–{doc['k_high']}" if doc["k_star"] is not None else ""
+        truth = "none (null)" if case.truth is None else case.truth
+        held = "" if j["held"] is None else ("yes" if j["held"] else "**no**")
+        exact = "" if j["exact"] is None else ("yes" if j["exact"] else "no")
+        lines.append(
+            f"| {case.name} | {truth} | {doc['verdict']} | {doc['k_star'] or ''} | "
+            f"{interval} | {held} | {exact} | {minutes:.1f} |"
+        )
+    return lines
+
+
+def rates(rows) -> dict:
+    known = [j for _c, _d, j, _m in rows if not j["null"]]
+    nulls = [j for _c, _d, j, _m in rows if j["null"]]
+    return {
+        "cases": len(rows),
+        "held": sum(j["held"] for j in known),
+        "exact": sum(j["exact"] for j in known),
+        "known": len(known),
+        "null_stated": sum(j["stated"] for j in nulls),
+        "nulls": len(nulls),
+    }
+
+
+def summary(r: dict) -> str:
+    pct = lambda a, b: f"{a}/{b} ({a / b:.0%})" if b else "0/0"  # noqa: E731
+    return (
+        f"interval holds the true k*: {pct(r['held'], r['known'])}; k* exact: "
+        f"{pct(r['exact'], r['known'])}; answers stated on null tasks: "
+        f"{r['null_stated']} of {r['nulls']}"
+    )
+
+
+def write_doc(lines: list[str], r: dict, which: str, minutes: float) -> None:
+    doc = REPO / "docs" / "memory.md"
+    text = doc.read_text(encoding="utf-8")
+    body = "\n".join(
+        [
+            MARK[0],
+            f"Generated by `.venv/bin/python scripts/calibrate_memory.py --write-doc` (suite "
+            f"`{which}`, {minutes:.0f} minutes on 2 cores).",
+            "",
+            *lines,
+            "",
+            f"**{summary(r)}.**",
+            MARK[1],
+        ]
+    )
+    if MARK[0] in text:
+        head, rest = text.split(MARK[0], 1)
+        text = head + body + rest.split(MARK[1], 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n## Calibration\n\n" + body + "\n"
+    doc.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--slice", choices=("full", "ci"), default="full")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--write-doc", action="store_true")
+    ap.add_argument("--json", help="write the rows and rates as JSON to this file")
+    ap.add_argument(
+        "--dir",
+        help="keep the data and stores here: run again, every answer is re-derived from the "
+        "stored runs in seconds (default: a temporary directory)",
+    )
+    args = ap.parse_args(argv)
+    rows = []
+    t_all = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(args.dir or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        for case in suite(args.slice):
+            t0 = time.monotonic()
+            doc = run_case(case, work, args.workers)
+            j = judge(case, doc)
+            rows.append((case, doc, j, (time.monotonic() - t0) / 60))
+            print(table(rows[-1:])[-1], flush=True)
+    r = rates(rows)
+    lines = table(rows)
+    print("\n".join(lines))
+    print(summary(r))
+    if args.json:
+        out = [
+            {"case": c.name, "truth": c.truth, **j, "answer": d, "minutes": m}
+            for c, d, j, m in rows
+        ]
+        Path(args.json).write_text(json.dumps({"rows": out, "rates": r}, indent=2))
+    if args.write_doc:
+        write_doc(lines, r, args.slice, (time.monotonic() - t_all) / 60)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
