@@ -22,7 +22,6 @@ from typing import Any
 from seqbench.errors import StoreError, UsageError, first_line
 
 DEFAULT_DB = "seqbench.db"
-SQLITE_MAGIC = b"SQLite format 3\x00"
 VERSION_TABLE = "seqbench_alembic_version"
 # The newest migration in migrations/versions (tests/store/test_migrations.py checks that this
 # equals alembic's head): compared against a store's revision without importing alembic.
@@ -69,12 +68,9 @@ def check_sqlite_file(path: Path, *, writable: bool = True) -> bool:
     if path.exists():
         if path.stat().st_size == 0:
             return False
-        try:
-            with open(path, "rb") as f:
-                header = f.read(len(SQLITE_MAGIC))
-        except OSError as e:
-            raise StoreError(f"cannot read database file {str(path)!r}: {e.strerror}") from e
-        if header != SQLITE_MAGIC:
+        if not os.access(path, os.R_OK):
+            raise StoreError(f"cannot read database file {str(path)!r}: Permission denied")
+        if not _is_sqlite(path):
             raise StoreError(f"{str(path)!r} is not a SQLite database")
         if writable and not os.access(path, os.W_OK):
             raise StoreError(f"database file {str(path)!r} is not writable")
@@ -85,6 +81,28 @@ def check_sqlite_file(path: Path, *, writable: bool = True) -> bool:
     if not os.access(parent, os.W_OK):
         raise StoreError(f"cannot create database {str(path)!r}: directory is not writable")
     return False
+
+
+def _is_sqlite(path: Path) -> bool:
+    """Whether the file starts with SQLite's header, read through SQLite itself. Never with
+    Python's open(): closing any descriptor of a file drops every POSIX lock this process holds
+    on it, SQLite's included (sqlite.org/howtocorrupt.html, §2.2). The dashboard checked each
+    new reader's file that way: its open connections lost their shared lock, the last writer
+    process to close then took itself for the only user, checkpointed and deleted the -wal and
+    -shm files under them, and they read "database disk image is malformed" until closed
+    (thousands of answers in 90 s beside a sweep, a memory command and short train runs; none
+    since: tests/test_ui_soak.py). SQLite keeps its own descriptors of a file open while any
+    lock on it is held."""
+    con = sqlite3.connect(sqlite_uri(path), uri=True, timeout=30)
+    try:
+        con.execute("PRAGMA schema_version").fetchone()  # reads the header (page 1)
+        return True
+    except sqlite3.DatabaseError as e:
+        if "not a database" in str(e):
+            return False
+        raise StoreError(f"cannot read database file {str(path)!r}: {e}") from e
+    finally:
+        con.close()
 
 
 def sqlite_uri(path: Path | str, mode: str = "ro") -> str:
