@@ -117,6 +117,36 @@ def test_a_host_header_from_another_site_is_refused(server):
         assert server.get("/", host=host)[0] == 200
 
 
+def _raw(port: int, request: bytes) -> bytes:
+    """Send a request as bytes (urllib sends one Host header, from the URL) and read the
+    answer."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+        c.sendall(request)
+        out = b""
+        while chunk := c.recv(65536):
+            out += chunk
+    return out
+
+
+def test_every_name_a_request_gives_is_checked(server):
+    """A second Host header naming another site, and an absolute-form request line naming one
+    beside a loopback Host, were answered 200: each name must be ours."""
+    p = server.port
+    two = _raw(p, f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nHost: evil.example\r\n"
+                  "Connection: close\r\n\r\n".encode())  # fmt: skip
+    assert two.startswith(b"HTTP/1.0 400") and b"<table" not in two, two[:200]
+    absolute = _raw(p, f"GET http://evil.example/ HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\n"
+                       "Connection: close\r\n\r\n".encode())  # fmt: skip
+    assert absolute.startswith(b"HTTP/1.0 421") and b"<table" not in absolute, absolute[:200]
+    ours = _raw(p, f"GET http://127.0.0.1:{p}/sweeps HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\n"
+                   "Connection: close\r\n\r\n".encode())  # fmt: skip
+    assert ours.startswith(b"HTTP/1.0 200") and b"<table" in ours, ours[:200]
+    none = _raw(p, b"GET / HTTP/1.0\r\n\r\n")
+    assert none.startswith(b"HTTP/1.0 400"), none[:200]
+
+
 def test_allow_host_adds_a_name(store):
     s = Server(store, "--allow-host", "dash.lan")
     try:
@@ -286,3 +316,14 @@ def test_a_server_beside_a_writing_sweep_reads_a_sound_store(tmp_path):
             writer.kill()
         s.stop()
     assert sb(db, "db", "check").returncode == 0
+
+
+def test_a_run_page_says_its_heading_once_and_one_curve_claims_no_band(server):
+    """The run page repeated its heading ("run 1", then "run 1: rnn on adding"), and a curve
+    of one run was titled "band: ±1 std over runs"."""
+    code, text = server.get("/run/1")
+    assert code == 200
+    assert text.count("run 1") == text.count("<h1>run 1</h1>") + text.count("run 1 ·"), text[:500]
+    assert "<h1>run 1</h1>" in text and "band:" not in text
+    code, text = server.get("/curves?run=1&run=2")  # two runs, one per group: still no band
+    assert code == 200 and "band:" not in text

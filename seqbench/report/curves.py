@@ -189,7 +189,10 @@ def plot_grouped(frame, groups: dict, metric: str, band: str, path: str | None, 
         drawn.append((label, color))
     _legend_outside(fig, ax, len(drawn))
     shade = "±1 std over runs" if band == "std" else "95% CI of the mean"
-    _finish(fig, ax, frame["mean"], metric, task, f"{metric} per step (band: {shade})", path)
+    title = f"{metric} per step"
+    if any(len(groups[label]) > 1 for label in labels):  # one run has no band to speak of
+        title += f" (band: {shade})"
+    _finish(fig, ax, frame["mean"], metric, task, title, path)
     if path is None:
         return fig, drawn
     plt.close(fig)

@@ -235,7 +235,7 @@ class Dashboard:
 
     def run(self, q: dict, ref: str):
         r, summaries, last = api.run_details(self.store, ref)
-        parts = [f"<h2>run {r.id}: {_e(r.model)} on {_e(r.task)} ({_e(r.status)})</h2>"]
+        parts = [f"<p class='note'>{_e(r.model)} on {_e(r.task)} ({_e(r.status)})</p>"]
         if r.error:
             parts.append(f"<pre>{html.escape(r.error.strip().splitlines()[-1])}</pre>")
         parts.append("<h3>summaries</h3>" + _table(["summary", "value"], list(summaries.items())))
@@ -369,7 +369,7 @@ class Dashboard:
 
         answers = api.memory_answers(self.store)
         rows = [
-            [_link("/memory", a["name"], name=a["name"]), a["task"], a["verdict"], a["k_star"],
+            [_link("/memory", a["name"], name=a["name"]), a["label"], a["verdict"], a["k_star"],
              a["interval"], a["tolerance"], len(a["run_ids"]), "stale" if a["stale"] else ""]
             for a in answers
         ]  # fmt: skip
@@ -396,7 +396,7 @@ class Dashboard:
         body += f"<div class='chart' id='memory-chart'>{chart}</div>"
         ids = ",".join(map(str, a["run_ids"]))
         body += _link("/compare", "compare the runs it rests on", run=ids, by="k")
-        return f"memory {chosen}", body, None
+        return chosen, body, None  # the answer's name is memory-…: no second "memory"
 
     def stress(self, q: dict):
         from seqbench.ui.charts import stress_figure, svg
@@ -523,12 +523,20 @@ def make_handler(board: Dashboard, hosts: frozenset[str] | None = None) -> type:
                 self.wfile.write(data)
 
         def do_GET(self):  # http.server calls do_<METHOD>
-            name = _host_name(self.headers.get("Host", ""))
-            if name not in hosts:
+            url = urlsplit(self.path)
+            # every name the request gives must be ours: each Host header (one is the rule; two
+            # get 400) and an absolute-form request line's authority (GET http://other/ ...)
+            given = self.headers.get_all("Host") or []
+            names = [_host_name(h) for h in given]
+            if url.scheme or url.netloc:
+                names.append((url.hostname or "").lower())
+            if len(given) != 1:
+                self._send(HTTPStatus.BAD_REQUEST, "one Host header, please\n", "text/plain")
+                return
+            if any(n not in hosts for n in names):
                 text = f"this dashboard answers only to {', '.join(sorted(hosts))}\n"
                 self._send(HTTPStatus.MISDIRECTED_REQUEST, text, "text/plain; charset=utf-8")
                 return
-            url = urlsplit(self.path)
             where = board.store.display_url
             with slots:
                 try:
