@@ -125,6 +125,7 @@ __all__ = [
     "plot_stress",
     "reader_role",
     "reader_role_effects_left",
+    "reader_role_limits_left",
     "resolve_baseline",
     "run_config",
     "run_details",
@@ -185,11 +186,18 @@ def store_revision(store: Store) -> tuple[str | None, str]:
 
 
 def reader_role(
-    db: str | None, role: str, password: str | None = None, *, execute: bool = True
+    db: str | None,
+    role: str,
+    password: str | None = None,
+    *,
+    execute: bool = True,
+    **limits: Any,
 ) -> list[str]:
     """Create (or re-grant) a least-privilege reader role on a PostgreSQL store: LOGIN,
-    SELECT on seqbench's tables and views, read-only sessions, nothing else. Returns the SQL
-    (the password masked); `execute=False` only renders it."""
+    SELECT on seqbench's tables and views, read-only sessions, nothing else, and bounds on
+    what it may take of the server (`limits`: connection_limit, temp_file_limit, work_mem;
+    store/pg_query.reader_role_sql). Returns the SQL (the password masked); `execute=False`
+    only renders it."""
     from seqbench.store.engine import resolve_url
     from seqbench.store.pg_query import create_reader_role, valid_role_name
 
@@ -199,7 +207,18 @@ def reader_role(
     valid_role_name(role)
     if execute:
         open_store(db, "read").dispose()  # a seqbench store at head
-    return create_reader_role(url, role, password, execute=execute)
+    if limits.get("connection_limit", 1) < 1:
+        raise UsageError(f"--connection-limit must be at least 1, got {limits['connection_limit']}")
+    return create_reader_role(url, role, password, execute=execute, **limits)
+
+
+def reader_role_limits_left(db: str | None, role: str) -> list[str]:
+    """The server-held bounds the reader role `role` lacks (temp_file_limit: a superuser's
+    setting, left out when another role created it)."""
+    from seqbench.store.engine import resolve_url
+    from seqbench.store.pg_query import limits_left
+
+    return limits_left(resolve_url(db), role)
 
 
 def reader_role_effects_left(db: str | None, role: str) -> list[str]:
@@ -657,7 +676,8 @@ def memory_answers(store: Store, name: str | None = None, task: str | None = Non
     """The stored answers (newest first), each with `stale` (a run it rests on was deleted or
     archived since), `run_ids` (the runs it rests on that are still stored), `interval`
     (k*'s interval as text: "2–4", ">16" past the largest k; "" without a k*) and
-    `tolerance` (as text: "5% of gap", "10% of best")."""
+    `tolerance` (as text: "5% of gap", "10% of best") and `label` (the task as people know
+    it: own data named by its file, as reports name it)."""
 
     rows = store.answer_rows(name=name, task=task)
     if name is not None and not rows:
@@ -668,6 +688,7 @@ def memory_answers(store: Store, name: str | None = None, task: str | None = Non
         r["interval"] = f"{r['k_low']}–{hi}" if r["k_star"] is not None else ""
         # answers stored before the choice were relative to the gap
         r["tolerance"] = f"{r['epsilon']:.0%} of {r['details'].get('relative_to', 'gap')}"
+        r["label"] = r["details"].get("label") or r["task"]  # own data: named by its file
     return rows
 
 

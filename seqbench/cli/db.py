@@ -66,15 +66,28 @@ def reader_role(
     print_sql: Annotated[
         bool, typer.Option("--print-sql", help="Print the SQL and change nothing.")
     ] = False,
+    connection_limit: Annotated[
+        int, typer.Option(help="Sessions the role may hold at once (the writers keep the rest).")
+    ] = 10,
+    temp_file_limit: Annotated[
+        str, typer.Option(help="Temporary-file space per session (a spilled sort or hash).")
+    ] = "256MB",
+    work_mem: Annotated[
+        str, typer.Option(help="Memory per sort or hash before it spills (a default).")
+    ] = "16MB",
 ) -> None:
     """Create a least-privilege reader role on a PostgreSQL store, to hand to analysts: it may
     log in and SELECT seqbench's tables and views, its sessions are read-only, and it holds no
-    other right (it cannot write through any client, nor cancel or terminate the writers'
-    sessions). Functions whose effects outlive a rolled-back transaction (WAL messages,
-    notifications, advisory locks, large objects, xid assignment) are revoked from PUBLIC in
-    this database (seqbench's writers call none of them); that needs a superuser, and the
-    command says which stay callable when it was not one. Run it as the store's owner with
-    CREATEROLE, or as a superuser; --print-sql gives the statements to run by hand instead.
+    other right (through any client it cannot write a table or make a temporary one, nor
+    cancel or terminate the writers' sessions). Functions whose effects outlive a rolled-back
+    transaction (WAL messages, notifications, advisory locks, large objects, xid assignment)
+    are revoked from PUBLIC in this database (seqbench's writers call none of them); that
+    needs a superuser, and the command says which stay callable when it was not one. The
+    server bounds what the role may take of it: --connection-limit sessions,
+    --temp-file-limit of temporary files per session (a superuser's setting the role cannot
+    change), no temporary tables; --work-mem is its default memory per sort before spilling.
+    Run it as a superuser (or as the store's owner with CREATEROLE, and have a superuser set
+    the temp-file limit); --print-sql gives the statements to run by hand instead.
 
     Example: READER_PW=s3cret seqbench --db postgresql+psycopg://admin@db/seqbench
     db reader-role analyst --password-env READER_PW
@@ -84,11 +97,25 @@ def reader_role(
         password = os.environ.get(password_env)
         if not password:
             raise UsageError(f"--password-env {password_env}: that variable is not set")
-    sql = api.reader_role(state(ctx).db, role, password, execute=not print_sql)
+    sql = api.reader_role(
+        state(ctx).db,
+        role,
+        password,
+        execute=not print_sql,
+        connection_limit=connection_limit,
+        temp_file_limit=temp_file_limit,
+        work_mem=work_mem,
+    )
     if print_sql:
         typer.echo("\n".join(sql))
     else:
         typer.echo(f"reader role {role!r} can now log in and read the store (SELECT only)")
+        if api.reader_role_limits_left(state(ctx).db, role):
+            typer.echo(
+                f"note: {role!r} has no temp-file limit (a superuser's setting): run this "
+                "command again as one",
+                err=True,
+            )
         left = api.reader_role_effects_left(state(ctx).db, role)
         if left:
             typer.echo(

@@ -10,8 +10,10 @@ The walls, each enforced by PostgreSQL itself:
   are **streamed** one at a time, stopping past `--max-rows` or `--max-bytes`, so memory is
   bounded by the caps (and one row);
 - for shared stores, a **reader role** (`seqbench db reader-role`) holds SELECT on seqbench's
-  tables and views and nothing else: it cannot write through any client, nor signal (cancel or
-  terminate) the writers' sessions. `query` says in one line when its role could write.
+  tables and views and nothing else: no table write, no temporary table, no signal to (cancel or
+  terminate) the writers' sessions, bounded connections and temporary files; a client that
+  turns read-only off can still NOTIFY (no privilege covers the command). `query` says in one
+  line when its role could write.
 """
 
 from __future__ import annotations
@@ -215,16 +217,34 @@ def _fetch_by_cursor(conn, query: str, bound: dict, limits, sql: str):
     conn.execute("SAVEPOINT seqbench_cursor")
     cur = conn.cursor(name="seqbench_query")
     try:
-        cur.execute(query, bound)
+        cur.execute(capped(query, limits.max_bytes), bound)
     except (psycopg.errors.FeatureNotSupported, psycopg.errors.SyntaxError):
         conn.execute("ROLLBACK TO SAVEPOINT seqbench_cursor")
         return None
     try:
         rows = limits.rows(_cursor_batches(cur, limits))
         return [d.name for d in cur.description or []], rows
+    except psycopg.errors.InvalidTextRepresentation as e:
+        if OVER_CAP in str(e):
+            raise limits.too_big() from None
+        raise
     finally:
         with contextlib.suppress(psycopg.Error):
             cur.close()
+
+
+OVER_CAP = "seqbench: a row over the byte cap"
+
+
+def capped(query: str, max_bytes: int) -> str:
+    """`query` wrapped so that the server refuses a row larger than `max_bytes` before sending
+    it: the client never holds such a value (SELECT repeat('x', 10^9) grew `query` to 2.9 GB
+    before it was refused; the server still builds the row, within its own limits). The error
+    is a failed cast whose text is OVER_CAP."""
+    return (
+        f"SELECT q.* FROM ({query}) AS q WHERE CASE WHEN pg_column_size(q.*) > {int(max_bytes)} "
+        f"THEN ('{OVER_CAP} ' || pg_column_size(q.*))::int ELSE 1 END = 1"
+    )  # the row in the cast's text: a constant would be folded, and refused, at planning
 
 
 def _cursor_batches(cur, limits):
@@ -333,12 +353,48 @@ def effects_left(url: str, role: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def reader_role_sql(role: str, database: str, password: str | None = None) -> list[str]:
+# What one reader role may take of a shared server (`db reader-role` options): sessions at
+# once (97 idle ones left the writers no slot), temp-file space per session (a count over
+# 3·10⁸ rows spilled 4.2 GB in 25 s) and work_mem per sort or hash before it spills.
+CONNECTION_LIMIT = 10
+TEMP_FILE_LIMIT = "256MB"
+WORK_MEM = "16MB"
+
+
+def limits_left(url: str, role: str) -> list[str]:
+    """The server-held bounds `role` lacks: temp_file_limit, unless a superuser set it."""
+    psycopg = _psycopg()
+    try:
+        with psycopg.connect(**connect_args(url), autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT unnest(s.setconfig) FROM pg_db_role_setting s JOIN pg_roles r "
+                "ON r.oid = s.setrole WHERE r.rolname = %s",
+                [role],
+            ).fetchall()
+    except psycopg.Error as e:
+        raise StoreError(f"cannot read the reader role's settings: {first_line(e)}") from e
+    have = {r[0].split("=", 1)[0] for r in rows}
+    return [] if "temp_file_limit" in have else ["temp_file_limit"]
+
+
+def reader_role_sql(
+    role: str,
+    database: str,
+    password: str | None = None,
+    *,
+    connection_limit: int = CONNECTION_LIMIT,
+    temp_file_limit: str = TEMP_FILE_LIMIT,
+    work_mem: str = WORK_MEM,
+) -> list[str]:
     """The statements that create (or re-grant) a least-privilege reader role: it may log in
     and SELECT seqbench's tables and views, its sessions are read-only by default, and it
     holds no other right (no writes, no role membership, so it cannot signal the writers),
     and the functions with effects beyond its transaction are revoked from PUBLIC
-    (EFFECT_FUNCTIONS)."""
+    (EFFECT_FUNCTIONS). Bounds the server enforces whatever the role's client sets: at most
+    `connection_limit` sessions (a role attribute), `temp_file_limit` of temporary files per
+    session (a superuser's setting: the role cannot SET it), no temporary tables (TEMPORARY
+    on the database revoked from PUBLIC; the owner keeps it). work_mem is a default the role
+    could raise with SET, bounded in effect by the temp-file limit once a sort spills."""
     from psycopg import sql as q
 
     ident = q.Identifier(role)
@@ -356,6 +412,17 @@ def reader_role_sql(role: str, database: str, password: str | None = None) -> li
             q.SQL(", ").join(q.Identifier(t) for t in (*READ_TABLES, *READ_VIEWS)), ident
         ),
     ]
+    stmts += [
+        q.SQL("ALTER ROLE {} CONNECTION LIMIT {}").format(ident, q.Literal(connection_limit)),
+        # a superuser's setting: another creator gets the role without it, and a note
+        q.SQL(
+            "DO $$ BEGIN EXECUTE format('ALTER ROLE %I SET temp_file_limit = %L', {name}, {v}); "
+            "EXCEPTION WHEN insufficient_privilege THEN NULL; END $$"
+        ).format(name=q.Literal(role), v=q.Literal(temp_file_limit)),
+        q.SQL("ALTER ROLE {} SET work_mem = {}").format(ident, q.Literal(work_mem)),
+        q.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(q.Identifier(database)),
+        q.SQL("REVOKE TEMPORARY ON DATABASE {} FROM {}").format(q.Identifier(database), ident),
+    ]
     stmts.append(_revoke_effects_sql())
     if password is not None:
         stmts.insert(2, q.SQL("ALTER ROLE {} PASSWORD {}").format(ident, q.Literal(password)))
@@ -363,7 +430,12 @@ def reader_role_sql(role: str, database: str, password: str | None = None) -> li
 
 
 def create_reader_role(
-    url: str, role: str, password: str | None = None, *, execute: bool = True
+    url: str,
+    role: str,
+    password: str | None = None,
+    *,
+    execute: bool = True,
+    **limits: Any,
 ) -> list[str]:
     """Create (or re-grant) the reader role on the store at `url` (a role that may create
     roles and grant on seqbench's tables: the owner with CREATEROLE, or a superuser), in one
@@ -375,8 +447,8 @@ def create_reader_role(
     database = make_url(url).database
     if not database:
         raise StoreError("the PostgreSQL URL names no database")
-    stmts = reader_role_sql(role, database, password)
-    shown = reader_role_sql(role, database, "***" if password is not None else None)
+    stmts = reader_role_sql(role, database, password, **limits)
+    shown = reader_role_sql(role, database, "***" if password is not None else None, **limits)
     if execute:
         try:
             with psycopg.connect(**connect_args(url), autocommit=False) as conn:

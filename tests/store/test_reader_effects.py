@@ -235,3 +235,74 @@ def test_a_cursor_cannot_hold_every_statement(pg_filled):
             pg_filled, "WITH x AS (DELETE FROM runs RETURNING id) SELECT * FROM x", {}, LIMITS
         )
     assert os.environ.get("SEQBENCH_TEST_PG_URL")
+
+
+@pytest.fixture
+def tight_reader(pg_filled, pg_admin_url, cli):
+    """A reader role with small bounds, so that reaching them is quick."""
+    role = "seqbench_reader_tight"
+    r = cli("--db", pg_admin_url, "db", "reader-role", role, "--connection-limit", "3",
+            "--temp-file-limit", "1MB", "--work-mem", "64kB")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    from sqlalchemy.engine import make_url
+
+    return make_url(pg_admin_url).set(username=role).render_as_string(hide_password=False)
+
+
+def _as(url: str):
+    import psycopg
+
+    from seqbench.store.pg_query import connect_args
+
+    return psycopg.connect(**connect_args(url), autocommit=True)
+
+
+@pytest.mark.postgres
+def test_a_reader_role_cannot_starve_the_server(tight_reader, pg_admin_url):
+    """The red team's cases, each held by the server whatever the reader's client sets. Before:
+    97 idle reader sessions took the writers' connection slots; a count over 3·10⁸ generated
+    rows wrote 4.2 GB of temporary files; SET default_transaction_read_only = off then CREATE
+    TEMP TABLE made a 135 MB table."""
+    import psycopg
+
+    held = [_as(tight_reader) for _ in range(3)]
+    try:
+        with pytest.raises(psycopg.OperationalError, match="too many connections for role"):
+            _as(tight_reader)
+        with _as(pg_admin_url) as writer:  # the writers keep their slots
+            assert writer.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        for c in held:
+            c.close()
+    with _as(tight_reader) as c:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            c.execute("SET temp_file_limit = -1")  # a superuser's setting
+        with pytest.raises(psycopg.errors.ConfigurationLimitExceeded, match="temp_file_limit"):
+            c.execute("SELECT count(*) FROM (SELECT g FROM generate_series(1, 3000000) g "
+                      "ORDER BY g DESC) s")  # fmt: skip
+        c.execute("SET default_transaction_read_only = off")  # its client may; then:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="temporary"):
+            c.execute("CREATE TEMP TABLE t AS SELECT 1")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            c.execute("CREATE TABLE public.t (x int)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            c.execute("ALTER ROLE seqbench_reader_tight CONNECTION LIMIT -1")
+
+
+@pytest.mark.postgres
+def test_max_bytes_refuses_a_huge_value_before_it_is_sent(pg_filled):
+    """One value of 300 MB against a 10 MB cap: the server refuses the row before sending it,
+    and the client does not grow by the value. Before: refused after 49 s, with the process at
+    2.9 GB (a value of 10⁹ bytes)."""
+    out, grew = _peak_growth(
+        f"url = {pg_filled!r}\n"
+        "run_query(url, 'SELECT 1')\n"
+        "base = rss()\n"
+        "try:\n"
+        "    run_query(url, \"SELECT repeat('x', 300000000)\", max_bytes=10_000_000)\n"
+        "except StoreError as e:\n"
+        "    print('refused:', e)\n"
+        "print('grew', rss() - base)\n"
+    )
+    assert "refused: the query's result is larger than 10000000 bytes" in out
+    assert grew < 50, out
