@@ -45,6 +45,10 @@ class ModelSpec:
     condition: the family's own resolution of a config (a RunConfig in, one out), after the
         defaults and before the checks: the values that follow from others (the LSTM's forget
         cap under --stable).
+    state_units: a diagonal SSM's state in the memory estimate: the numbers one sequence
+        keeps per time step and layer for its state and the state's gradient (args in: its
+        d_state and width), beside activation_units × hidden. A family that declares it takes
+        `d_state`; every other family refuses the field.
     """
 
     name: str
@@ -66,6 +70,7 @@ class ModelSpec:
     plugin: str | None = None
     task_defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
     condition: Callable[[Any], Any] | None = None
+    state_units: Callable[[Any], int] | None = None
 
 
 MODELS: Registry[ModelSpec] = Registry("model", "model", ModelSpec)
@@ -380,6 +385,8 @@ for _spec in (
         {"hidden": 64, "d_state": 64, "layers": 2},
         stable=True,
         activation_units=16,
+        # complex h, its input b and their gradients: 2 × 2 × 2 reals per mode and step
+        state_units=lambda c, H: 8 * (c.d_state or 64),
         # minimal-LRU's optimiser (train_helpers.create_train_state, run_train.py's
         # lr_factor 0.5): Adam without weight decay at half the learning rate on these
         no_decay=_LRU_SSM,
@@ -392,6 +399,9 @@ for _spec in (
         _ssm("S4D"),
         {"hidden": 64, "d_state": 64, "layers": 2},
         activation_units=8,
+        # the kernel's N/2 complex modes per channel (FFT path) or the scan's state (eval):
+        # H·N reals a step, with gradients
+        state_units=lambda c, H: 2 * H * (c.d_state or 64),
         check=_check_s4d,
         # s4d.py registers these with weight decay 0 and lr = min(0.001, lr) (example.py)
         no_decay=_S4D_SSM,
@@ -404,6 +414,8 @@ for _spec in (
         _ssm("Mamba"),
         {"hidden": 64, "d_state": 16, "layers": 2},
         activation_units=110,
+        # exp(Δ·A), Δ·B·x and h over (d_inner = 2H) × d_state, with gradients
+        state_units=lambda c, H: 12 * H * (c.d_state or 16),
         no_decay=("A_log", "D"),  # mamba_simple: _no_weight_decay
     ),
     ModelSpec(
@@ -454,9 +466,15 @@ def base_spec(c) -> ModelSpec:
 
 
 def validate(c) -> None:
-    """The model checks of a config (torch-free): the family's own, and --stable only where
-    the family (or a window's base) has a stability projection."""
+    """The model checks of a config (torch-free): the family's own, d_state only where the
+    family (or a window's base) has a state it sizes, and --stable only where the family (or
+    a window's base) has a stability projection."""
     spec = MODELS.get(c.model)
+    if getattr(c, "d_state", None) is not None and base_spec(c).state_units is None:
+        takes = ", ".join(m for m in MODELS if MODELS.get(m).state_units is not None)
+        raise UsageError(
+            f"d_state sizes a diagonal SSM's state ({takes}); {c.model} has none to size"
+        )
     if spec.check is not None:
         spec.check(c)
     if c.stable and not base_spec(c).stable:
@@ -498,9 +516,14 @@ def param_groups(c, model) -> list[dict[str, Any]]:
 
 
 def activation_bytes(c, B: int, T: int, H: int, D: int, layers: int, itemsize: int) -> int:
-    """A rough upper estimate of the memory one forward + backward of length T needs."""
-    units = base_spec(c).activation_units
-    return B * T * (H * units * max(layers, 1) + D) * itemsize * 2
+    """A rough upper estimate of the memory one forward + backward of length T needs: the
+    family's activation_units per unit of width, and its state (state_units) where it has
+    one, per layer."""
+    spec = base_spec(c)
+    per_layer = H * spec.activation_units
+    if spec.state_units is not None:
+        per_layer += spec.state_units(c, H)
+    return B * T * (per_layer * max(layers, 1) + D) * itemsize * 2
 
 
 def make_backbone(name: str, in_dim: int, args):

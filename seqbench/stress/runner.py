@@ -82,16 +82,22 @@ def analyse(
 def check_memory(
     cfg, batch: int, seq_len: int, hidden: int, in_dim: int, layers: int, dtype: torch.dtype
 ) -> None:
-    from seqbench.models import activation_bytes
+    from seqbench.environment import require_memory
+    from seqbench.models import activation_bytes, base_spec, make_backbone
+    from seqbench.models.base import count_params
 
     need = activation_bytes(cfg, batch, seq_len, hidden, in_dim, layers, dtype.itemsize)
-    need += 4 * hidden * (hidden + in_dim) * max(layers, 1) * dtype.itemsize * 2  # weights+grads
-    from seqbench.environment import require_memory
-
+    try:  # the weights and their gradients, counted on the meta device (nothing allocated)
+        with torch.device("meta"):
+            n = count_params(make_backbone(cfg.model, in_dim, cfg.model_args()))
+    except (NotImplementedError, RuntimeError, OverflowError, ValueError, MemoryError):
+        n = 4 * hidden * (hidden + in_dim) * max(layers, 1)  # an init the meta device lacks
+    need += n * dtype.itemsize * 2
+    state = ", --set d_state" if base_spec(cfg).state_units is not None else ""
     require_memory(
         need,
         f"stress {cfg.model} at T={seq_len}, B={batch}, H={hidden}",
-        "--seq-len, --batch or --hidden",
+        f"--seq-len, --batch, --hidden{state}",
     )
 
 

@@ -31,6 +31,7 @@ from seqbench.configure import stored_k
 from seqbench.errors import RunFailedError, UsageError
 from seqbench.models import (
     activation_bytes,
+    base_spec,
     build_model,
     count_on_meta,
     fit_size,
@@ -198,7 +199,9 @@ def check_memory(cfg: RunConfig, task) -> None:
     require_memory(
         need,
         f"{cfg.model} on {cfg.task}",
-        "hidden, layers, batch_size, seq_len or eval_size",
+        "hidden, layers, "
+        + ("d_state, " if base_spec(cfg).state_units is not None else "")
+        + "batch_size, seq_len or eval_size",
         f"{n:,} parameters, batch {cfg.batch_size} × T={cfg.seq_len}",
     )
 

@@ -398,3 +398,44 @@ def test_a_run_builds_its_network_once(tmp_path, monkeypatch, params):
     assert len(on_meta) == len(set(on_meta)) >= 1  # no width counted twice
     if params is None:
         assert len(on_meta) == 1
+
+
+def test_a_state_too_large_is_refused_before_it_is_allocated(tmp_path):
+    """d_state sizes the LRU's state and weights: a million modes asked 84 GiB and was killed by
+    the kernel at 22 GB after 115 s. Now train and stress refuse it with the estimate, in a
+    process held to 6 GB of address space that never grows past a few hundred MB; a family with
+    no diagonal state refuses the field."""
+    import resource
+    import subprocess
+    import sys
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+
+    db = str(tmp_path / "s.db")
+    cases = [
+        (["train", "--model", "lru", "--task", "adding", "--seq-len", "20", "--steps", "5",
+          "--set", "d_state=1000000"], "lower hidden, layers, d_state"),
+        (["stress", "--models", "lru", "--seq-len", "50", "--set", "d_state=1000000"],
+         "--set d_state"),
+        (["train", "--model", "linear-attention", "--task", "adding", "--set", "d_state=5"],
+         "linear-attention has none to size"),
+    ]  # fmt: skip
+    for args, said in cases:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        out = subprocess.run(
+            [sys.executable, "-m", "seqbench", "--db", db, *args],
+            capture_output=True, text=True, timeout=120, preexec_fn=limited,
+        )  # fmt: skip
+        assert out.returncode != 0, out.stdout[-500:]
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and said in lines[0], out.stderr[-1000:]
+        assert "needs about" in lines[0] or "d_state sizes" in lines[0]
+        grew = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        assert max(grew, before) < 1_500_000  # kB: torch and the estimate, not the state
+    if (tmp_path / "s.db").exists():  # the store may be opened first: no run in it
+        import sqlite3
+
+        con = sqlite3.connect(tmp_path / "s.db")
+        assert con.execute("SELECT COUNT(*) FROM runs").fetchone() == (0,)
+        con.close()
