@@ -8,6 +8,7 @@ import typer
 
 from seqbench import api
 from seqbench.cli._output import Format, FormatOption, render
+from seqbench.errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
@@ -83,6 +84,13 @@ def tasks(
         str | None,
         typer.Option(help="A data file (.npz, or a directory of .npy): what it holds instead."),
     ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            help="With --path: file (what train, sweep and memory take), or file-KIND, as "
+            "--target does."
+        ),
+    ] = None,
     target: Annotated[
         str | None,
         typer.Option(help="With --path: regression, classification or next-token."),
@@ -106,23 +114,40 @@ def tasks(
 
     Example: seqbench tasks --path sunspots.csv --set y_cols=SUNACTIVITY --set time_col=YEAR
     """
+    if task is not None:
+        if path is None:
+            raise UsageError("--task is for a data file: give --path too")
+        kind = None if task == "file" else task.removeprefix("file-")
+        if task != "file" and not task.startswith("file-"):
+            raise UsageError(f"--task with --path is file or file-KIND, got {task!r}")
+        if target is not None and kind is not None and target != kind:
+            raise UsageError(f"--task {task} asks for {kind}, but --target is {target!r}")
+        target = target or kind
     if path is not None:
         f = api.data_file(path, target, table=api.table_fields(set_))
         if f.table is not None:
             render(["field", "value"], _table_rows(f), fmt)
             return
         split = "the file's" if f.split_seed is None else f"seeded ({f.split_seed})"
+        base = f"{f.baseline:.6g} ({f.baseline_note})"
+        metric = f.metric
+        if f.target_sd is not None:  # what runs see and score (scale=standard, the default)
+            metric = "mse (of the standardised targets; --set scale=raw: of the data's own)"
+            base = (
+                f"{f.baseline / f.target_sd**2:.6g} standardised, {f.baseline:.6g} in the "
+                f"data's own units ({f.baseline_note})"
+            )
         rows = [
             ("task", f"file-{f.kind}"),
             ("kind", f"{f.kind} ({f.kind_source})"),
-            ("metric", f.metric),
+            ("metric", metric),
             ("T", f.seq_len),
             ("inputs", f"token ids, vocab {f.vocab}" if f.vocab else f"{f.in_dim} features"),
             ("targets", "per step" if f.per_step else "per sequence"),
             ("classes", f.n_classes if f.n_classes else "-"),
             ("train/valid/test", "/".join(str(f.sizes[s]) for s in ("train", "valid", "test"))),
             ("split", split),
-            ("baseline", f"{f.baseline:.6g} ({f.baseline_note})"),
+            ("baseline", base),
             ("sha256", f.data_hash),
         ]
         render(["field", "value"], rows, fmt)

@@ -24,6 +24,7 @@ neither valid nor test, 60/20/20 of all sequences; with one of them missing, 20%
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
@@ -67,10 +68,32 @@ class FileFacts:
     targets: int = 1  # target columns of a regression (a table's y_cols)
     persistence: float | None = None  # a table's persistence forecast, scored on test
     table: dict | None = None  # a table's choice and split (tasks/tables.py)
+    target_sd: float | None = None  # an array regression's train-split target sd (scale)
 
     @property
     def metric(self) -> str:
         return METRICS[self.kind]
+
+
+SYSTEM_DIRS = ("/proc", "/sys", "/dev")  # the kernel's files: never data, often secrets
+
+
+def stat_data_path(path: str) -> os.stat_result:
+    """The data path's stat, or one line saying why it cannot be data: missing, a symbolic
+    link loop, unreadable, or one of the kernel's files (/proc, /sys, /dev: reading
+    /proc/self/environ as a table echoed the process environment in its error)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise _fail(path, "a loop of symbolic links") from None
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise _fail(path, "no such file or directory") from None
+        raise _fail(path, e.strerror or "cannot be read") from None
+    real = os.path.realpath(path)
+    if any(real == d or real.startswith(d + "/") for d in SYSTEM_DIRS):
+        raise _fail(path, f"{real} is a system file, not data")
+    return st
 
 
 def _fail(path: str, why: str) -> FileDataError:
@@ -529,10 +552,7 @@ def open_checked(
     """(facts, the checked Dataset) of a data file: read, checked and hashed once per process
     for a given file state and options."""
     p = Path(path)
-    try:
-        st = p.stat()
-    except OSError:
-        raise _fail(path, "no such file or directory") from None
+    st = stat_data_path(path)
     stamp = (st.st_size, st.st_mtime_ns)
     if p.is_dir():
         stamp += tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in p.iterdir())
@@ -559,6 +579,7 @@ def open_checked(
         split_seed=ds.split_seed,
         baseline=base,
         baseline_note=note,
+        target_sd=ds.moments()["y_sd"] if ds.kind == "regression" else None,
     )
     _OPENED[key] = facts, ds
     return facts, ds

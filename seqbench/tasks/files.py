@@ -102,7 +102,7 @@ class FileTask(Task):
 
     def baseline(self):
         if self.kind == "regression" and "y_mean" in self.moments:  # the MSE in sd units
-            return self.facts.baseline / self.moments["y_sd"] ** 2
+            return self.facts.baseline / self.facts.target_sd**2
         return self.facts.baseline
 
     def other_baselines(self):

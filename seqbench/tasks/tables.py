@@ -95,6 +95,11 @@ class Choice:
         }
 
 
+MAX_ROWS = 2**31 - 1  # the most rows a window, or a horizon, may span
+MAX_ABS = 1e30  # the largest magnitude a column may hold (±1e308 overflowed the variance)
+OUTLIER = 1e9  # a value this many median absolute deviations from the median is an error
+
+
 def choice_from(values: dict, path: str) -> Choice:
     """The Choice of a config's fields (a dict or an object with the same attributes), checked
     for what needs no data: a target named, horizon ≥ 0, T ≥ 1, no target read at lag 0."""
@@ -116,6 +121,9 @@ def choice_from(values: dict, path: str) -> Choice:
         raise UsageError(f"horizon must be an integer ≥ 0 (steps ahead), got {horizon!r}")
     T = get("seq_len")
     T = DEFAULT_T if T is None else T
+    for name, v in (("horizon", horizon), ("seq_len", T)):
+        if isinstance(v, int) and v > MAX_ROWS:  # past 64 bits the cut's arithmetic overflowed
+            raise UsageError(f"{name} {v} is more rows than a table holds (at most {MAX_ROWS:,})")
     leak = sorted(set(y) & set(x if x else y))
     if horizon == 0 and leak:
         raise UsageError(
@@ -158,12 +166,21 @@ def read_table(path: str):
     """The table as a DataFrame (pandas; Parquet through pyarrow), or one line saying why not."""
     import pandas as pd
 
+    from seqbench.tasks.filedata import stat_data_path
+
     p = Path(path)
+    stat_data_path(path)  # missing, a link loop, a kernel file: one line each
     if not p.is_file():
-        raise _fail(path, "no such file" if not p.exists() else "a table must be a file")
+        raise _fail(path, "a table must be a file")
     try:
         if p.suffix.lower() == ".csv":
-            return pd.read_csv(p)
+            df = pd.read_csv(p)
+            # pandas renames a repeated name (y, y.1): which one a model reads would be a guess
+            head = [str(c) for c in pd.read_csv(p, header=None, nrows=1).iloc[0]]
+            twice = sorted({c for c in head if head.count(c) > 1})
+            if twice:
+                raise _fail(path, f"column {twice[0]!r} appears more than once in the header")
+            return df
         try:
             import pyarrow  # noqa: F401
         except ImportError:
@@ -273,6 +290,29 @@ class Table:
         if not np.isfinite(v).all():
             i = int(np.flatnonzero(~np.isfinite(v))[0])
             raise _fail(self.path, f"column {c!r} has an infinite value at {_row(i)}")
+        huge = np.abs(v) > MAX_ABS  # its square, the variance, would overflow
+        if huge.any():
+            i = int(np.flatnonzero(huge)[0])
+            raise _fail(
+                self.path,
+                f"column {c!r} has {v[i]:.3g} at {_row(i)}: beyond ±{MAX_ABS:.0e}, more than "
+                "seqbench can standardise; rescale the column",
+            )
+        med = np.median(v)
+        spread = np.median(np.abs(v - med))  # robust: one outlier does not move it
+        far = np.abs(v - med) > OUTLIER * spread if spread > 0 else np.zeros(len(v), bool)
+        if far.any():
+            i = int(np.flatnonzero(far)[0])
+            raise _fail(
+                self.path,
+                f"column {c!r} has {v[i]:.3g} at {_row(i)}, {abs(v[i] - med) / spread:.2g} "
+                f"times its typical spread (median {med:.4g}): standardised, every other value "
+                "would be one number; fix or drop the row (seqbench does not guess)",
+            )
+        if c in self.choice.y_cols and np.ptp(v) == 0:
+            raise _fail(
+                self.path, f"target column {c!r} is constant ({v[0]:.4g}): nothing to predict"
+            )
 
     def _times(self, df):
         """The time column as numbers: numeric as they are, dates and times as nanoseconds."""
@@ -284,17 +324,43 @@ class Table:
             if not np.isfinite(t.to_numpy()).all():
                 raise _fail(self.path, f"time column {col.name!r} has an infinite value")
             return t
-        try:
-            parsed = pd.to_datetime(col, format="mixed") if col.dtype == object else col
-            if not pd.api.types.is_datetime64_any_dtype(parsed):
-                raise ValueError
-        except (ValueError, TypeError, OverflowError):
-            raise _fail(
-                self.path, f"time column {col.name!r} is neither numbers nor dates"
-            ) from None
+        parsed = col if pd.api.types.is_datetime64_any_dtype(col) else self._dates(col)
         if getattr(parsed.dt, "tz", None) is not None:
             parsed = parsed.dt.tz_convert("UTC").dt.tz_localize(None)
         return pd.Series(parsed.astype("datetime64[ns]").astype(np.int64), index=col.index)
+
+    def _dates(self, col):
+        """Dates and times written as text (ISO 8601 and what pandas reads, with or without a
+        time or a UTC offset), whatever dtype the installed pandas gives text (object in 2.x,
+        str in 3.x). Times with different UTC offsets (a summer and a winter offset) are
+        normalised to UTC; a column that mixes times with and without an offset is refused,
+        since which zone the bare ones are in is not said."""
+        import pandas as pd
+
+        name = col.name
+        if pd.api.types.is_bool_dtype(col) or not (
+            pd.api.types.is_string_dtype(col) or col.dtype == object
+        ):
+            raise _fail(self.path, f"time column {name!r} is neither numbers nor dates")
+        text = col.astype(str).str.strip()
+        zoned = text.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$", regex=True)
+        if zoned.any() and not zoned.all():
+            i = int(np.flatnonzero(~zoned.to_numpy())[0])
+            raise _fail(
+                self.path,
+                f"time column {name!r} mixes times with and without a UTC offset ({_row(i)} "
+                "has none): give every time its offset, or none",
+            )
+        try:
+            return pd.to_datetime(text, format="mixed", utc=bool(zoned.all()))
+        except (ValueError, TypeError, OverflowError):
+            bad = pd.to_datetime(text, format="mixed", errors="coerce", utc=bool(zoned.all()))
+            i = int(np.flatnonzero(bad.isna().to_numpy())[0]) if bad.isna().any() else 0
+            raise _fail(
+                self.path,
+                f"time column {name!r} is neither numbers nor dates ({_row(i)} holds "
+                f"{str(text.iloc[i])[:40]!r})",
+            ) from None
 
     # -- identity ---------------------------------------------------------------------------
     def _hash(self, df, key, timed: bool) -> str:

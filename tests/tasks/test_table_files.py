@@ -231,6 +231,16 @@ def _bad_tables(d):
     dates = good.assign(t=["not a date"] * len(good))
     inf = good.copy()
     inf.loc[2, "y"] = np.inf
+    outlier = good.copy()
+    outlier.loc[4, "x"] = 1e29
+    huge = good.copy()
+    huge.loc[5, "y"], huge.loc[6, "y"] = 1e308, -1e308
+    constant = good.assign(y=3.0)
+    zones = good.assign(t=[f"2020-03-{1 + i % 28:02d}T{i // 28:02d}:00:00" for i in range(100)])
+    zones.loc[7, "t"] = "2020-03-08T00:30:00+01:00"
+    (d / "environ.csv").symlink_to("/proc/self/environ")
+    (d / "loop.csv").symlink_to(d / "loop2.csv")
+    (d / "loop2.csv").symlink_to(d / "loop.csv")
     return [
         (_write(missing, d / "missing.csv"), LAG, "column 'x' has 1 missing value(s)"),
         (_write(text, d / "text.csv"), LAG, "column 'x' is not numeric (data row 4"),
@@ -259,7 +269,21 @@ def _bad_tables(d):
         (_write(good, d / "cut.parquet", "PAR1 not really"), LAG, "cannot be read as a table"),
         (_write(good.iloc[:10], d / "few.csv"), LAG, "leave the test split empty"),
         (_write(good, d / "seed.csv"), [*LAG, "--set", "split_seed=1"], "split by time"),
-    ]
+        # hardening IV: sizes past 64 bits, a repeated column, extreme and constant columns,
+        # dates with and without an offset, the kernel's files and a link loop
+        (_write(good, d / "h64.csv"), [*LAG, "--set", "horizon=100000000000000000000"],
+         "horizon 100000000000000000000 is more rows than a table holds"),
+        (_write(good, d / "t64.csv"), [*LAG[:-1], "seq_len=100000000000000000000"],
+         "seq_len 100000000000000000000 is more rows than a table holds"),
+        (_write(good, d / "twice.csv", "t,y,y\n1,2,3\n2,3,4\n"), ["--set", "y_cols=y"],
+         "column 'y' appears more than once in the header"),
+        (_write(outlier, d / "outlier.csv"), LAG, "column 'x' has 1e+29 at data row 5"),
+        (_write(huge, d / "huge.csv"), LAG, "column 'y' has 1e+308 at data row 6: beyond"),
+        (_write(constant, d / "constant.csv"), LAG, "target column 'y' is constant"),
+        (_write(zones, d / "zones.csv"), LAG, "mixes times with and without a UTC offset"),
+        (d / "environ.csv", LAG, "is a system file, not data"),
+        (d / "loop.csv", LAG, "a loop of symbolic links"),
+    ]  # fmt: skip
 
 
 def test_each_bad_table_is_one_line_and_nothing_written(cli, db, tmp_path):
@@ -272,6 +296,47 @@ def test_each_bad_table_is_one_line_and_nothing_written(cli, db, tmp_path):
         r = cli("tasks", "--path", path, *sets)
         assert r.exit_code != 0 and len(r.output.strip().splitlines()) == 1, (path, r.output)
         assert msg in r.output or "split_seed" in sets[-1], (path, r.output)
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("times", "note"),
+    [
+        ([f"{1900 + i // 12}-{1 + i % 12:02d}-01" for i in range(120)], "ISO dates"),
+        ([f"2021-01-01 {i // 60:02d}:{i % 60:02d}:00" for i in range(120)], "date and time"),
+        ([f"2021-01-01T{i // 60:02d}:{i % 60:02d}:00Z" for i in range(120)], "UTC"),
+        # a summer and a winter offset: one clock once both are in UTC
+        (
+            [f"2021-03-28T00:{i:02d}:00+01:00" for i in range(60)]
+            + [f"2021-03-28T02:{i:02d}:00+02:00" for i in range(60)],
+            "mixed offsets",
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_dates_as_people_write_them_are_a_time_column(cli, db, tmp_path, times, note):
+    """Text dates, as pandas 3 reads them (dtype str; 2.x said object): the table is sorted and
+    split by them, and the run trains. Offsets are normalised to UTC."""
+    frame = _lag_frame(n=120).assign(t=times).iloc[::-1]  # written newest first
+    path = _write(frame, tmp_path / "dated.csv")
+    r = cli("train", "-m", "tcn", "-t", "file", "--path", path, *LAG, "--steps", "2", "-q")
+    assert r.exit_code == 0, r.output
+    t = Table(str(path), choice_from({"y_cols": "y", "x_cols": "x", "time_col": "t",
+                                      "seq_len": 8}, str(path)))  # fmt: skip
+    when = pd.to_datetime(pd.Series(times), format="mixed", utc=note in ("UTC", "mixed offsets"))
+    first, last = (when.min().as_unit("ns").value, when.max().as_unit("ns").value)
+    assert t.time_range["train"][1] < t.time_range["valid"][0] <= t.time_range["test"][0]
+    assert first < t.time_range["train"][0] and t.time_range["test"][1] == last
+
+
+def test_tasks_takes_task_file_as_memory_does(cli, db, tmp_path):
+    path = _write(_lag_frame(n=100), tmp_path / "lag.csv")
+    r = cli("tasks", "--task", "file", "--path", path, *LAG)
+    assert r.exit_code == 0 and "file-regression" in r.output, r.output
+    r = cli("tasks", "--task", "adding", "--path", path, *LAG)
+    assert r.exit_code != 0 and "--task with --path is file or file-KIND" in r.output
+    r = cli("tasks", "--task", "file")
+    assert r.exit_code != 0 and "give --path too" in r.output
     assert not db.exists()
 
 
