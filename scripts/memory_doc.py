@@ -105,7 +105,10 @@ def write(rows) -> None:
     by hand, the reading of the table and the calibration, is kept)."""
     lines = [
         MARK[0],
-        "Regenerate with `.venv/bin/python scripts/memory_doc.py` (about an hour on 2 cores).",
+        "Regenerate with `.venv/bin/python scripts/memory_doc.py` (about 35 minutes on 2 cores "
+        "with\n`--workers 2`; `--dir D` keeps the stores, and a second run re-derives every "
+        "answer from them\nin a minute). Minutes: the wall time of the run that trained the "
+        "answer's runs, 2 workers,\nbeside other work.",
         "",
         "| task | verdict | k\\* | interval | best (metric) | trivial baseline | theory | "
         "minutes |",

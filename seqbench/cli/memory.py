@@ -237,6 +237,7 @@ def list_answers(
                     "id",
                     "name",
                     "task",
+                    "label",
                     "verdict",
                     "k_star",
                     "k_low",
@@ -266,7 +267,7 @@ def list_answers(
             [
                 r["id"],
                 r["name"],
-                r["task"],
+                r["label"],
                 r["verdict"],
                 r["k_star"],
                 r["interval"],

@@ -113,18 +113,18 @@ def sweep(
         scale=scale,
         name=name,
     )
-    if plan.held_budget is not None:
-        typer.echo(
-            f"sweep {plan.name!r}: every model at {plan.held_budget:,} parameters at every k "
-            "(one budget across k; --set hidden=H keeps a width, --set params=N another budget)",
-            err=True,
-        )
     if dry_run:
+        _say_budget(plan)
         render(*api.sweep_grid(plan.points), fmt, title=f"{len(plan.points)} points")
         typer.echo(f"sweep {plan.name!r}: {len(plan.points)} points", err=True)
         return
     name = plan.name
-    bar, on_start, on_result = _progress(quiet, name)
+    bar, on_points, on_result = _progress(quiet, name)
+
+    def on_start(total: int, todo: int) -> None:  # the plan stored: a refused one says only why
+        _say_budget(plan)
+        on_points(total, todo)
+
     out = None
     code = EXIT_INTERRUPTED
     try:
@@ -178,6 +178,15 @@ def _gpu_list(gpus: str | None) -> list[int] | None:
         return [int(g) for g in api.split_list(gpus)]
     except ValueError:
         raise UsageError(f"--gpus expects GPU indices like 0,2, got {gpus!r}") from None
+
+
+def _say_budget(plan) -> None:
+    if plan.held_budget is not None:
+        typer.echo(
+            f"sweep {plan.name!r}: every model at {plan.held_budget:,} parameters at every k "
+            "(one budget across k; --set hidden=H keeps a width, --set params=N another budget)",
+            err=True,
+        )
 
 
 def _progress(quiet: bool, name: str):

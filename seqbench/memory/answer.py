@@ -44,6 +44,7 @@ ACCURACIES = ("acc",)  # metrics that are a share of right answers: chance is bi
 # the last share of a run's evaluations that must not improve on the earlier ones by more than
 # IMPROVING of the run's whole improvement, for the run to count as trained out
 TAIL, IMPROVING = 0.25, 0.02
+FEW_SEQUENCES = 500  # own data with fewer training sequences than this: "too little data"?
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,9 @@ class Tolerance:
     relative_to: str  # "gap" or "best"
     value: float  # δ in the metric's own units
 
-    def text(self, baseline: float) -> str:
+    def text(self) -> str:
         if self.relative_to == "gap":
-            return f"within {self.epsilon:.0%} of the gap to the trivial baseline {baseline:.4g}"
+            return f"within {self.epsilon:.0%} of the gap to the trivial baseline"
         return f"within {self.epsilon:.0%} of the best's own value"
 
 
@@ -105,6 +106,8 @@ class Answer:
     tolerance: float = math.nan  # δ in the metric's own units
     whole_input: bool = False  # max_k is every step a sequence has
     units: str = ""  # what the metric is measured in (e.g. "standardised targets")
+    label: str = ""  # the task as people know it: own data named by its file (data_label)
+    train_size: int | None = None  # own data: the training sequences (few: say so)
 
     @property
     def sentence(self) -> str:
@@ -121,6 +124,7 @@ class Answer:
     def to_dict(self) -> dict:
         return {
             "task": self.task,
+            "label": self.label or self.task,
             "verdict": self.verdict,
             "k_star": self.k_star,
             "k_low": self.k_low,
@@ -132,6 +136,7 @@ class Answer:
             "whole_input": self.whole_input,
             "metric": self.metric,
             "units": self.units,
+            "train_size": self.train_size,
             "higher_is_better": self.higher_is_better,
             "baseline": _finite(self.baseline),
             "persistence": None if self.persistence is None else _finite(self.persistence),
@@ -323,6 +328,8 @@ def derive(
     relative_to: str = "gap",
     whole_input: bool = False,
     units: str = "",
+    label: str = "",
+    train_size: int | None = None,
 ) -> Answer:
     """The answer from `runs`: one row per run with columns run_id, model, k (None for a
     recurrent reference), seed, value (the metric) and baseline (the run's trivial baseline);
@@ -388,6 +395,8 @@ def derive(
         tolerance=delta,
         whole_input=whole_input,
         units=units,
+        label=label,
+        train_size=train_size,
     )
     persistence = _persistence(runs)
     warnings = caveats(answer, persistence)
@@ -434,9 +443,11 @@ def caveats(a: Answer, persistence: float | None) -> list[str]:
     if a.k_star is not None and a.k_low is not None and a.k_low < a.k_star:
         undecided = [c.k for c in ff if c.status == "undecided" and c.k < a.k_star]
         if undecided:
+            lo, hi = min(undecided), a.k_star - 1
+            ks = f"k = {lo}" if lo == hi else f"k = {lo} … {hi}"
             out.append(
-                f"the seeds cannot tell whether k = {min(undecided)} … {a.k_star - 1} is within "
-                "the tolerance: more seeds (--seeds 0:6:+1) narrow the interval"
+                f"the seeds cannot tell whether {ks} is within the tolerance: more seeds "
+                "(--seeds 0:6:+1) narrow the interval"
             )
     if a.k_star is not None and a.k_star == a.max_k and not a.whole_input:
         out.append(
@@ -465,20 +476,31 @@ def _std(v: np.ndarray) -> float:
 # -- the answer in words and as a table ----------------------------------------------------------
 def sentence(a: Answer) -> str:
     """The answer in one sentence."""
-    where = f"on {a.task}"
-    tol = Tolerance(a.epsilon, a.relative_to, a.tolerance).text(a.baseline)
+    where = f"on {a.label or a.task}"
+    tol = Tolerance(a.epsilon, a.relative_to, a.tolerance).text()
     if a.verdict == "nothing-learned":
-        return (
+        lead = (
             f"Nothing learned at this budget {where}: no model beats the trivial "
-            f"baseline ({a.baseline:.4g}) beyond the seeds' noise; train longer "
-            "(--set steps=...) or give a larger --params."
+            f"baseline ({a.baseline:.4g}) beyond the seeds' noise"
         )
+        if a.train_size is not None and a.train_size < FEW_SEQUENCES:
+            return (
+                f"{lead}, and with {a.train_size} training sequences too little data may be "
+                "why: more data, or a smaller --params, before more steps."
+            )
+        return f"{lead}; train longer (--set steps=...) or give a larger --params."
     if a.verdict == "matches":
         c = a.star_cell
+        lead = f"A context of k* = {a.k_star} is enough {where} (interval {a.k_low}–{a.k_high} "
+        if c.label == a.best_cell:
+            return (
+                f"{lead}over seeds): {c.label} is the best ({a.metric} {c.mean:.4g}), and every "
+                f"shorter context tried falls short of it or cannot be told apart at these "
+                f"seeds; tolerance: {tol} ({_references(a)})."
+            )
         rel = f", {c.excess / abs(a.best):+.0%}" if a.best else ""
         return (
-            f"A context of k* = {a.k_star} is enough {where} (interval {a.k_low}–{a.k_high} "
-            f"over seeds): {c.label} reaches {a.metric} {c.mean:.4g} against the best "
+            f"{lead}over seeds): {c.label} reaches {a.metric} {c.mean:.4g} against the best "
             f"{a.best:.4g} ({a.best_cell}{rel}), shown {tol} ({_references(a)})."
         )
     if a.verdict in ("needs-recurrence", "family-gap"):
@@ -494,8 +516,9 @@ def sentence(a: Answer) -> str:
             )
         return lead
     return (
-        f"Cannot tell {where} at these seeds: no context up to k = {a.max_k} is shown {tol} of "
-        f"the best ({a.best_cell}, {a.best:.4g}), nor shown outside it ({_references(a)})."
+        f"Cannot tell {where} at these seeds: no context up to k = {a.max_k} is shown within "
+        f"the tolerance of the best ({a.best_cell}, {a.best:.4g}), nor shown outside it "
+        f"(tolerance: {tol}; {_references(a)})."
     )
 
 
@@ -509,7 +532,7 @@ def _references(a: Answer) -> str:
     return text
 
 
-CELL_COLUMNS = ["model", "k", "mean", "std", "seeds", "learned", "tolerance", "trained"]
+CELL_COLUMNS = ["model", "k", "mean", "std", "seeds", "learned", "tolerance", "improving"]
 
 
 def cell_rows(answer: dict) -> list[list]:
@@ -532,7 +555,7 @@ def cell_rows(answer: dict) -> list[list]:
                 c["seeds"],
                 "yes" if c["learned"] else "no",
                 status,
-                "improving" if c.get("improving") else "",
+                "yes" if c.get("improving") else "",
             ]
         )
     return rows

@@ -6,7 +6,9 @@ import hashlib
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from seqbench.config import RunConfig
@@ -251,6 +253,9 @@ def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top, re
     if relative_to != RELATIVE_TO[0]:
         ident["relative_to"] = relative_to
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
+    if given.get("path"):  # own data: named by its file, as reports name it
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(str(given["path"])).name)[:60] or "data"
+        return f"memory-{stem}-{digest[:8]}"
     return f"memory-{task}-{digest[:8]}"
 
 

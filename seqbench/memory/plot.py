@@ -1,6 +1,7 @@
 """An answer drawn: the metric against k per feedforward family (mean ± std over seeds), each
-recurrent reference and the trivial baseline as a horizontal line, the band within ε of the
-best shaded, and k* with its interval marked."""
+recurrent reference, the trivial baseline and a forecast's persistence as horizontal lines, the
+tolerance band shaded, and k* with its interval marked (each in the legend); an error spanning
+more than a decade and a half on a log axis."""
 
 from __future__ import annotations
 
@@ -39,6 +40,9 @@ def plot_answer(answer: dict, path: str | None):
     base, best, eps = answer.get("baseline"), answer.get("best"), answer.get("epsilon")
     if base is not None:
         ax.axhline(base, color="grey", linestyle="--", label="trivial baseline")
+    last = answer.get("persistence")
+    if last is not None:  # a forecast's last-value predictor, which the sentence quotes
+        ax.axhline(last, color="grey", linestyle="-.", label="persistence (the last value)")
     if base is not None and best is not None and eps:
         delta = answer.get("tolerance")  # answers stored before it: ε of the gap
         delta = abs(eps * (base - best)) if delta is None else delta
@@ -55,7 +59,7 @@ def plot_answer(answer: dict, path: str | None):
     if k_star is not None:
         lo = answer.get("k_low") or k_star
         hi = answer.get("k_high") or (ks[-1] if ks else k_star)
-        ax.axvspan(lo, hi, color="tab:red", alpha=0.08)
+        ax.axvspan(lo, hi, color="tab:red", alpha=0.08, label=f"k* interval {lo}–{hi}")
         ax.axvline(k_star, color="tab:red", label=f"k* = {k_star}")
     if ks:
         ax.set_xscale("log", base=2)
@@ -63,15 +67,30 @@ def plot_answer(answer: dict, path: str | None):
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticklabels([str(k) for k in ticks])
+    means = [c["mean"] for c in cells if c["mean"] is not None]
+    if log_scale(answer, means):
+        ax.set_yscale("log")  # cells at 1% of the baseline and below stay apart
     ax.set_xlabel("context k")
     ax.set_ylabel(answer.get("metric", "test_metric"))
-    ax.set_title(f"{answer.get('task')}: {answer.get('verdict')}", fontsize=10)
+    title = answer.get("label") or answer.get("task")  # own data: named by its file
+    ax.set_title(f"{title}: {answer.get('verdict')}", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     if path is None:
         return fig
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return None
+
+
+def log_scale(answer: dict, means: list[float]) -> bool:
+    """A log axis for an error (lower is better, every value positive) whose cells span more
+    than a decade and a half: on a linear axis every cell under 1% of the baseline sits on
+    the floor."""
+    values = [*means, answer.get("baseline")]
+    values = [v for v in values if v is not None]
+    if answer.get("higher_is_better") or not values or min(values) <= 0:
+        return False
+    return max(values) / min(values) > 30
 
 
 def _k(c: dict) -> int:

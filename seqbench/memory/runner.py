@@ -123,7 +123,7 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
 
 
 def derive_answer(store, plan: MemoryPlan) -> Answer:
-    from seqbench.report.frames import metric_direction
+    from seqbench.report.frames import data_label, metric_direction
     from seqbench.tasks import TASKS
 
     runs = plan_runs(store, plan)
@@ -141,7 +141,20 @@ def derive_answer(store, plan: MemoryPlan) -> Answer:
         whole_input=plan.max_k >= plan.steps,
         metric=metric,
         units=metric_units(plan),
+        label=data_label(plan.task, plan.points[0].to_dict()),
+        train_size=train_size(plan),
     )
+
+
+def train_size(plan: MemoryPlan) -> int | None:
+    """Own data's training sequences (windows of a table); None for a built-in task, whose
+    data is drawn fresh or fixed by its paper."""
+    from seqbench.tasks import is_file_task, make_task
+
+    cfg = plan.points[0]
+    if not is_file_task(cfg.task):
+        return None
+    return int(make_task(cfg.task, cfg.task_args()).n_train)
 
 
 def metric_units(plan: MemoryPlan) -> str:
@@ -154,7 +167,7 @@ def metric_units(plan: MemoryPlan) -> str:
         return ""
     if cfg.scale == "raw":
         return "the data's own units"
-    return "standardised units (the training split's mean and sd)"
+    return "standardised units"
 
 
 def plan_facts(plan: MemoryPlan) -> dict:

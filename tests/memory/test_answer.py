@@ -48,7 +48,7 @@ def test_matches_at_the_first_k_shown_within_the_tolerance():
     assert (a.k_star, a.k_low, a.k_high) == (4, 3, 4)
     assert [c.status for c in a.cells] == ["outside", "outside", "within", "within", ""]
     assert "k* = 4" in a.sentence and a.warnings == []
-    assert "within 5% of the gap to the trivial baseline 1" in a.sentence
+    assert "within 5% of the gap to the trivial baseline (trivial baseline 1)" in a.sentence
     assert sorted(a.run_ids) == list(range(1, 16))
 
 
@@ -234,3 +234,31 @@ def test_bisection_lands_on_the_exact_boundary(m):
             break
         tried, rounds = sorted({*tried, k}), rounds + 1
     assert k_star == m and rounds <= 3
+
+
+def test_nothing_learned_on_few_sequences_says_too_little_data():
+    """A short own series where no model beats the mean: the advice is not "train longer"."""
+    cells = {("tcn", 1): [1.05, 1.1, 1.02], ("tcn", 4): [1.2, 1.1, 1.3]}
+    a = answer(cells, train_size=166)
+    assert a.verdict == "nothing-learned"
+    assert "no model beats the trivial baseline" in a.sentence
+    assert "with 166 training sequences too little data may be why" in a.sentence
+    assert "train longer" in answer(cells, train_size=100_000).sentence
+
+
+def test_the_plot_shows_what_the_sentence_quotes():
+    """An error spanning decades on a log axis (cells at 1% of the baseline stay apart), the
+    persistence forecast as a line, and the interval in the legend."""
+    a = answer(
+        {("tcn", 1): FLAT, ("tcn", 2): [0.3, 0.2, 0.4], ("tcn", 4): LOW, ("tcn", 8): LOW},
+        columns={"persistence": 0.5},
+    ).to_dict()
+    from seqbench.memory.plot import plot_answer
+
+    fig = plot_answer(a, None)
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert ax.get_yscale() == "log"
+    assert any("persistence" in t for t in legend) and any("k* interval" in t for t in legend)
+    flat = answer({("tcn", 1): FLAT, ("tcn", 2): [0.5, 0.51, 0.49]}).to_dict()
+    assert plot_answer(flat, None).axes[0].get_yscale() == "linear"

@@ -62,6 +62,13 @@ def test_a_stored_answer_goes_stale_and_a_rerun_rederives_it(cli, db, tmp_path):
     assert first.exit_code == 0, first.output
     doc = json.loads(first.stdout)
     assert doc["k_star"] == 2
+    # own data is named by its file, not by a hash of the task: its answer, sentence, list
+    assert (
+        doc["name"].startswith("memory-lag.npz-")
+        and "on file-regression (lag.npz·" in (doc["sentence"])
+    )
+    (listed,) = json.loads(cli("memory", "list", "--format", "json").stdout)
+    assert listed["label"] == doc["label"] and doc["label"].startswith("file-regression (lag")
     listed = json.loads(cli("memory", "list", "--format", "json").stdout)
     assert [(a["name"], a["k_star"], a["stale"]) for a in listed] == [(doc["name"], 2, False)]
     victim = doc["run_ids"][0]

@@ -37,6 +37,8 @@ def test_the_memory_page_shows_the_answer(browser, answered):  # noqa: F811
         assert "<b>lag</b>" not in page.content()  # escaped, shown as text
         (row,) = _cells(page, "answers")
         assert row[0] == NAME and row[2] == "matches" and row[3] == "2"
+        assert row[1].startswith("file-regression (lag.npz·")  # named by its file
+        assert page.locator("main h1").inner_text() == NAME  # not "memory <name>"
         assert "k* = 2" in page.locator("#sentence").inner_text()
         cells = _cells(page, "cells")
         assert [c[1] for c in cells] == ["1", "2", "4", "full"]

@@ -569,3 +569,17 @@ def test_workers_exit_when_their_driver_is_killed(tmp_path, attempt):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(p, signal.SIGKILL)
         proc.wait(timeout=30)
+
+
+def test_a_refused_sweep_says_only_why(cli, db):
+    """A name that exists with another spec is refused in one line: the budget line that a
+    stored plan prints is not said first."""
+    grid = ["sweep", "--models", "tcn", "--tasks", "adding", "--k", "2,4", "--set",
+            "seq_len=8", "--set", "eval_size=16", "--name", "s", "-q"]  # fmt: skip
+    first = cli(*grid, "--set", "steps=2")
+    assert first.exit_code == 0, first.output
+    assert "parameters at every k" in first.stderr  # said once the plan was stored
+    again = cli(*grid, "--set", "steps=3")
+    assert again.exit_code != 0
+    assert len(again.output.strip().splitlines()) == 1, again.output
+    assert "parameters at every k" not in again.output
