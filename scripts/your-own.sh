@@ -25,6 +25,21 @@ console 0c-memory.md memory --task file --path sunspots.csv "${cols[@]}" --famil
   --references gru --workers 2 --quiet --plot sunspots.png
 mv sunspots.png "$out/sunspots.png"
 
+# 1b. a CSV whose time column is ISO dates, as most CSVs carry them: the CO2 record by month
+monthly="import statsmodels.api as sm; d = sm.datasets.co2.load_pandas().data.resample('MS').mean().interpolate(); d.index.name = 'month'; d.to_csv('co2-monthly.csv')"
+{
+  echo '```console'
+  echo "\$ python -c \"$monthly\""
+  "$py" -c "$monthly"
+  echo '$ head -3 co2-monthly.csv'
+  head -3 co2-monthly.csv
+  echo '```'
+} >"$out/0d-dates.md"
+dated=(--set y_cols=co2 --set time_col=month --set seq_len=24)
+console 0e-dates-tasks.md tasks --task file --path co2-monthly.csv "${dated[@]}"
+console 0f-dates-train.md train --model tcn --task file --path co2-monthly.csv "${dated[@]}" \
+  --steps 300
+
 # 2-6. arrays: the CO2 record cut into windows by a script
 {
   echo '```console'
