@@ -24,7 +24,6 @@ neither valid nor test, 60/20/20 of all sequences; with one of them missing, 20%
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import math
@@ -73,27 +72,6 @@ class FileFacts:
     @property
     def metric(self) -> str:
         return METRICS[self.kind]
-
-
-SYSTEM_DIRS = ("/proc", "/sys", "/dev")  # the kernel's files: never data, often secrets
-
-
-def stat_data_path(path: str) -> os.stat_result:
-    """The data path's stat, or one line saying why it cannot be data: missing, a symbolic
-    link loop, unreadable, or one of the kernel's files (/proc, /sys, /dev: reading
-    /proc/self/environ as a table echoed the process environment in its error)."""
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise _fail(path, "a loop of symbolic links") from None
-        if e.errno in (errno.ENOENT, errno.ENOTDIR):
-            raise _fail(path, "no such file or directory") from None
-        raise _fail(path, e.strerror or "cannot be read") from None
-    real = os.path.realpath(path)
-    if any(real == d or real.startswith(d + "/") for d in SYSTEM_DIRS):
-        raise _fail(path, f"{real} is a system file, not data")
-    return st
 
 
 def _fail(path: str, why: str) -> FileDataError:
@@ -551,8 +529,10 @@ def open_checked(
 ) -> tuple[FileFacts, Any]:
     """(facts, the checked Dataset) of a data file: read, checked and hashed once per process
     for a given file state and options."""
+    from seqbench.tasks.tables import stat_data_path
+
     p = Path(path)
-    st = stat_data_path(path)
+    st = stat_data_path(path, _fail)
     stamp = (st.st_size, st.st_mtime_ns)
     if p.is_dir():
         stamp += tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in p.iterdir())

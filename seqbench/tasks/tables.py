@@ -35,9 +35,11 @@ and persistence (the target's last value in the window: y at row e).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import itertools
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,6 +160,29 @@ def choice_for(path: str, values) -> Choice | None:
     return None
 
 
+SYSTEM_DIRS = ("/proc", "/sys", "/dev")  # the kernel's files: never data, often secrets
+
+
+def stat_data_path(path: str, fail=None) -> os.stat_result:
+    """The data path's stat, or one line saying why it cannot be data: missing, a symbolic
+    link loop, unreadable, or one of the kernel's files (/proc, /sys, /dev: reading
+    /proc/self/environ as a table echoed the process environment in its error). `fail`
+    makes the error (path, why) -> exception: each kind of data file says it its way."""
+    fail = fail or _fail
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise fail(path, "a loop of symbolic links") from None
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise fail(path, "no such file or directory") from None
+        raise fail(path, e.strerror or "cannot be read") from None
+    real = os.path.realpath(path)
+    if any(real == d or real.startswith(d + "/") for d in SYSTEM_DIRS):
+        raise fail(path, f"{real} is a system file, not data")
+    return st
+
+
 def _fail(path: str, why: str) -> TableError:
     return TableError(f"data file {path!r}: {why}")
 
@@ -165,8 +190,6 @@ def _fail(path: str, why: str) -> TableError:
 def read_table(path: str):
     """The table as a DataFrame (pandas; Parquet through pyarrow), or one line saying why not."""
     import pandas as pd
-
-    from seqbench.tasks.filedata import stat_data_path
 
     p = Path(path)
     stat_data_path(path)  # missing, a link loop, a kernel file: one line each
