@@ -47,8 +47,9 @@ class ModelSpec:
         cap under --stable).
     state_units: a diagonal SSM's state in the memory estimate: the numbers one sequence
         keeps per time step and layer for its state and the state's gradient (args in: its
-        d_state and width), beside activation_units × hidden. A family that declares it takes
-        `d_state`; every other family refuses the field.
+        d_state and width) beyond what activation_units × hidden counts at the family's
+        default d_state. A family that declares it takes `d_state`; every other family
+        refuses the field.
     """
 
     name: str
@@ -385,8 +386,9 @@ for _spec in (
         {"hidden": 64, "d_state": 64, "layers": 2},
         stable=True,
         activation_units=16,
-        # complex h, its input b and their gradients: 2 × 2 × 2 reals per mode and step
-        state_units=lambda c, H: 8 * (c.d_state or 64),
+        # complex h, its input b and their gradients: 2 × 2 × 2 reals per mode and step,
+        # past the default 64 modes that activation_units already covers
+        state_units=lambda c, H: 8 * max(0, (c.d_state or 64) - 64),
         # minimal-LRU's optimiser (train_helpers.create_train_state, run_train.py's
         # lr_factor 0.5): Adam without weight decay at half the learning rate on these
         no_decay=_LRU_SSM,
@@ -400,8 +402,8 @@ for _spec in (
         {"hidden": 64, "d_state": 64, "layers": 2},
         activation_units=8,
         # the kernel's N/2 complex modes per channel (FFT path) or the scan's state (eval):
-        # H·N reals a step, with gradients
-        state_units=lambda c, H: 2 * H * (c.d_state or 64),
+        # H·N reals a step, with gradients, past the default N = 64
+        state_units=lambda c, H: 2 * H * max(0, (c.d_state or 64) - 64),
         check=_check_s4d,
         # s4d.py registers these with weight decay 0 and lr = min(0.001, lr) (example.py)
         no_decay=_S4D_SSM,
@@ -414,8 +416,9 @@ for _spec in (
         _ssm("Mamba"),
         {"hidden": 64, "d_state": 16, "layers": 2},
         activation_units=110,
-        # exp(Δ·A), Δ·B·x and h over (d_inner = 2H) × d_state, with gradients
-        state_units=lambda c, H: 12 * H * (c.d_state or 16),
+        # exp(Δ·A), Δ·B·x and h over (d_inner = 2H) × d_state, with gradients, past the
+        # default 16 that activation_units (110 per unit of width) already covers
+        state_units=lambda c, H: 12 * H * max(0, (c.d_state or 16) - 16),
         no_decay=("A_log", "D"),  # mamba_simple: _no_weight_decay
     ),
     ModelSpec(
