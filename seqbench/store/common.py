@@ -68,8 +68,6 @@ def check_sqlite_file(path: Path, *, writable: bool = True) -> bool:
     if path.exists():
         if path.stat().st_size == 0:
             return False
-        if not os.access(path, os.R_OK):
-            raise StoreError(f"cannot read database file {str(path)!r}: Permission denied")
         if not _is_sqlite(path):
             raise StoreError(f"{str(path)!r} is not a SQLite database")
         if writable and not os.access(path, os.W_OK):
@@ -83,26 +81,30 @@ def check_sqlite_file(path: Path, *, writable: bool = True) -> bool:
     return False
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# One read-only descriptor per store file (device, inode), opened on its first check and never
+# closed: closing any descriptor of a file drops every POSIX lock this process holds on it,
+# SQLite's included (sqlite.org/howtocorrupt.html, §2.2).
+_HEADER_FDS: dict[tuple[int, int], int] = {}
+
+
 def _is_sqlite(path: Path) -> bool:
-    """Whether the file starts with SQLite's header, read through SQLite itself. Never with
-    Python's open(): closing any descriptor of a file drops every POSIX lock this process holds
-    on it, SQLite's included (sqlite.org/howtocorrupt.html, §2.2). The dashboard checked each
-    new reader's file that way: its open connections lost their shared lock, the last writer
-    process to close then took itself for the only user, checkpointed and deleted the -wal and
-    -shm files under them, and they read "database disk image is malformed" until closed
-    (thousands of answers in 90 s beside a sweep, a memory command and short train runs; none
-    since: tests/test_ui_soak.py). SQLite keeps its own descriptors of a file open while any
-    lock on it is held."""
-    con = sqlite3.connect(sqlite_uri(path), uri=True, timeout=30)
+    """Whether the file starts with SQLite's header, read through a descriptor this process
+    keeps. The dashboard checked each new reader's file with open() and close(): its open
+    connections lost their shared lock, the last writer process to close then took itself for
+    the only user, checkpointed and deleted the -wal and -shm files under them, and they read
+    "database disk image is malformed" until closed (thousands of answers in 90 s beside a
+    sweep, a memory command and short train runs; none since: tests/test_ui_soak.py,
+    tests/store/test_reader_locks.py)."""
     try:
-        con.execute("PRAGMA schema_version").fetchone()  # reads the header (page 1)
-        return True
-    except sqlite3.DatabaseError as e:
-        if "not a database" in str(e):
-            return False
-        raise StoreError(f"cannot read database file {str(path)!r}: {e}") from e
-    finally:
-        con.close()
+        st = os.stat(path)
+        key = (st.st_dev, st.st_ino)
+        fd = _HEADER_FDS.get(key)
+        if fd is None:
+            fd = _HEADER_FDS[key] = os.open(path, os.O_RDONLY)
+        return os.pread(fd, len(SQLITE_MAGIC), 0) == SQLITE_MAGIC
+    except OSError as e:
+        raise StoreError(f"cannot read database file {str(path)!r}: {e.strerror}") from e
 
 
 def sqlite_uri(path: Path | str, mode: str = "ro") -> str:

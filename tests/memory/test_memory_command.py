@@ -224,3 +224,17 @@ def test_units_do_not_change_the_answer(cli, db, tmp_path):
     assert all(d["units"].startswith("standardised units") for d in docs)
     assert "in standardised units" in docs[1]["sentence"]
     assert abs(docs[1]["baseline"] - docs[0]["baseline"]) < 0.01  # both in sd units: about 1
+
+
+def test_an_untrained_mqar_states_nothing(cli, db):
+    """The issue's case: 10 steps of MQAR, a TCN only. At 0.0088 against chance 1/128 it stated
+    "k* = 1 (interval 1–more than 8)", though a context of 1 cannot see a single key; over its
+    test set's 4,000-odd scored answers that is a draw of chance: nothing learned."""
+    r = cli("memory", "--task", "mqar", "--set", "steps=10", "--families", "tcn",
+            "--references", "none", "--max-k", "8", "--workers", "2", "--quiet",
+            "--format", "json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "nothing-learned" and doc["k_star"] is None
+    assert not any(c["learned"] for c in doc["cells"])
+    assert "no model beats the trivial baseline" in doc["sentence"]

@@ -403,8 +403,8 @@ def test_a_run_builds_its_network_once(tmp_path, monkeypatch, params):
 def test_a_state_too_large_is_refused_before_it_is_allocated(tmp_path):
     """d_state sizes the LRU's state and weights: a million modes asked 84 GiB and was killed by
     the kernel at 22 GB after 115 s. Now train and stress refuse it with the estimate, in a
-    process held to 6 GB of address space that never grows past a few hundred MB; a family with
-    no diagonal state refuses the field."""
+    process held to 6 GB of address space (an allocation of the state would fail there with a
+    MemoryError, not this line); a family with no diagonal state refuses the field."""
     import resource
     import subprocess
     import sys
@@ -422,7 +422,6 @@ def test_a_state_too_large_is_refused_before_it_is_allocated(tmp_path):
          "linear-attention has none to size"),
     ]  # fmt: skip
     for args, said in cases:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         out = subprocess.run(
             [sys.executable, "-m", "seqbench", "--db", db, *args],
             capture_output=True, text=True, timeout=120, preexec_fn=limited,
@@ -430,9 +429,7 @@ def test_a_state_too_large_is_refused_before_it_is_allocated(tmp_path):
         assert out.returncode != 0, out.stdout[-500:]
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and said in lines[0], out.stderr[-1000:]
-        assert "needs about" in lines[0] or "d_state sizes" in lines[0]
-        grew = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        assert max(grew, before) < 1_500_000  # kB: torch and the estimate, not the state
+        assert "needs about" in lines[0] or "d_state sizes" in lines[0]  # not a MemoryError
     if (tmp_path / "s.db").exists():  # the store may be opened first: no run in it
         import sqlite3
 
