@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from seqbench.config import FIELDS, NOT_HASHED, ModelArgs, RunConfig, TaskArgs
-from seqbench.configure import check_shadowed, make_config, stored_config
+from seqbench.configure import check_fits, check_shadowed, make_config, stored_config
 from seqbench.errors import NotFoundError, UnknownNameError, UsageError
 from seqbench.models import MODELS, build_model
 from seqbench.parsing import (
@@ -78,6 +78,7 @@ __all__ = [
     "bench_kernels",
     "build_report",
     "check",
+    "check_fits",
     "check_run_name",
     "check_shadowed",
     "check_store",
@@ -508,11 +509,12 @@ def train_config(
 ) -> TrainOutcome:
     """Train a resolved config (make_config) and record it in the store at `db` (a path, a
     URL or an open Store), with an optional run `name` and torch `threads`."""
+    name = check_run_name(name)
+    check_threads(threads)
+    check_fits(cfg)  # before a store is opened or torch imported
     from seqbench.store.store import Store
     from seqbench.training.loop import train as train_loop
 
-    name = check_run_name(name)
-    check_threads(threads)
     store = db if isinstance(db, Store) else open_store(db)
     try:
         return train_loop(cfg, store, progress=progress, name=name, threads=threads)

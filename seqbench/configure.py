@@ -171,3 +171,26 @@ def stored_config(
     if conf.get("epochs") is not None:
         conf["steps"] = None  # prepare() derives steps from epochs again
     return make_config(model, task, conf)
+
+
+def check_fits(cfg: RunConfig) -> None:
+    """The part of the memory check that needs no torch, run before a store is opened or torch
+    imported: one batch's activations and state (models.activation_bytes, a lower bound of what
+    the run needs; the full check with the parameters follows in training.loop.check_memory).
+    A config whose width a parameter budget sets is left to the full check."""
+    from seqbench.environment import require_memory
+
+    if cfg.params is not None or not cfg.seq_len:
+        return
+    need = models.activation_bytes(
+        cfg, cfg.batch_size, cfg.seq_len, cfg.hidden or 128, 0, cfg.layers or 1, 4
+    )
+    spec = models.base_spec(cfg)
+    require_memory(
+        need,
+        f"{cfg.model} on {cfg.task}",
+        "hidden, layers, "
+        + ("d_state, " if spec.state_units is not None else "")
+        + "batch_size or seq_len",
+        f"its activations alone, batch {cfg.batch_size} × T={cfg.seq_len}",
+    )

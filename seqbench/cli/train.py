@@ -189,6 +189,7 @@ def train(
     if dry_run:
         typer.echo(api.config_toml(cfg), nl=False)
         return
+    api.check_fits(cfg)  # before the store is opened
     store = state(ctx).store()
     try:
         with sigterm_as_interrupt():

@@ -486,8 +486,7 @@ def holds_budget(grid: dict) -> bool:
 def expand(grids: list[dict]) -> list[RunConfig]:
     """All points of all grids as resolved, validated RunConfigs, duplicates removed, in order.
     Raises (before anything is written) on an empty grid or any invalid point."""
-    from seqbench.configure import config_hash, make_config
-    from seqbench.training.loop import preflight
+    from seqbench.configure import check_fits, config_hash, make_config
 
     points: list[RunConfig] = []
     seen: set[str] = set()
@@ -515,6 +514,9 @@ def expand(grids: list[dict]) -> list[RunConfig]:
                 over["k"] = k
             try:
                 cfg = make_config(model, task, over)
+                check_fits(cfg)  # before torch is imported
+                from seqbench.training.loop import preflight
+
                 preflight(cfg)
             except SeqbenchError as e:
                 e.args = (f"grid point {model}/{task} {over}: {e}",)

@@ -404,7 +404,9 @@ def test_a_state_too_large_is_refused_before_it_is_allocated(tmp_path):
     """d_state sizes the LRU's state and weights: a million modes asked 84 GiB and was killed by
     the kernel at 22 GB after 115 s. Now train and stress refuse it with the estimate, in a
     process held to 6 GB of address space (an allocation of the state would fail there with a
-    MemoryError, not this line); a family with no diagonal state refuses the field."""
+    MemoryError, not this line); a family with no diagonal state refuses the field. train
+    refuses from the config's activations alone (configure.check_fits), before it opens a
+    store or imports torch: 0.3 s where the full check took 5 s."""
     import resource
     import subprocess
     import sys
@@ -430,6 +432,8 @@ def test_a_state_too_large_is_refused_before_it_is_allocated(tmp_path):
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and said in lines[0], out.stderr[-1000:]
         assert "needs about" in lines[0] or "d_state sizes" in lines[0]  # not a MemoryError
+        if args[0] == "train" and args[2] == "lru":  # from the config alone: no store, no torch
+            assert not (tmp_path / "s.db").exists()
     if (tmp_path / "s.db").exists():  # the store may be opened first: no run in it
         import sqlite3
 
