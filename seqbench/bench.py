@@ -69,9 +69,10 @@ def bench_kernels(
     """Time every available backend; returns (rows, measured copy GB/s, the device used).
     With a `store` (or a function that opens it, called once the arguments are checked, so
     bad input creates no store), each row is stored as a run of kind "bench"."""
-    from seqbench.environment import require_memory
+    from seqbench.environment import require_ram
     from seqbench.errors import UsageError
-    from seqbench.ops.indrnn import indrnn, numba_available, triton_available
+    from seqbench.ops.common import numba_available, triton_available
+    from seqbench.ops.indrnn import indrnn
     from seqbench.training.loop import resolve_device
 
     for flag, v in (("seq-len", seq_len), ("batch", batch), ("hidden", hidden), ("repeat", repeat)):
@@ -84,7 +85,7 @@ def bench_kernels(
     device = str(resolve_device(device))
     need = 8 * indrnn_bytes(batch, seq_len, hidden)  # inputs, outputs, grads, the loop's state
     if torch.device(device).type == "cpu":
-        require_memory(
+        require_ram(
             need, f"bench at T={seq_len}, B={batch}, N={hidden}", "--seq-len, --batch or --hidden"
         )
     apply_threads(n_threads)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from seqbench.errors import UsageError
-from seqbench.ops.indrnn import triton_available
+from seqbench.ops.common import triton_available
 from seqbench.ops.scan.cpu import scan_cpu
 from seqbench.ops.scan.naive import scan_naive
 

@@ -1,5 +1,5 @@
 """Ahead-of-time compilation of the Triton scan kernels for sm_80 and sm_90, without a GPU
-(the method and its limits: ops/indrnn/aot.py). `variants()` lists every launch the autograd
+(the method and its limits: ops/aot.py). `variants()` lists every launch the autograd
 function can make: kernel × real/complex × constant/per-step a × h0 × autotune config; the
 kernels take float32 (complex as real pairs), cast by the launcher."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from seqbench.ops.indrnn.aot import ARCHS, Compiled, compile_many, compile_source
+from seqbench.ops.aot import ARCHS, Compiled, compile_many, compile_source
 
 __all__ = ["ARCHS", "Compiled", "Variant", "compile_all", "compile_variant", "variants"]
 
