@@ -46,7 +46,7 @@ def reference_mixer(repo: str):
 
 
 def main(repo: str) -> int:
-    from seqbench.models.ssm import MambaMixer
+    from seqbench.models.mamba import MambaMixer
 
     Ref = reference_mixer(repo)
     torch.manual_seed(0)

@@ -41,7 +41,7 @@ def reference_layer(repo: str):
 
 
 def main(repo: str) -> int:
-    from seqbench.models.ssm import S4DLayer
+    from seqbench.models.s4d import S4DLayer
 
     Ref = reference_layer(repo)
     torch.manual_seed(0)

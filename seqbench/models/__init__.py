@@ -100,19 +100,19 @@ def _check_irnn(c) -> None:
 
 
 def _indrnn(in_dim, args):
-    from seqbench.models.recurrent import IndRNN
+    from seqbench.models.indrnn import IndRNN
 
     return IndRNN(in_dim, args)
 
 
 def _tcn(in_dim, args):
-    from seqbench.models.conv import TCN
+    from seqbench.models.tcn import TCN
 
     return TCN(in_dim, args)
 
 
 def _gcnn(in_dim, args):
-    from seqbench.models.conv import GatedCNN
+    from seqbench.models.gated_cnn import GatedCNN
 
     return GatedCNN(in_dim, args)
 
@@ -142,10 +142,14 @@ def _at_most_1e3(lr: float) -> float:
 
 
 def _ssm(cls_name: str):
-    def build(in_dim, args):
-        from seqbench.models import ssm
+    """The builder of a family whose class `cls_name` lives in its own file (models/lru.py,
+    s4d.py, mamba.py, linear_attention.py)."""
+    module = {"LinearAttention": "linear_attention"}.get(cls_name, cls_name.lower())
 
-        return getattr(ssm, cls_name)(in_dim, args)
+    def build(in_dim, args):
+        import importlib
+
+        return getattr(importlib.import_module(f"seqbench.models.{module}"), cls_name)(in_dim, args)
 
     return build
 

@@ -163,3 +163,8 @@ def tbptt_chunks(T: int, k: int) -> list[tuple[int, int]]:
 
 def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def at_least_fp32(dtype: torch.dtype) -> torch.dtype:
+    """fp32 for bf16 and fp16 (autocast), the dtype itself for fp32 and fp64 (stress)."""
+    return torch.promote_types(dtype, torch.float32)

@@ -6,8 +6,8 @@ import torch
 from seqbench.errors import UnknownNameError, UsageError
 from seqbench.models import MODELS, build_model, fit_size, make_backbone
 from seqbench.models.base import ModelArgs, count_params
-from seqbench.models.conv import tcn_levels_for, tcn_receptive_field
-from seqbench.models.recurrent import indrnn_bounds
+from seqbench.models.indrnn import indrnn_bounds
+from seqbench.models.tcn import tcn_levels_for, tcn_receptive_field
 from seqbench.tasks import make_task
 from seqbench.tasks.base import TaskArgs
 

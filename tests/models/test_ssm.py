@@ -13,7 +13,7 @@ import torch
 
 from seqbench.config import ModelArgs
 from seqbench.models import make_backbone
-from seqbench.models.ssm import MAMBA_D_CONV, MAMBA_EXPAND
+from seqbench.models.mamba import MAMBA_D_CONV, MAMBA_EXPAND
 from seqbench.stress.analysis import decay_rate, grad_vs_lag, k_grid, rates, truncation_error
 
 NEW = ["lru", "s4d", "mamba", "linear-attention"]
