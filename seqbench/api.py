@@ -13,6 +13,7 @@ called, so `seqbench report` and `seqbench query` start without torch or SQLAlch
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from seqbench.config import FIELDS, NOT_HASHED, ModelArgs, RunConfig, TaskArgs
 from seqbench.configure import check_fits, check_shadowed, make_config, stored_config
 from seqbench.errors import NotFoundError, UnknownNameError, UsageError
+from seqbench.memory import EPSILON as MEMORY_EPSILON
 from seqbench.models import MODELS, build_model
 from seqbench.parsing import (
     coerce,
@@ -49,24 +51,45 @@ from seqbench.training.progress import Progress
 from seqbench.training.threads import check_threads
 
 if TYPE_CHECKING:
-    import os
-    from pathlib import Path
-
-    import pandas as pd
-
-    from seqbench.bench import BenchRow
-    from seqbench.report.check import CheckRow, Point
-    from seqbench.report.curves import RunDiff
-    from seqbench.report.tables import Report
-    from seqbench.store.store import Store
-    from seqbench.stress.runner import StressResult
-    from seqbench.sweep.runner import SweepOutcome
-    from seqbench.training.loop import TrainOutcome
+    from seqbench.bench import bench_kernels
+    from seqbench.memory.answer import cell_table as memory_cells
+    from seqbench.memory.plot import plot_answer as plot_memory
+    from seqbench.report.check import (
+        check,
+        export_baseline,
+        import_baseline,
+        junit_xml,
+        list_baselines,
+        resolve_baseline,
+        save_baseline,
+        variant_label,
+    )
+    from seqbench.report.curves import diff_runs, grouped_curves, plot_curves, plot_grouped
+    from seqbench.report.decay import fit_decay
+    from seqbench.report.frames import curves_frame, runs_frame
+    from seqbench.report.plots import plot_report
+    from seqbench.report.tables import (
+        build_report,
+        comparison_rows,
+        flat_rows,
+        format_cell,
+        leaderboard_rows,
+    )
+    from seqbench.store.engine import integrity_problems as check_store
+    from seqbench.store.migrate import history as schema_history
+    from seqbench.store.store import Store, upgrade_store
+    from seqbench.stress.runner import plot_stress, stress
+    from seqbench.stress.views import stored_curves as stored_stress_curves
+    from seqbench.stress.views import stress_figure, stress_rows
+    from seqbench.sweep.runner import SweepOutcome, sweep_status
+    from seqbench.sweep.spec import plan as sweep_plan
+    from seqbench.training.loop import TrainOutcome, load_checkpoint
 
 
 __all__ = [
     "CHECK_STATUSES",
     "DEFAULT_MAX_BYTES",
+    "MEMORY_EPSILON",
     "RUN_KINDS",
     "RUN_STATUSES",
     "ModelInfo",
@@ -140,7 +163,10 @@ __all__ = [
     "split_list",
     "store_is_current",
     "store_revision",
+    "stored_stress_curves",
     "stress",
+    "stress_figure",
+    "stress_rows",
     "sweep_grid",
     "sweep_plan",
     "sweep_points",
@@ -230,21 +256,6 @@ def reader_role_effects_left(db: str | None, role: str) -> list[str]:
     from seqbench.store.pg_query import effects_left, valid_role_name
 
     return effects_left(resolve_url(db), valid_role_name(role))
-
-
-def check_store(db: str | None) -> list[str]:
-    """SQLite's integrity_check over the store file, read-only: [] when it is sound, else
-    the problems it lists. PostgreSQL keeps its own pages: nothing to check, []."""
-    from seqbench.store.engine import integrity_problems
-
-    return integrity_problems(db)
-
-
-def schema_history() -> list:
-    """The schema revisions this seqbench knows, oldest first."""
-    from seqbench.store import migrate
-
-    return migrate.history()
 
 
 # -- what can be trained -------------------------------------------------------------------------
@@ -360,24 +371,24 @@ def data_file(
     trivial baselines); a bad file raises a one-line error. NumPy (and pandas for a table)
     only. `table`: how a CSV or Parquet file is cut, as task fields (y_cols, x_cols, time_col,
     series_col, horizon, seq_len)."""
-    from seqbench.tasks import tables
+    from seqbench.tasks import series
     from seqbench.tasks.filedata import describe
 
-    return describe(path, target, split_seed, tables.choice_for(path, dict(table or {})))
+    return describe(path, target, split_seed, series.choice_for(path, dict(table or {})))
 
 
 def table_fields(sets: list[str] | None) -> dict[str, Any]:
-    """--set key=value items naming how to cut a table (tasks/tables.FIELDS and seq_len),
+    """--set key=value items naming how to cut a table (tasks/series.TABLE_FIELDS and seq_len),
     typed as config fields; any other key is refused."""
-    from seqbench.tasks.tables import FIELDS
+    from seqbench.tasks.series import TABLE_FIELDS
 
     out: dict[str, Any] = {}
     for item in sets or []:
         key, val = split_assignment(item, "--set", "key=value")
-        if key not in (*FIELDS, "seq_len"):
+        if key not in (*TABLE_FIELDS, "seq_len"):
             raise UsageError(
                 f"--set {key}= does not say how to cut a table; give "
-                f"{', '.join((*FIELDS, 'seq_len'))}"
+                f"{', '.join((*TABLE_FIELDS, 'seq_len'))}"
             )
         out[key] = coerce(key, val)
     return out
@@ -524,30 +535,6 @@ def train_config(
 
 
 # -- sweep ---------------------------------------------------------------------------------------
-def sweep_plan(
-    *,
-    models: str | None = None,
-    tasks: str | None = None,
-    k: str | None = None,
-    seeds: str = "0",
-    set_: list[str] | None = None,
-    spec: str | None = None,
-    preset: str | None = None,
-    scale: str = "small",
-    name: str | None = None,
-) -> SweepPlan:
-    """The grid of a sweep from flags (comma lists and ranges), a TOML spec file or a preset,
-    every point resolved and validated (nothing is written); sweep/spec.plan says how. A
-    k-sweep given by flags over a feedforward model, with no width, budget or depth given,
-    holds one parameter budget across k (recorded as the `params` of every point)."""
-    from seqbench.sweep import spec as specs
-
-    return specs.plan(
-        models=models, tasks=tasks, k=k, seeds=seeds, set_=set_, spec=spec, preset=preset,
-        scale=scale, name=name,
-    )  # fmt: skip
-
-
 def sweep_grid(points: list[RunConfig]) -> tuple[list[str], list[list]]:
     """(columns, rows) of a plan's points: model, task and the fields that vary."""
 
@@ -588,13 +575,6 @@ def run_sweep(
     return runner.run_sweep(store, sweep_id, make_executor, **options)
 
 
-def sweep_status(store: Store, name: str | None = None) -> list[dict]:
-    """Per sweep: total points and how many are done, running, failed or remaining."""
-    from seqbench.sweep.runner import sweep_status as status
-
-    return status(store, name)
-
-
 # -- memory: the answer --------------------------------------------------------------------------
 def memory_plan(
     task: str,
@@ -616,7 +596,7 @@ def memory_plan(
     5%), beside the recurrent `references` (default lstm, gru), over at
     least 3 seeds. Every point is resolved and the budget checked at every k; nothing is
     written. Returns a seqbench.memory.plan.MemoryPlan."""
-    from seqbench.memory import answer, plan
+    from seqbench.memory import plan
 
     if name is not None:
         check_label("memory", name)
@@ -628,8 +608,8 @@ def memory_plan(
         references=references,
         seeds=parse_range(seeds),
         params=params,
-        epsilon=answer.EPSILON if epsilon is None else epsilon,
-        relative_to=answer.RELATIVE_TO[0] if relative_to is None else relative_to,
+        epsilon=epsilon,
+        relative_to=relative_to,
         max_k=max_k,
         name=name,
     )
@@ -694,23 +674,6 @@ def memory_answers(store: Store, name: str | None = None, task: str | None = Non
     return rows
 
 
-def memory_cells(answer: dict) -> tuple[list[str], list[list]]:
-    """An answer's cell table (Answer.to_dict() or a stored answer's details): its columns and
-    one row a cell, as `seqbench memory` and the dashboard show it."""
-    from seqbench.memory.answer import CELL_COLUMNS, cell_rows
-
-    return CELL_COLUMNS, cell_rows(answer)
-
-
-def plot_memory(answer: dict, path: str | None):
-    """Draw an answer (a stored one's details, or MemoryOutcome.answer.to_dict()): the metric
-    against k per feedforward family with seeds' spread, the references and the trivial
-    baseline as lines, k* and its interval marked. `path` None: the figure, not saved."""
-    from seqbench.memory.plot import plot_answer
-
-    return plot_answer(answer, path)
-
-
 # -- configs of stored runs ---------------------------------------------------------------------
 def sweep_points(store: Store, name: str) -> tuple[dict, list[dict]]:
     """Sweep `name`'s summary (as sweep_status gives it) and every point in order: position,
@@ -739,10 +702,7 @@ def sweep_points(store: Store, name: str) -> tuple[dict, list[dict]]:
     return summary, out
 
 
-def config_toml(cfg: RunConfig) -> str:
-    """A resolved config as TOML that `seqbench train --config` accepts."""
-
-    return to_toml(cfg)
+config_toml = to_toml  # a resolved config as TOML that `seqbench train --config` accepts
 
 
 def run_config(store: Store, ref: str) -> RunConfig:
@@ -848,291 +808,58 @@ def run_details(store: Store, ref: str) -> tuple[Any, dict[str, float], dict]:
 
 
 # -- the library's own, named here, imported when called ---------------------------------------
-def upgrade_store(db: str | os.PathLike | None = None) -> tuple[str | None, str, Path | None]:
-    """Upgrade a database to head, backing up a SQLite file first (store/store.py)."""
-    from seqbench.store.store import upgrade_store as impl
-
-    return impl(db)
-
-
-def load_checkpoint(path: str | Path, map_location="cpu") -> dict[str, Any]:
-    """Load a checkpoint written by train() (training/loop.py)."""
-    from seqbench.training.loop import load_checkpoint as impl
-
-    return impl(path, map_location)
-
-
-def bench_kernels(
-    store: Store | Callable[[], Store] | None = None,
-    *,
-    seq_len: int = 1000,
-    batch: int = 32,
-    hidden: int = 128,
-    device: str = "cpu",
-    backends: tuple[str, ...] | None = None,
-    repeat: int = 3,
-    threads: int | None = None,
-) -> tuple[list[BenchRow], float, str]:
-    """Time every available backend (bench.py)."""
-    from seqbench.bench import bench_kernels as impl
-
-    return impl(
-        store,
-        seq_len=seq_len,
-        batch=batch,
-        hidden=hidden,
-        device=device,
-        backends=backends,
-        repeat=repeat,
-        threads=threads,
-    )
-
-
-def stress(
-    store: Store,
-    models: list[str],
-    *,
-    seq_len: int = 5000,
-    hidden: int | None = 128,
-    batch: int = 4,
-    seeds: list[int] = (0,),
-    runs: list[str] = (),
-    dtype: str = "float32",
-    rtol: float = 1e-06,
-    eps: float = 0.001,
-    in_dim: int = 2,
-    on_result=None,
-    on_start=None,
-    threads: int | None = None,
-    k: int | None = None,
-    overrides: dict | None = None,
-) -> list[StressResult]:
-    """Analyse each model × seed at init, and each trained run (stress/runner.py)."""
-    from seqbench.stress.runner import stress as impl
-
-    return impl(
-        store,
-        models,
-        seq_len=seq_len,
-        hidden=hidden,
-        batch=batch,
-        seeds=seeds,
-        runs=runs,
-        dtype=dtype,
-        rtol=rtol,
-        eps=eps,
-        in_dim=in_dim,
-        on_result=on_result,
-        on_start=on_start,
-        threads=threads,
-        k=k,
-        overrides=overrides,
-    )
-
-
-def plot_stress(results: list[StressResult], path: str) -> None:
-    """Gradient norm against lag and truncation error against k, all models (stress/runner.py)."""
-    from seqbench.stress.runner import plot_stress as impl
-
-    return impl(results, path)
-
-
-def runs_frame(db: str | None = None, *, summaries: bool = True, **filters) -> pd.DataFrame:
-    """One row per run, its config fields and summaries as columns (report/frames.py)."""
-    from seqbench.report.frames import runs_frame as impl
-
-    with _reads(db) as store:
-        return impl(store, summaries=summaries, **filters)
-
-
-def curves_frame(
-    db: str | None, run_ids: list[int], metrics: list[str] | None = None, *, wide: bool = False
-) -> pd.DataFrame:
-    """The logged metrics of runs (report/frames.py)."""
-    from seqbench.report.frames import curves_frame as impl
-
-    with _reads(db) as store:
-        return impl(store, run_ids, metrics, wide=wide)
-
-
-def diff_runs(store, a_ref: str, b_ref: str) -> RunDiff:
-    """The config fields whose values differ between two runs (a field one run lacks, from an older
-    seqbench, shows as None) and every summary of either (report/curves.py)."""
-    from seqbench.report.curves import diff_runs as impl
-
-    return impl(store, a_ref, b_ref)
-
-
-def plot_curves(db, runs: list, metric: str, path: str, title: str | None = None) -> int:
-    """One line per run of `metric` against the step (log y when the values span decades), each its
-    own colour, the legend outside the axes (report/curves.py)."""
-    from seqbench.report.curves import plot_curves as impl
-
-    with _reads(db) as store:
-        return impl(store, runs, metric, path, title)
-
-
-def grouped_curves(db, runs: list, metric: str, by: list[str], band: str = "std"):
-    """`metric` against the step per group of runs that share the `by` fields (run columns or
-    config fields) (report/curves.py)."""
-    from seqbench.report.curves import grouped_curves as impl
-
-    with _reads(db) as store:
-        return impl(store, runs, metric, by, band)
-
-
-def plot_grouped(frame, groups: dict, metric: str, band: str, path: str | None, task=None):
-    """One line per group (its mean) with its band shaded, each group its own colour, one legend
-    entry per group outside the axes (report/curves.py)."""
-    from seqbench.report.curves import plot_grouped as impl
-
-    return impl(frame, groups, metric, band, path, task)
-
-
-def build_report(
-    db: str | None,
-    *,
-    compare: list[str] | None = None,
-    tasks: list[str] | None = None,
-    metric: str = "test_metric",
-    by: str | list[str] | None = None,
-    sweep: str | None = None,
-    where: str | None = None,
-) -> Report | None:
-    """The comparison or leaderboard of the runs that match (None when the store holds no
-    completed training run that does) (report/tables.py)."""
-    from seqbench.report.tables import build_report as impl
-
-    with _reads(db) as store:
-        return impl(
-            store, compare=compare, tasks=tasks, metric=metric, by=by, sweep=sweep, where=where
-        )
-
-
-def comparison_rows(
-    rep: Report, ci: bool = False, notes: list[str] | None = None
-) -> tuple[list[str], list[list], list[int | None]]:
-    """(columns, rows, index of the best model column per row) for a --compare report
-    (report/tables.py)."""
-    from seqbench.report.tables import comparison_rows as impl
-
-    return impl(rep, ci, notes)
-
-
-def leaderboard_rows(rep: Report) -> tuple[list[str], list[list], list[int | None]]:
-    """(columns, rows, index of the best per row) for a leaderboard (report/tables.py)."""
-    from seqbench.report.tables import leaderboard_rows as impl
-
-    return impl(rep)
-
-
-def flat_rows(cols, rows, cell_cols, ci: bool = False) -> tuple[list[str], list[list]]:
-    """Machine-readable layout (report/tables.py)."""
-    from seqbench.report.tables import flat_rows as impl
-
-    return impl(cols, rows, cell_cols, ci)
-
-
-def format_cell(v, ci: bool = False) -> str | None:
-    """A cell for people (report/tables.py)."""
-    from seqbench.report.tables import format_cell as impl
-
-    return impl(v, ci)
-
-
-def plot_report(rep: Report, path: str | None):
-    """Metric against the first numeric --by field (k, seq_len, teacher_lam, ...) with ±std error
-    bars (grouped bars when there is none), one panel per task and one line per model (and per
-    value of any other --by field) (report/plots.py)."""
-    from seqbench.report.plots import plot_report as impl
-
-    return impl(rep, path)
-
-
-def fit_decay(
-    rep: Report, x: str = "k", notes: list[str] | None = None
-) -> tuple[list[str], list[list]]:
-    """(columns, rows) of the per-step decay rate fitted to each model's gap against k
-    (report/decay.py)."""
-    from seqbench.report.decay import fit_decay as impl
-
-    return impl(rep, x, notes)
-
-
-def save_baseline(
-    store: Store,
-    name: str,
-    *,
-    metrics=("test_metric",),
-    sweep=None,
-    where=None,
-    rtol=0.05,
-    atol=0.0,
-    skipped: list[str] | None = None,
-) -> list[Point]:
-    """Store the current medians as baseline `name` (replacing an older one of that name)
-    (report/check.py)."""
-    from seqbench.report.check import save_baseline as impl
-
-    return impl(
-        store,
-        name,
-        metrics=metrics,
-        sweep=sweep,
-        where=where,
-        rtol=rtol,
-        atol=atol,
-        skipped=skipped,
-    )
-
-
-def export_baseline(store: Store, name: str, path: str | Path) -> int:
-    """Write baseline `name` to a JSON file; the number of points (report/check.py)."""
-    from seqbench.report.check import export_baseline as impl
-
-    return impl(store, name, path)
-
-
-def import_baseline(store: Store, path: str | Path, name: str | None = None) -> tuple[str, int]:
-    """Read a baseline JSON file into the store as `name`: (name, points) (report/check.py)."""
-    from seqbench.report.check import import_baseline as impl
-
-    return impl(store, path, name)
-
-
-def list_baselines(db) -> tuple[list[str], list[tuple]]:
-    """(columns, rows) of the stored baselines (report/check.py)."""
-    from seqbench.report.check import list_baselines as impl
-
-    with _reads(db) as store:
-        return impl(store)
-
-
-def resolve_baseline(store: Store, ref: str) -> list[Point]:
-    """A baseline by name in the store, or from a .json file (report/check.py)."""
-    from seqbench.report.check import resolve_baseline as impl
-
-    return impl(store, ref)
-
-
-def check(
-    store: Store, points: list[Point], *, sweep=None, where=None, rtol=None, atol=None
-) -> list[CheckRow]:
-    """Judge the current medians against each baseline point (report/check.py)."""
-    from seqbench.report.check import check as impl
-
-    return impl(store, points, sweep=sweep, where=where, rtol=rtol, atol=atol)
-
-
-def junit_xml(rows: list[CheckRow], path: str | Path) -> None:
-    """One testcase per point (report/check.py)."""
-    from seqbench.report.check import junit_xml as impl
-
-    return impl(rows, path)
-
-
-def variant_label(variant: str) -> str:
-    """A baseline variant for people: '{"seq_len":100}' -> 'seq_len=100' (report/check.py)."""
-    from seqbench.report.check import variant_label as impl
-
-    return impl(variant)
+# Each of these is the function itself, defined once where its work lives (its signature and
+# defaults there, nowhere else), imported on first use (PEP 562) so that `import seqbench.api`
+# imports no torch, pandas or SQLAlchemy. The reads over a store take a path as well
+# (store/opening.reads). Name: "module:attribute".
+LAZY: dict[str, str] = {
+    "schema_history": "seqbench.store.migrate:history",
+    "check_store": "seqbench.store.engine:integrity_problems",
+    "sweep_plan": "seqbench.sweep.spec:plan",
+    "sweep_status": "seqbench.sweep.runner:sweep_status",
+    "memory_cells": "seqbench.memory.answer:cell_table",
+    "plot_memory": "seqbench.memory.plot:plot_answer",
+    "upgrade_store": "seqbench.store.store:upgrade_store",
+    "load_checkpoint": "seqbench.training.loop:load_checkpoint",
+    "bench_kernels": "seqbench.bench:bench_kernels",
+    "stress": "seqbench.stress.runner:stress",
+    "plot_stress": "seqbench.stress.runner:plot_stress",
+    "stress_figure": "seqbench.stress.views:stress_figure",
+    "stress_rows": "seqbench.stress.views:stress_rows",
+    "stored_stress_curves": "seqbench.stress.views:stored_curves",
+    "runs_frame": "seqbench.report.frames:runs_frame",
+    "curves_frame": "seqbench.report.frames:curves_frame",
+    "diff_runs": "seqbench.report.curves:diff_runs",
+    "plot_curves": "seqbench.report.curves:plot_curves",
+    "grouped_curves": "seqbench.report.curves:grouped_curves",
+    "plot_grouped": "seqbench.report.curves:plot_grouped",
+    "build_report": "seqbench.report.tables:build_report",
+    "comparison_rows": "seqbench.report.tables:comparison_rows",
+    "leaderboard_rows": "seqbench.report.tables:leaderboard_rows",
+    "flat_rows": "seqbench.report.tables:flat_rows",
+    "format_cell": "seqbench.report.tables:format_cell",
+    "plot_report": "seqbench.report.plots:plot_report",
+    "fit_decay": "seqbench.report.decay:fit_decay",
+    "save_baseline": "seqbench.report.check:save_baseline",
+    "export_baseline": "seqbench.report.check:export_baseline",
+    "import_baseline": "seqbench.report.check:import_baseline",
+    "list_baselines": "seqbench.report.check:list_baselines",
+    "resolve_baseline": "seqbench.report.check:resolve_baseline",
+    "check": "seqbench.report.check:check",
+    "junit_xml": "seqbench.report.check:junit_xml",
+    "variant_label": "seqbench.report.check:variant_label",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'seqbench.api' has no attribute {name!r}")
+    module, attr = where.split(":")
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value  # later lookups find it without this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *LAZY})

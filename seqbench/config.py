@@ -108,7 +108,7 @@ class RunConfig:
     # with the training split's mean and sd; the metric in those units: set by resolution) or
     # "raw" (the values as they are, what runs before the field were fed)
     scale: str | None = _in(TASK)
-    # a table (a CSV or Parquet time series, tasks/tables.py): the columns it is cut from
+    # a table (a CSV or Parquet time series, tasks/series.py): the columns it is cut from
     # (comma-separated names; x_cols unset: the targets' own past), the time column it is
     # sorted by and the series id, the forecast horizon (steps after the window's last row),
     # and how it was split ("time": 60/20/20 by the target's time, set by resolution)

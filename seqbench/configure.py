@@ -176,9 +176,9 @@ def stored_config(
 def check_fits(cfg: RunConfig) -> None:
     """The part of the memory check that needs no torch, run before a store is opened or torch
     imported: one batch's activations and state (models.activation_bytes, a lower bound of what
-    the run needs; the full check with the parameters follows in training.loop.check_memory).
+    the run needs; the full check with the parameters follows in training.loop.check_ram).
     A config whose width a parameter budget sets is left to the full check."""
-    from seqbench.environment import require_memory
+    from seqbench.environment import require_ram
 
     if cfg.params is not None or not cfg.seq_len:
         return
@@ -186,7 +186,7 @@ def check_fits(cfg: RunConfig) -> None:
         cfg, cfg.batch_size, cfg.seq_len, cfg.hidden or 128, 0, cfg.layers or 1, 4
     )
     spec = models.base_spec(cfg)
-    require_memory(
+    require_ram(
         need,
         f"{cfg.model} on {cfg.task}",
         "hidden, layers, "

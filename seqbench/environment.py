@@ -70,7 +70,7 @@ def _flag(v: bool | None) -> str | None:
     return None if v is None else ("true" if v else "false")
 
 
-def available_memory() -> int:
+def available_ram() -> int:
     """Bytes of memory available to a new allocation here (MemAvailable on Linux)."""
     import os
 
@@ -84,13 +84,13 @@ def available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
 
 
-def require_memory(need: int, what: str, lower: str, detail: str = "") -> None:
+def require_ram(need: int, what: str, lower: str, detail: str = "") -> None:
     """The one memory check before a command allocates: a UsageError when `need` bytes exceed
     80% of what is available, "WHAT needs about X GiB (DETAIL) but Y GiB is available: lower
     LOWER"."""
     from seqbench.errors import UsageError
 
-    have = available_memory()
+    have = available_ram()
     if need > 0.8 * have:
         detail = f" ({detail})" if detail else ""
         raise UsageError(

@@ -5,6 +5,7 @@ no library package imports api.py."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from pathlib import Path
 
@@ -257,3 +258,145 @@ def test_no_store_is_turned_back_into_a_url_outside_store():
             ):
                 found.append(f"{_rel(path)}:{node.lineno}")
     assert found == []
+
+
+def _forwards(fn: ast.FunctionDef) -> bool:
+    """True when a function's body (past its docstring and imports) is one `return f(...)`
+    that passes its own parameters on: a second copy of a signature that lives elsewhere."""
+    body = [
+        b
+        for b in fn.body
+        if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))
+        and not isinstance(b, (ast.Import, ast.ImportFrom))
+    ]
+    if len(body) != 1 or not isinstance(body[0], ast.Return):
+        return False
+    call = body[0].value
+    if not isinstance(call, ast.Call):
+        return False
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    passed = {a.id for a in call.args if isinstance(a, ast.Name)}
+    passed |= {k.value.id for k in call.keywords if isinstance(k.value, ast.Name)}
+    return bool(params) and params == passed
+
+
+def test_the_api_has_no_forwarding_functions():
+    """A function of api.py either does work of its own or is not there: a library function
+    the api offers as it is is that function itself (api.LAZY, imported on first use), so its
+    signature and defaults are written once, where it lives."""
+    tree = ast.parse((PKG / "api.py").read_text())
+    forwarders = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _forwards(n)]
+    assert forwarders == []
+
+
+def test_the_api_names_the_functions_themselves():
+    """Every lazily offered name is in __all__ and is the function defined where LAZY says
+    (not a wrapper), and importing the api imports neither torch, pandas nor SQLAlchemy."""
+    import subprocess
+    import sys
+
+    import seqbench.api as api
+
+    for name, where in api.LAZY.items():
+        module, attr = where.split(":")
+        assert name in api.__all__, name
+        fn = getattr(api, name)
+        assert (fn.__module__, fn.__name__) == (module, attr), (name, fn.__module__)
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys, seqbench.api; "
+         "print(sorted(m for m in ('torch', 'pandas', 'sqlalchemy') if m in sys.modules))"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert out.stdout.strip() == "[]"
+
+
+def _cited(text: str) -> list[str]:
+    """The code spans of a Markdown text that name a path or a Python name."""
+    return [m for m in re.findall(r"`([^`\n]+)`", text) if " " not in m and not m.startswith("-")]
+
+
+def test_the_architecture_doc_cites_what_exists():
+    """Every path docs/architecture.md names exists (under seqbench/ or the repository), and
+    every Python name it cites (`module.name`, `Class.attr`, `name`) is defined in seqbench:
+    the doc drifted once (a store/reading.py that was gone, check_fields put in config.py)."""
+    root = PKG.parent
+    text = (root / "docs" / "architecture.md").read_text()
+    source = "\n".join(p.read_text() for p in _modules())
+    defined = set(re.findall(r"^\s*(?:def|class)\s+(\w+)", source, re.M))
+    defined |= set(re.findall(r"^\s*(\w+)\s*(?::[^=\n]+)?=", source, re.M))  # assignments, fields
+    defined |= set(re.findall(r"^\s+(\w+):\s", source, re.M))  # dataclass fields
+    files = {p.name for p in root.rglob("*.py") if ".venv" not in p.parts}
+    dirs = {p.name + "/" for p in PKG.rglob("*") if p.is_dir() and "__pycache__" not in p.parts}
+    missing = []
+    for cited in _cited(text):
+        token = re.sub(r"\(.*\)$", "", cited).rstrip(":,.")
+        if "<" in token:  # a template: cli/<command>.py
+            continue
+        last = token.rsplit("/", 1)[-1]
+        if "/" in token and "." in last and not re.search(r"\.(py|md|sh|toml|ini)$", token):
+            path, _, name = token.rpartition(".")  # store/results.ReadStore
+            token = path + ".py"
+            if name not in defined:
+                missing.append(cited)
+        if "/" in token or re.search(r"\.(py|md|sh|toml|ini)$", token):
+            path = token.split(":")[0]
+            if "/" not in path:
+                ok = path in files or (root / path).exists()
+            elif path.count("/") == 1 and path.endswith("/"):
+                ok = path in dirs or (root / path).exists()
+            else:
+                ok = (PKG / path).exists() or (root / path).exists()
+            if not ok:
+                missing.append(cited)
+        elif re.fullmatch(r"[A-Za-z_][\w.]*", token) and (
+            "_" in token or "." in token or token[:1].isupper()
+        ):
+            if token.startswith("seqbench") or (token.isupper() and len(token) < 4):
+                continue
+            top = token.split(".")[0]
+            ours = ("api", "config", "configure", "parsing")
+            library = top not in ours and importlib.util.find_spec(top) is not None
+            if "." in token and token.islower() and library:
+                continue  # a library module: http.server
+            name = token.split(".")[-1]
+            if name and name not in defined and not name.startswith("__"):
+                missing.append(cited)
+    assert missing == [], missing
+
+
+def test_the_architecture_doc_puts_names_in_their_files():
+    """Where the doc says `file.py` (`name`, ...), each name is defined in that file."""
+    text = (PKG.parent / "docs" / "architecture.md").read_text()
+    wrong = []
+    for path, inside in re.findall(r"`([\w/]+\.py)` \(([^)]*)\)", text):
+        where = [p for p in _modules() if _rel(p).endswith(path) and p.name == path.split("/")[-1]]
+        if len(where) != 1:
+            continue  # a name shared by several files (__init__.py): the path check holds it
+        src = where[0].read_text()
+        for name in re.findall(r"`([A-Za-z_][\w.]*)`", inside):
+            if re.search(r"\.(py|md)$", name):
+                continue
+            last = name.split(".")[-1]
+            if not re.search(rf"^\s*(def|class)\s+{last}\b|^\s*{last}\s*[:=]", src, re.M):
+                wrong.append(f"{path}: {name}")
+    assert wrong == [], wrong
+
+
+def test_the_reading_order_covers_every_package():
+    """The newcomer's reading order and its change table open every package of seqbench/."""
+    text = (PKG.parent / "docs" / "architecture.md").read_text()
+    order = text[text.index("## Reading order") : text.index("## Where new things go")]
+    packages = sorted(p.parent.name for p in PKG.glob("*/__init__.py"))
+    assert [p for p in packages if f"{p}/" not in order] == []
+    assert "ops/scan" in order
+
+
+def test_cli_commands_are_thin():
+    """A command function parses, makes one call and prints: none is over 80 lines (its
+    options are declared once, as Annotated aliases beside it)."""
+    long = []
+    for path in _modules("cli"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.end_lineno - node.lineno + 1 > 80:
+                long.append(f"{_rel(path)}:{node.name} {node.end_lineno - node.lineno + 1}")
+    assert long == []

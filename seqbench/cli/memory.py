@@ -36,66 +36,79 @@ app = typer.Typer(
 )
 
 
+Task = Annotated[
+    str | None, typer.Option(help="The task: a built-in, file (with --path) or a plugin.")
+]
+DataPath = Annotated[str | None, typer.Option(help="--task file: the data file.")]
+Sets = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="A task or training field: key=value (repeatable)."),
+]
+Families = Annotated[
+    list[str] | None,
+    typer.Option("--families", help="Feedforward families swept over k (tcn,window)."),
+]
+References = Annotated[
+    list[str] | None,
+    typer.Option("--references", help="Recurrent references (lstm,gru); 'none' for none."),
+]
+Seeds = Annotated[str, typer.Option(help="Seeds, at least 3: 0,1,2 or 0:4:+1.")]
+Params = Annotated[
+    int | None,
+    typer.Option(
+        help="Parameter budget of every model at every k, met within 5% (default: the "
+        "smallest from 10000 up that every model meets at every k)."
+    ),
+]
+Epsilon = Annotated[
+    float | None,
+    typer.Option(
+        help="The tolerance: k* is the smallest k shown within epsilon of the best over "
+        f"seeds, epsilon a share of what --relative-to names (default {api.MEMORY_EPSILON:g})."
+    ),
+]
+RelativeTo = Annotated[
+    str | None,
+    typer.Option(
+        "--relative-to",
+        help="gap: epsilon is a share of the gap between the trivial baseline and the best "
+        "(the default); best: a share of the best's own value (MSE within +10%: "
+        "--epsilon 0.1 --relative-to best).",
+    ),
+]
+MaxK = Annotated[int | None, typer.Option(help="The largest context tried (default: T).")]
+Name = Annotated[
+    str | None,
+    typer.Option(help="Name of the answer and its sweep (default: from the question)."),
+]
+DryRun = Annotated[
+    bool, typer.Option("--dry-run", help="Show what it would train and its cost; run nothing.")
+]
+Plot = Annotated[
+    str | None, typer.Option(help="Draw the metric against k, k* marked, to this file.")
+]
+
+
 @app.callback()
 def memory(
     ctx: typer.Context,
-    task: Annotated[
-        str | None, typer.Option(help="The task: a built-in, file (with --path) or a plugin.")
-    ] = None,
-    path: Annotated[str | None, typer.Option(help="--task file: the data file.")] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="A task or training field: key=value (repeatable)."),
-    ] = None,
-    families: Annotated[
-        list[str] | None,
-        typer.Option("--families", help="Feedforward families swept over k (tcn,window)."),
-    ] = None,
-    references: Annotated[
-        list[str] | None,
-        typer.Option("--references", help="Recurrent references (lstm,gru); 'none' for none."),
-    ] = None,
-    seeds: Annotated[str, typer.Option(help="Seeds, at least 3: 0,1,2 or 0:4:+1.")] = "0,1,2",
-    params: Annotated[
-        int | None,
-        typer.Option(
-            help="Parameter budget of every model at every k, met within 5% (default: the "
-            "smallest from 10000 up that every model meets at every k)."
-        ),
-    ] = None,
-    epsilon: Annotated[
-        float | None,
-        typer.Option(
-            help="The tolerance: k* is the smallest k shown within epsilon of the best over "
-            "seeds, epsilon a share of what --relative-to names (default 0.05)."
-        ),
-    ] = None,
-    relative_to: Annotated[
-        str | None,
-        typer.Option(
-            "--relative-to",
-            help="gap: epsilon is a share of the gap between the trivial baseline and the best "
-            "(the default); best: a share of the best's own value (MSE within +10%: "
-            "--epsilon 0.1 --relative-to best).",
-        ),
-    ] = None,
-    max_k: Annotated[
-        int | None, typer.Option(help="The largest context tried (default: T).")
-    ] = None,
-    name: Annotated[
-        str | None,
-        typer.Option(help="Name of the answer and its sweep (default: from the question)."),
-    ] = None,
+    task: Task = None,
+    path: DataPath = None,
+    set_: Sets = None,
+    families: Families = None,
+    references: References = None,
+    seeds: Seeds = "0,1,2",
+    params: Params = None,
+    epsilon: Epsilon = None,
+    relative_to: RelativeTo = None,
+    max_k: MaxK = None,
+    name: Name = None,
     workers: WorkersOption = None,
     executor: ExecutorOption = "local",
     address: AddressOption = "auto",
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show what it would train and its cost; run nothing.")
-    ] = False,
+    dry_run: DryRun = False,
     retry_failed: RetryFailedOption = False,
-    plot: Annotated[
-        str | None, typer.Option(help="Draw the metric against k, k* marked, to this file.")
-    ] = None,
+    plot: Plot = None,
     quiet: QuietOption = False,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -111,67 +124,61 @@ def memory(
         raise UsageError("give --task (a built-in task, file with --path, or a plugin)")
     refs = joined(references)
     plan = api.memory_plan(
-        task,
-        set_=set_,
-        path=path,
+        task, set_=set_, path=path,
         families=api.split_list(joined(families)) if families else None,
         references=[] if refs == "none" else (api.split_list(refs) if refs else None),
-        seeds=seeds,
-        params=params,
-        epsilon=epsilon,
-        relative_to=relative_to,
-        max_k=max_k,
+        seeds=seeds, params=params, epsilon=epsilon, relative_to=relative_to, max_k=max_k,
         name=name,
-    )
+    )  # fmt: skip
     if dry_run:
         _dry_run(ctx, plan, fmt)
         return
-    bar = None
-    ran = 0
-
-    def on_round(what: str, total: int, todo: int) -> None:
-        nonlocal bar
-        if bar is not None:
-            bar.stop()
-            bar = None
-        if not quiet:
-            from seqbench.cli._progress import Bar
-
-            typer.echo(f"memory {plan.name!r} ({what}): {total} runs, {todo} to train", err=True)
-            bar = Bar(f"{plan.name} {what}", ("failed",))
-            bar.start(todo)
-
-    failed = 0
-
-    def on_result(status: str) -> None:
-        nonlocal failed, ran
-        failed += status == "failed"
-        ran += 1
-        if bar is not None:
-            bar.advance(failed=failed)
-
-    out = None
-    code = EXIT_INTERRUPTED
+    rounds = _Rounds(plan.name, quiet)
+    out, code = None, EXIT_INTERRUPTED
     try:
         with sigterm_as_interrupt():
             out = api.run_memory(
-                state(ctx).store,
-                plan,
-                executor=executor,
-                address=address,
-                workers=workers,
-                on_round=on_round,
-                on_result=on_result,
-                retry_failed=retry_failed,
-            )
+                state(ctx).store, plan, executor=executor, address=address, workers=workers,
+                on_round=rounds.on_round, on_result=rounds.on_result, retry_failed=retry_failed,
+            )  # fmt: skip
     except KeyboardInterrupt as e:
         code = interrupt_exit_code(e)
     finally:
-        if bar is not None:
-            bar.stop()
+        rounds.stop()
     if out is None:
         typer.echo(f"memory {plan.name!r} interrupted: the same command resumes it", err=True)
         raise typer.Exit(code)
+    _say(out, plot, fmt)
+
+
+class _Rounds:
+    """A progress bar per round of a memory command (the first round, then each bisection)."""
+
+    def __init__(self, name: str, quiet: bool) -> None:
+        self.name, self.quiet, self.bar, self.failed = name, quiet, None, 0
+
+    def on_round(self, what: str, total: int, todo: int) -> None:
+        self.stop()
+        if not self.quiet:
+            from seqbench.cli._progress import Bar
+
+            typer.echo(f"memory {self.name!r} ({what}): {total} runs, {todo} to train", err=True)
+            self.bar = Bar(f"{self.name} {what}", ("failed",))
+            self.bar.start(todo)
+
+    def on_result(self, status: str) -> None:
+        self.failed += status == "failed"
+        if self.bar is not None:
+            self.bar.advance(failed=self.failed)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def _say(out, plot: str | None, fmt: Format) -> None:
+    """The answer as asked (table, csv or JSON), its plot, and the one line on stderr."""
     answer = out.answer.to_dict()
     if plot:
         api.plot_memory(answer, plot)

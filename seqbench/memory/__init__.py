@@ -6,3 +6,19 @@ one parameter budget, beside recurrent references, over seeds) and the bisection
 refines the boundary and stores the answer; `answer.py` derives the answer from the runs
 (k*(ε) with a bootstrap interval, or a verdict).
 """
+
+from __future__ import annotations
+
+import math
+
+# The answer's settings, each once (the CLI's help, the api, plan.py and answer.py read them):
+EPSILON = 0.05  # the default tolerance: 5% of the gap between the trivial baseline and the best
+RELATIVE_TO = ("gap", "best")  # what ε is a share of; the first is the default
+
+
+def check_tolerance(epsilon: float, relative_to: str) -> None:
+    """ε in (0, 1) and a known reference for it; ValueError otherwise (the CLI's one line)."""
+    if not (isinstance(epsilon, float | int) and math.isfinite(epsilon) and 0 < epsilon < 1):
+        raise ValueError(f"--epsilon must lie in (0, 1), got {epsilon}")
+    if relative_to not in RELATIVE_TO:
+        raise ValueError(f"--relative-to must be gap or best, got {relative_to!r}")

@@ -35,11 +35,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from seqbench.memory import EPSILON, check_tolerance
+
 VERDICTS = ("matches", "nothing-learned", "needs-recurrence", "family-gap", "undecided")
-EPSILON = 0.05  # the default tolerance: 5% of the gap between the trivial baseline and the best
-RELATIVE_TO = ("gap", "best")  # what ε is a share of
 ALPHA = 0.05  # each one-sided test's level (two of them bound k*'s interval: 90% together)
-LEVEL = 1 - 2 * ALPHA
 ACCURACIES = ("acc",)  # metrics that are a share of right answers: chance is binomial
 # the last share of a run's evaluations that must not improve on the earlier ones by more than
 # IMPROVING of the run's whole improvement, for the run to count as trained out
@@ -169,14 +168,6 @@ def _finite(v: float) -> float | None:
 
 def _label(model: str, k: int | None) -> str:
     return model if k is None else f"{model} at k={k}"
-
-
-def check_tolerance(epsilon: float, relative_to: str) -> None:
-    """ε in (0, 1) and a known reference for it; ValueError otherwise (the CLI's one line)."""
-    if not (isinstance(epsilon, float | int) and math.isfinite(epsilon) and 0 < epsilon < 1):
-        raise ValueError(f"--epsilon must lie in (0, 1), got {epsilon}")
-    if relative_to not in RELATIVE_TO:
-        raise ValueError(f"--relative-to must be gap or best, got {relative_to!r}")
 
 
 # -- the steps of an answer -------------------------------------------------------------------
@@ -317,37 +308,22 @@ def still_improving(curve: list[float], higher_is_better: bool) -> bool:
     return bool(whole > 0 and head.min() - end.min() > IMPROVING * whole)
 
 
-def derive(
-    runs: pd.DataFrame,
+def judge_cells(
+    seeds: list[_Seeds],
     *,
-    task: str,
-    higher_is_better: bool,
-    max_k: int,
-    metric: str = "test_metric",
-    epsilon: float = EPSILON,
-    relative_to: str = "gap",
-    whole_input: bool = False,
-    units: str = "",
-    label: str = "",
-    train_size: int | None = None,
-) -> Answer:
-    """The answer from `runs`: one row per run with columns run_id, model, k (None for a
-    recurrent reference), seed, value (the metric) and baseline (the run's trivial baseline);
-    optionally test_count (the scored test predictions: chance's binomial bound for an
-    accuracy), improving (the run was still improving at its last evaluation) and persistence
-    (a forecast's last-value predictor: a warning when no model beats it). Non-finite values
-    (a diverged run) count as the baseline: a run that blew up learned nothing."""
-    check_tolerance(epsilon, relative_to)
-    if runs.empty:
-        raise ValueError("no runs to derive an answer from")
-    sign = -1.0 if higher_is_better else 1.0  # loss = sign * value: lower is better
-    seeds = cell_runs(runs, sign)
-    accuracy = metric in ACCURACIES
+    sign: float,
+    accuracy: bool,
+    base_loss: float,
+    epsilon: float,
+    relative_to: str,
+) -> tuple[list[Cell], int, float]:
+    """Each cell judged over its seeds: learned, within or outside the tolerance of the best
+    (the best: the lowest mean loss among the cells that learned). Returns (cells, the best's
+    index, the tolerance δ in loss terms)."""
     got = [learned(c, accuracy, sign) for c in seeds]
     means = [float(c.loss.mean()) for c in seeds]
     pool = [i for i, ok in enumerate(got) if ok] or list(range(len(seeds)))
     b = min(pool, key=lambda i: means[i])  # the best cell: among those that learned
-    base_loss = float(np.nanmean(sign * runs["baseline"].astype(float)))
     delta = tolerance(epsilon, relative_to, base_loss, means[b])
     # the interval's low end is the largest k shown outside: a union of one test per cell,
     # each against a best that is itself the winner of them all (biased low), so each test
@@ -372,6 +348,38 @@ def derive(
                 improving=c.improving,
             )
         )
+    return cells, b, delta
+
+
+def derive(
+    runs: pd.DataFrame,
+    *,
+    task: str,
+    higher_is_better: bool,
+    max_k: int,
+    metric: str = "test_metric",
+    epsilon: float = EPSILON,
+    relative_to: str = "gap",
+    whole_input: bool = False,
+    units: str = "",
+    label: str = "",
+    train_size: int | None = None,
+) -> Answer:
+    """The answer from `runs`: one row per run with columns run_id, model, k (None for a
+    recurrent reference), seed, value (the metric) and baseline (the run's trivial baseline);
+    optionally test_count (the scored test predictions: chance's binomial bound for an
+    accuracy), improving (the run was still improving at its last evaluation) and persistence
+    (a forecast's last-value predictor: a warning when no model beats it). Non-finite values
+    (a diverged run) count as the baseline: a run that blew up learned nothing."""
+    check_tolerance(epsilon, relative_to)
+    if runs.empty:
+        raise ValueError("no runs to derive an answer from")
+    sign = -1.0 if higher_is_better else 1.0  # loss = sign * value: lower is better
+    base_loss = float(np.nanmean(sign * runs["baseline"].astype(float)))
+    cells, b, delta = judge_cells(
+        cell_runs(runs, sign), sign=sign, accuracy=metric in ACCURACIES, base_loss=base_loss,
+        epsilon=epsilon, relative_to=relative_to,
+    )  # fmt: skip
     k_star, lo, hi = k_interval(cells)
     verdict = verdict_of(cells, cells[b], k_star, whole_input)
     if verdict == "nothing-learned":
@@ -387,7 +395,7 @@ def derive(
         metric=metric,
         higher_is_better=higher_is_better,
         baseline=sign * base_loss,
-        best=sign * means[b],
+        best=cells[b].mean,
         best_cell=cells[b].label,
         cells=cells,
         run_ids=sorted(int(r) for r in runs["run_id"]),
@@ -533,6 +541,12 @@ def _references(a: Answer) -> str:
 
 
 CELL_COLUMNS = ["model", "k", "mean", "std", "seeds", "learned", "tolerance", "improving"]
+
+
+def cell_table(answer: dict) -> tuple[list[str], list[list]]:
+    """An answer's cell table (Answer.to_dict() or a stored answer's details): its columns and
+    one row a cell, as `seqbench memory` and the dashboard show it."""
+    return CELL_COLUMNS, cell_rows(answer)
 
 
 def cell_rows(answer: dict) -> list[list]:

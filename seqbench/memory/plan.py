@@ -13,9 +13,10 @@ from typing import Any
 
 from seqbench.config import RunConfig
 from seqbench.errors import UsageError
-from seqbench.memory.answer import EPSILON, RELATIVE_TO, check_tolerance
+from seqbench.memory import EPSILON, RELATIVE_TO, check_tolerance
 from seqbench.parsing import split_assignment
 from seqbench.sweep.spec import BUDGET as PARAMS  # where the search for one budget starts
+from seqbench.sweep.spec import check_budget, expand, smallest_budget
 
 FAMILIES = ("tcn", "window")  # the feedforward families a k-sweep runs by default
 REFERENCES = ("lstm", "gru")  # the recurrent references (full backpropagation through time)
@@ -131,8 +132,8 @@ def make_plan(
     references: list[str] | None = None,
     seeds: list[int] | None = None,
     params: int | None = None,
-    epsilon: float = EPSILON,
-    relative_to: str = RELATIVE_TO[0],
+    epsilon: float | None = None,
+    relative_to: str | None = None,
     max_k: int | None = None,
     name: str | None = None,
 ) -> MemoryPlan:
@@ -166,6 +167,8 @@ def make_plan(
         )
     if params is not None and not (isinstance(params, int) and params > 0):
         raise UsageError(f"--params must be a positive number of parameters, got {params}")
+    epsilon = EPSILON if epsilon is None else epsilon
+    relative_to = RELATIVE_TO[0] if relative_to is None else relative_to
     try:
         check_tolerance(epsilon, relative_to)
     except ValueError as e:
@@ -205,34 +208,17 @@ def make_plan(
     )
     plan = with_points(plan)
     if params is None:  # the smallest budget from PARAMS up that every model meets at every k
-        plan = with_points(replace(plan, params=smallest_budget(plan)))
+        plan = with_points(replace(plan, params=smallest_budget(plan.points)))
     else:
-        check_budget(plan)
+        check_budget(plan.points, plan.params)
     ident = (task_name, given, probe, fams, refs, plan.params, seeds_t, epsilon, top, relative_to)
     return replace(plan, name=name or default_name(*ident))
 
 
 def with_points(plan: MemoryPlan, ks: list[int] | None = None) -> MemoryPlan:
     """The plan with contexts `ks` (default: its own) and its points expanded and validated."""
-    from seqbench.sweep import spec as specs
-
     plan = replace(plan, ks=tuple(sorted(set(ks or plan.ks))))
-    return replace(plan, points=specs.expand(plan.grids()))
-
-
-def check_budget(plan: MemoryPlan) -> None:
-    """Every model at every k can be sized to the plan's budget (within 5%): one line naming
-    the first that cannot, before anything is written."""
-    from seqbench.sweep.spec import check_budget as check
-
-    check(plan.points, plan.params)
-
-
-def smallest_budget(plan: MemoryPlan) -> int:
-    """The smallest budget from PARAMS up that every model of the plan meets at every k."""
-    from seqbench.sweep.spec import smallest_budget as smallest
-
-    return smallest(plan.points)
+    return replace(plan, points=expand(plan.grids()))
 
 
 def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top, relative_to) -> str:

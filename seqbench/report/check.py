@@ -31,6 +31,7 @@ from seqbench.report.frames import (
     shown,
 )
 from seqbench.store.common import check_label, float_text
+from seqbench.store.opening import reads
 from seqbench.store.store import Store
 
 
@@ -212,6 +213,7 @@ def read_points(store: Store, name: str) -> list[Point]:
     return [Point(**row) for row in store.baseline_points(name)]
 
 
+@reads
 def list_baselines(store) -> tuple[list[str], list[tuple]]:
     """(columns, rows): name, points, created (UTC) per stored baseline. `store`: a Store or
     ReadStore."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from seqbench.config import NOT_COMPUTED
 from seqbench.report.frames import curves_frame, metric_direction
+from seqbench.store.opening import reads
 
 
 @dataclass
@@ -98,6 +99,7 @@ def _finish(fig, ax, drawn, metric: str, task, title: str, path) -> None:
         fig.savefig(path, dpi=120, bbox_inches="tight")  # room for the outside legend
 
 
+@reads
 def plot_curves(store, runs: list, metric: str, path: str, title: str | None = None) -> int:
     """One line per run of `metric` against the step (log y when the values span decades),
     each its own colour, the legend outside the axes; returns how many runs had the metric.
@@ -131,6 +133,7 @@ def _group_value(run, field: str):
     return (run.config or {}).get(field)
 
 
+@reads
 def grouped_curves(store, runs: list, metric: str, by: list[str], band: str = "std"):
     """`metric` against the step per group of runs that share the `by` fields (run columns or
     config fields): (groups, frame). groups: label -> the runs in it; frame columns group,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from seqbench.errors import UsageError
+from seqbench.store.opening import reads
 
 GROUP_AXES = ("k", "seq_len", "model")
 # what a run records of its model, as a summary, that a report can group by like a field
@@ -337,6 +338,7 @@ def row_baselines(
     return out
 
 
+@reads
 def runs_frame(store, *, summaries: bool = True, **filters) -> pd.DataFrame:
     """One row per run (filters: model, task, status, sweep, kind; archived=False leaves
     archived runs out, True gives only them, None both), indexed by run_id: its columns (name
@@ -367,6 +369,7 @@ def _runs_frame(store, summaries: bool, filters: dict) -> pd.DataFrame:
     return df
 
 
+@reads
 def curves_frame(
     store, run_ids: list[int], metrics: list[str] | None = None, *, wide: bool = False
 ) -> pd.DataFrame:

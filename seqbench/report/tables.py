@@ -28,6 +28,7 @@ from seqbench.report.frames import (
     unset_to_none,
 )
 from seqbench.report.stats import clearly_ahead
+from seqbench.store.opening import reads
 
 # The statuses of a run that ran to an outcome: completed, or lost to a divergence or failure
 # (an interrupted run is the user's choice, not an outcome of the config).
@@ -127,6 +128,7 @@ def _agg(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return out
 
 
+@reads
 def build_report(
     store,
     *,

@@ -4,8 +4,10 @@ library, and SQLAlchemy is imported when a Store is opened."""
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from seqbench.store.results import ReadStore
 
@@ -13,6 +15,7 @@ if TYPE_CHECKING:
     from seqbench.store.store import Store
 
 MODES = ("write", "read", "lean")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def open_store(
@@ -45,3 +48,22 @@ def open_store(
     from seqbench.store.store import open_database
 
     return open_database(db, readonly=mode != "write", reap=reap if mode == "write" else bool(reap))
+
+
+def reads(fn: F) -> F:
+    """A read over a store that also takes its place by path: `fn(store, ...)` may be given
+    a store, a path or URL, or None (./seqbench.db) first; a store is used as it is, anything
+    else is opened lean for the call and closed after it (sqlite-utils' shape: one function,
+    called by the CLI with the store it opened and by a script with a path)."""
+
+    @functools.wraps(fn)
+    def read(db: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(db, ReadStore):
+            return fn(db, *args, **kwargs)
+        store = open_store(db, "lean")
+        try:
+            return fn(store, *args, **kwargs)
+        finally:
+            store.dispose()
+
+    return read  # type: ignore[return-value]

@@ -1,6 +1,6 @@
 """Recording one run: the interface every producer of runs writes through (the training loop,
 `stress`, `bench`), and its two implementations: StoreRecorder writes to the store as the run
-goes; MemoryRecorder keeps everything in memory, for a sweep worker that must not touch the
+goes; BufferRecorder keeps everything in memory, for a sweep worker that must not touch the
 store and sends its record back to the driver (whose claim created the run's row).
 """
 
@@ -121,7 +121,7 @@ class StoreRecorder:
         return False
 
 
-class MemoryRecorder:
+class BufferRecorder:
     """A RunRecorder in memory for the run `run_id` (created by the sweep driver's claim): the
     record travels back to the driver, which writes it (Store.write_point_result). With a
     `stream` (a queue to the driver), metrics go to the driver as they are logged, so the

@@ -150,7 +150,7 @@ class Baseline(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
-class Answer(Base):
+class AnswerRow(Base):
     """`seqbench memory`'s answer for one name: how much context the task needs, derived from
     the runs linked in answer_runs (re-derived each time the command runs; stale when a run
     it rests on was deleted or archived since)."""

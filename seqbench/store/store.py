@@ -44,7 +44,7 @@ from seqbench.store.engine import (
     where as store_where,
 )
 from seqbench.store.results import ReadStore
-from seqbench.store.schema import Answer, AnswerRun, Curve, Metric, Run, Summary
+from seqbench.store.schema import AnswerRow, AnswerRun, Curve, Metric, Run, Summary
 from seqbench.store.sweeps import SweepRows
 
 
@@ -242,11 +242,11 @@ class Store(ReadStore, SweepRows):
         id."""
         ids = sorted(set(int(r) for r in run_ids))
         with self.Session.begin() as s:
-            old = s.scalars(select(Answer.id).where(Answer.name == name)).all()
+            old = s.scalars(select(AnswerRow.id).where(AnswerRow.name == name)).all()
             if old:
                 s.execute(delete(AnswerRun).where(AnswerRun.answer_id.in_(old)))
-                s.execute(delete(Answer).where(Answer.id.in_(old)))
-            row = Answer(name=name, created_at=utcnow(), n_runs=len(ids), **values)
+                s.execute(delete(AnswerRow).where(AnswerRow.id.in_(old)))
+            row = AnswerRow(name=name, created_at=utcnow(), n_runs=len(ids), **values)
             s.add(row)
             s.flush()
             if ids:

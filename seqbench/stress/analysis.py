@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from seqbench.stress import views
+
 
 @dataclass(frozen=True)
 class Rates:
@@ -30,13 +32,7 @@ class Rates:
     verdict: str  # exploding | finite-context | vanishing | stable | undetermined
 
 
-VERDICT_CODES = {
-    "vanishing": -1.0,
-    "stable": 0.0,
-    "exploding": 1.0,
-    "finite-context": 2.0,
-    "undetermined": math.nan,
-}
+VERDICT_CODES = views.VERDICT_CODES  # how a verdict is stored (a summary is a number)
 
 
 def grad_vs_lag(backbone, x: torch.Tensor, readout: torch.Tensor) -> np.ndarray:

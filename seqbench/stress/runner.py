@@ -22,6 +22,7 @@ from seqbench.stress.analysis import (
     rates,
     truncation_error,
 )
+from seqbench.stress.views import StressCurves, series_label, stress_figure
 
 
 @dataclass
@@ -79,10 +80,10 @@ def analyse(
     )
 
 
-def check_memory(
+def check_ram(
     cfg, batch: int, seq_len: int, hidden: int, in_dim: int, layers: int, dtype: torch.dtype
 ) -> None:
-    from seqbench.environment import require_memory
+    from seqbench.environment import require_ram
     from seqbench.models import activation_bytes, base_spec, make_backbone
     from seqbench.models.base import count_params
 
@@ -94,7 +95,7 @@ def check_memory(
         n = 4 * hidden * (hidden + in_dim) * max(layers, 1)  # an init the meta device lacks
     need += n * dtype.itemsize * 2
     state = ", --set d_state" if base_spec(cfg).state_units is not None else ""
-    require_memory(
+    require_ram(
         need,
         f"stress {cfg.model} at T={seq_len}, B={batch}, H={hidden}",
         f"--seq-len, --batch, --hidden{state}",
@@ -314,14 +315,14 @@ def stress(
                 hidden,
                 s,
                 in_dim,
-                check=lambda c: check_memory(c, batch, seq_len, c.hidden, in_dim, c.layers, tdtype),
+                check=lambda c: check_ram(c, batch, seq_len, c.hidden, in_dim, c.layers, tdtype),
                 k=k,
                 overrides=overrides,
             )
             jobs.append((m, s, "init", bb, in_dim, stored_k(cfg), {}))
     for ref in runs:
         bb, d, run, cfg = trained_backbone(store, ref)
-        check_memory(cfg, batch, seq_len, bb.out_dim, d, cfg.layers, tdtype)
+        check_ram(cfg, batch, seq_len, bb.out_dim, d, cfg.layers, tdtype)
         context_k = stored_k(cfg, steps=seq_len)  # its context, fed this T
         # the run's own width, not --hidden's (which sizes only the fresh models)
         own = {"hidden": cfg.hidden}
@@ -359,39 +360,17 @@ def stress(
     return results
 
 
-def plot_stress(results: list[StressResult], path: str) -> None:
-    """Gradient norm against lag and truncation error against k, all models. The lag axis is
-    logarithmic (lag + 1), so a gradient that vanishes in ten steps and one that lives for
-    thousands are both readable; each label carries the fitted gain γ and the verdict."""
-    import matplotlib
+def curves_of(r: StressResult) -> StressCurves:
+    """A result's curves as the stress figure draws them (stress/views.py)."""
+    label = series_label(r.model, r.source, r.seed, r.gain, r.verdict)
+    return StressCurves(label, list(zip(r.lags.tolist(), r.grad.tolist(), strict=True)),
+                        list(zip(list(r.ks), r.trunc.tolist(), strict=True)))  # fmt: skip
 
-    matplotlib.use("Agg")
+
+def plot_stress(results: list[StressResult], path: str) -> None:
+    """The stress figure of all results (stress/views.stress_figure), saved to `path`."""
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.8))
-    for r in results:
-        gain = f"γ={r.gain:.4g}" if np.isfinite(r.gain) else "γ n/a"
-        label = f"{r.model} ({r.source}, seed {r.seed}): {gain}, {r.verdict}"
-        ok = np.isfinite(r.grad) & (r.grad > 0)
-        a.loglog(r.lags[ok] + 1, r.grad[ok], label=label, lw=1)
-        okt = np.isfinite(r.trunc) & (r.trunc > 0)
-        b.loglog(np.asarray(r.ks)[okt], r.trunc[okt], marker="o", ms=3, label=label)
-    T = int(results[0].lags[-1]) + 1 if results else 0
-    a.set(xlabel="lag L + 1 (log)", ylabel="‖∂ℓ/∂x(T−L)‖ (log)", title=f"gradient vs lag, T = {T}")
-    b.set(
-        xlabel="k, inputs seen (log)",
-        ylabel="‖y_T(full) − y_T(last k)‖ (log)",
-        title="truncation error",
-    )
-    b.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.text(
-        0.01,
-        -0.02,
-        "γ: per-step gradient gain fitted over the lags; verdict: "
-        "exploding (γ > 1 + ε), vanishing (γ < 1 − ε) or stable",
-        fontsize=8,
-        va="top",
-    )
-    fig.tight_layout()
+    fig = stress_figure([curves_of(r) for r in results])
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)

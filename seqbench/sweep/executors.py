@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.store.common import process_alive, process_start
-from seqbench.store.recorder import MemoryRecorder
+from seqbench.store.recorder import BufferRecorder
 from seqbench.training.threads import POOL_THREADS, usable_cpus
 
 
@@ -39,7 +39,7 @@ def execute_point(run_id: int, config: dict, checkpoint_dir: str = "checkpoints"
     from seqbench.training.loop import train
 
     t0 = time.perf_counter()
-    rec = MemoryRecorder(run_id, stream=_STREAM)
+    rec = BufferRecorder(run_id, stream=_STREAM)
     try:
         train(RunConfig(**config), rec, checkpoint_dir=checkpoint_dir)
     except RunFailedError:

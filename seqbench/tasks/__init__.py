@@ -334,9 +334,9 @@ def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if target is not None and target != asked:
             raise UsageError(f"--task {task} asks for {asked}, but target is {target!r}")
         target = asked
-    from seqbench.tasks import tables
+    from seqbench.tasks import series
 
-    choice = tables.choice_for(values["path"], values)
+    choice = series.choice_for(values["path"], values)
     facts = describe(values["path"], target, values.get("split_seed"), choice)
     scale = values.get("scale")
     if scale not in (None, *SCALES):

@@ -66,7 +66,7 @@ class FileFacts:
     baseline_note: str = ""
     targets: int = 1  # target columns of a regression (a table's y_cols)
     persistence: float | None = None  # a table's persistence forecast, scored on test
-    table: dict | None = None  # a table's choice and split (tasks/tables.py)
+    table: dict | None = None  # a table's choice and split (tasks/series.py)
     target_sd: float | None = None  # an array regression's train-split target sd (scale)
 
     @property
@@ -486,14 +486,14 @@ def _declared(path: str, meta: dict, key: str, found: int, what: str, hi) -> int
 
 
 class TableDataset:
-    """A table cut into windows (tasks/tables.Table) behind the Dataset interface the file
+    """A table cut into windows (tasks/series.Table) behind the Dataset interface the file
     task reads: a regression, its splits by time, its windows copied out per batch."""
 
     kind, kind_source, x_kind, per_step = "regression", "table", "float", False
     vocab = n_classes = split_seed = None
 
     def __init__(self, path: str, target: str | None, split_seed: int | None, choice):
-        from seqbench.tasks.tables import Table
+        from seqbench.tasks.series import Table
 
         if target not in (None, "regression"):
             raise UsageError(f"data file {path!r} is a table: a forecast is a regression")
@@ -520,7 +520,7 @@ def describe(
 ) -> FileFacts:
     """Check a data file and say what it holds (memoised per path, size, mtime and options:
     a sweep resolves many points over one file, and the task trains on the same check).
-    `table`: how a CSV or Parquet file is cut (tasks/tables.Choice)."""
+    `table`: how a CSV or Parquet file is cut (tasks/series.Choice)."""
     return open_checked(path, target, split_seed, table)[0]
 
 
@@ -529,7 +529,7 @@ def open_checked(
 ) -> tuple[FileFacts, Any]:
     """(facts, the checked Dataset) of a data file: read, checked and hashed once per process
     for a given file state and options."""
-    from seqbench.tasks.tables import stat_data_path
+    from seqbench.tasks.series import stat_data_path
 
     p = Path(path)
     st = stat_data_path(path, _fail)

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from seqbench.errors import SeqbenchError
-from seqbench.tasks import tables
+from seqbench.tasks import series
 from seqbench.tasks.base import Task, TaskArgs
 from seqbench.tasks.filedata import content_hash, open_checked
 
@@ -25,7 +25,7 @@ class FileTask(Task):
                 "the file tasks need a data file: --path FILE.npz, a directory of .npy files, "
                 "or a CSV or Parquet table"
             )
-        choice = tables.choice_for(args.path, args)
+        choice = series.choice_for(args.path, args)
         self.facts, self.data = open_checked(args.path, args.target, args.split_seed, choice)
         if args.data_hash is not None and args.data_hash != self.facts.data_hash:
             raise SeqbenchError(
@@ -41,7 +41,7 @@ class FileTask(Task):
         self.in_dim = self.facts.in_dim
         self.vocab = self.facts.vocab
         self.out_dim = self.facts.targets if self.kind == "regression" else self.facts.n_classes
-        # scale=standard (array files; a table is standardised by tasks/tables.py): inputs and
+        # scale=standard (array files; a table is standardised by tasks/series.py): inputs and
         # regression targets as (v − mean) / sd of the training split, the metric in those units
         self.moments = self.data.moments() if args.scale == "standard" else {}
 

@@ -48,7 +48,7 @@ import numpy as np
 from seqbench.errors import SeqbenchError, UsageError
 
 SUFFIXES = (".csv", ".parquet", ".pq")
-FIELDS = ("x_cols", "y_cols", "time_col", "series_col", "horizon")
+TABLE_FIELDS = ("x_cols", "y_cols", "time_col", "series_col", "horizon")
 LIST_FIELDS = ("x_cols", "y_cols")  # one value each is a comma-separated list of columns
 DEFAULT_T = 64
 DEFAULT_HORIZON = 1
@@ -151,7 +151,7 @@ def choice_for(path: str, values) -> Choice | None:
         if get("split") not in (None, SPLIT):
             raise UsageError(f"a table is split by time (split={SPLIT}); got {get('split')!r}")
         return choice_from(values, path)
-    for name in (*FIELDS, "split"):
+    for name in (*TABLE_FIELDS, "split"):
         if get(name) is not None:
             raise UsageError(
                 f"{name} cuts a CSV or Parquet table; {path!r} is not one "

@@ -91,7 +91,7 @@ def preflight(cfg: RunConfig) -> None:
     check_device(cfg)
     task = make_task(cfg.task, cfg.task_args())
     if cfg.params is None:
-        check_memory(replace(cfg, seq_len=task.seq_len), task)
+        check_ram(replace(cfg, seq_len=task.seq_len), task)
 
 
 def prepare(cfg: RunConfig):
@@ -110,7 +110,7 @@ def prepare(cfg: RunConfig):
                 "fresh data every batch: use --steps"
             )
         cfg = replace(cfg, steps=cfg.epochs * math.ceil(n_train / cfg.batch_size))
-    check_memory(cfg, task)
+    check_ram(cfg, task)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model, task, cfg.model_args()).to(device)
     return cfg, task, model, device
@@ -177,11 +177,11 @@ def _native_rnn_autocast():
         yield
 
 
-def check_memory(cfg: RunConfig, task) -> None:
+def check_ram(cfg: RunConfig, task) -> None:
     """Refuse, before anything is allocated, a config that cannot fit in memory: parameters
     with their gradients and Adam moments (counted on the meta device, which allocates
     nothing), the activations of one batch, and the fixed evaluation sets."""
-    from seqbench.environment import require_memory
+    from seqbench.environment import require_ram
 
     # what build_model reads from the task, computed on the real device first: a task that
     # loads data lazily (a text file's vocabulary) must not cache meta tensors
@@ -196,7 +196,7 @@ def check_memory(cfg: RunConfig, task) -> None:
     )
     if getattr(task, "synthetic", False):
         need += 2 * cfg.eval_size * cfg.seq_len * (task.in_dim + task.out_dim) * 4
-    require_memory(
+    require_ram(
         need,
         f"{cfg.model} on {cfg.task}",
         "hidden, layers, "
@@ -217,7 +217,7 @@ def make_optimizer(cfg: RunConfig, model: torch.nn.Module) -> torch.optim.Optimi
     return torch.optim.SGD(groups, lr=cfg.lr, momentum=0.9)
 
 
-def peak_memory_mb(device: torch.device) -> float:
+def peak_ram_mb(device: torch.device) -> float:
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
@@ -424,7 +424,7 @@ def _loop(run: _Run) -> TrainOutcome:
         "final_train_loss": loss_v,
         "steps": steps,
         "throughput": steps * cfg.batch_size / max(train_time, 1e-9),
-        "peak_memory_mb": peak_memory_mb(device),
+        "peak_memory_mb": peak_ram_mb(device),
         "n_params": count_params(model),
     }
     if test.get("n"):  # the predictions scored: chance's spread on the test set (memory/answer)

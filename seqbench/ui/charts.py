@@ -5,7 +5,6 @@ count what was drawn. Nothing is fetched: the SVG is part of the page."""
 from __future__ import annotations
 
 import io
-import math
 
 
 def tag_series(fig) -> int:
@@ -39,26 +38,3 @@ def svg(fig) -> str:
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg") :]
-
-
-def stress_figure(curves: dict[str, list[tuple[float, float]]], label: str):
-    """Gradient norm against lag and truncation error against k of one stress run (the curves
-    `seqbench stress` stores), log-log like `stress --plot`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
-    grad = [(x, y) for x, y in curves.get("grad_norm", []) if math.isfinite(y) and y > 0]
-    trunc = [(x, y) for x, y in curves.get("truncation_error", []) if math.isfinite(y) and y > 0]
-    if grad:
-        a.loglog([x + 1 for x, _ in grad], [y for _, y in grad], lw=1, label=label)
-    if trunc:
-        b.loglog([x for x, _ in trunc], [y for _, y in trunc], marker="o", ms=3, label=label)
-    a.set(xlabel="lag L + 1 (log)", ylabel="‖∂ℓ/∂x(T−L)‖ (log)", title="gradient vs lag")
-    b.set(xlabel="k, inputs seen (log)", ylabel="truncation error (log)", title="truncation error")
-    for ax in (a, b):
-        if ax.get_lines():
-            ax.legend(fontsize=7)
-    return fig

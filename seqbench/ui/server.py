@@ -399,25 +399,17 @@ class Dashboard:
         return chosen, body, None  # the answer's name is memory-…: no second "memory"
 
     def stress(self, q: dict):
-        from seqbench.ui.charts import stress_figure, svg
+        from seqbench.ui.charts import svg
 
-        listed = api.list_runs(self.store, limit=0, kind="stress")
-        rows = []
-        for r, _ in listed:
-            summ = self.store.summaries(r.id)
-            rows.append([_link("/stress", r.id, run=r.id), r.model, r.seq_len, r.seed,
-                         (r.config or {}).get("source"), summ.get("gain"),
-                         summ.get("horizon"), summ.get("spectral_norm")])  # fmt: skip
-        cols = ["run", "model", "T", "seed", "source", "gain γ", "horizon", "spectral norm"]
-        body = _table(cols, rows, ident="stress", raw=("run",))
-        chosen = self._one(q, "run") or (str(listed[0][0].id) if listed else "")
+        cols, rows = api.stress_rows(self.store)
+        linked = [[_link("/stress", r[0], run=r[0]), *r[1:]] for r in rows]
+        body = _table(cols, linked, ident="stress", raw=(cols[0],))
+        chosen = self._one(q, "run") or (str(rows[0][0]) if rows else "")
         if chosen:
-            r = self.store.require_run(chosen)
-            curves = {k: self.store.curve(r.id, k) for k in ("grad_norm", "truncation_error")}
-            label = f"{r.model} seed {r.seed}"
-            body += f"<h3>run {r.id}: {_e(label)}</h3>"
+            curves = api.stored_stress_curves(self.store, chosen)
+            body += f"<h3>run {_e(chosen)}: {_e(curves.label)}</h3>"
             with _DRAW:
-                chart = svg(stress_figure(curves, label))
+                chart = svg(api.stress_figure([curves]))
             body += f"<div class='chart' id='stress-chart'>{chart}</div>"
         return "Stress", body, None
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from seqbench.configure import config_hash, make_config
-from seqbench.store.recorder import MemoryRecorder, StoreRecorder
+from seqbench.store.recorder import BufferRecorder, StoreRecorder
 from seqbench.training.loop import train
 
 FAST = {"seq_len": 10, "steps": 3, "hidden": 4, "eval_size": 16}
@@ -67,7 +67,7 @@ def test_a_sweep_point_row_is_created_once(store):
         {"kind": "train", "model": "rnn", "task": "adding", "config": {}},
         60.0,
     )
-    rec = MemoryRecorder(run_id)
+    rec = BufferRecorder(run_id)
     out = train(cfg, rec)
     assert out.run_id == run_id and _count(store, "runs") == 1
     assert store.write_point_result(run_id, rec.record()) == "completed"

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seqbench.tasks.tables import Choice, Table, choice_from
+from seqbench.tasks.series import Choice, Table, choice_from
 
 
 def _lag_frame(n=600, m=3, seed=0) -> pd.DataFrame:
