@@ -124,33 +124,7 @@ def tasks(
             raise UsageError(f"--task {task} asks for {kind}, but --target is {target!r}")
         target = target or kind
     if path is not None:
-        f = api.data_file(path, target, table=api.table_fields(set_))
-        if f.table is not None:
-            render(["field", "value"], _table_rows(f), fmt)
-            return
-        split = "the file's" if f.split_seed is None else f"seeded ({f.split_seed})"
-        base = f"{f.baseline:.6g} ({f.baseline_note})"
-        metric = f.metric
-        if f.target_sd is not None:  # what runs see and score (scale=standard, the default)
-            metric = "mse (of the standardised targets; --set scale=raw: of the data's own)"
-            base = (
-                f"{f.baseline / f.target_sd**2:.6g} standardised, {f.baseline:.6g} in the "
-                f"data's own units ({f.baseline_note})"
-            )
-        rows = [
-            ("task", f"file-{f.kind}"),
-            ("kind", f"{f.kind} ({f.kind_source})"),
-            ("metric", metric),
-            ("T", f.seq_len),
-            ("inputs", f"token ids, vocab {f.vocab}" if f.vocab else f"{f.in_dim} features"),
-            ("targets", "per step" if f.per_step else "per sequence"),
-            ("classes", f.n_classes if f.n_classes else "-"),
-            ("train/valid/test", "/".join(str(f.sizes[s]) for s in ("train", "valid", "test"))),
-            ("split", split),
-            ("baseline", base),
-            ("sha256", f.data_hash),
-        ]
-        render(["field", "value"], rows, fmt)
+        _file_rows(api.data_file(path, target, table=api.table_fields(set_)), fmt)
         return
     problems: list[str] = []
     rows = [
@@ -159,3 +133,33 @@ def tasks(
     ]
     _problems(problems)
     render(["task", "metric", "better", "T", "baseline", "source", "description"], rows, fmt)
+
+
+def _file_rows(f, fmt: Format) -> None:
+    """What a data file makes: a table's cut, or an array file's task, one field a row."""
+    if f.table is not None:
+        render(["field", "value"], _table_rows(f), fmt)
+        return
+    split = "the file's" if f.split_seed is None else f"seeded ({f.split_seed})"
+    base = f"{f.baseline:.6g} ({f.baseline_note})"
+    metric = f.metric
+    if f.target_sd is not None:  # what runs see and score (scale=standard, the default)
+        metric = "mse (of the standardised targets; --set scale=raw: of the data's own)"
+        base = (
+            f"{f.baseline / f.target_sd**2:.6g} standardised, {f.baseline:.6g} in the "
+            f"data's own units ({f.baseline_note})"
+        )
+    rows = [
+        ("task", f"file-{f.kind}"),
+        ("kind", f"{f.kind} ({f.kind_source})"),
+        ("metric", metric),
+        ("T", f.seq_len),
+        ("inputs", f"token ids, vocab {f.vocab}" if f.vocab else f"{f.in_dim} features"),
+        ("targets", "per step" if f.per_step else "per sequence"),
+        ("classes", f.n_classes if f.n_classes else "-"),
+        ("train/valid/test", "/".join(str(f.sizes[s]) for s in ("train", "valid", "test"))),
+        ("split", split),
+        ("baseline", base),
+        ("sha256", f.data_hash),
+    ]
+    render(["field", "value"], rows, fmt)

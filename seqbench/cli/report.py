@@ -33,50 +33,54 @@ def _split(values: list[str] | None) -> list[str]:
     return api.split_list(values)
 
 
+Models = Annotated[list[str] | None, typer.Argument(help="Models to show (all if omitted).")]
+Compare = Annotated[bool, typer.Option("--compare", help="One column per model, with differences.")]
+Tasks = Annotated[
+    list[str] | None,
+    typer.Option("--task", "--tasks", help="Only these tasks: adding,copy (or repeated)."),
+]
+Metric = Annotated[str, typer.Option(help="Summary key to report.")]
+By = Annotated[
+    str | None,
+    typer.Option(
+        help="Also group by k, seq_len, model or any config field (stable, teacher_lam, "
+        "...); several as a comma-separated list: --by teacher_lam,k."
+    ),
+]
+Plot = Annotated[
+    str | None,
+    typer.Option(help="Also draw a PNG: metric against the first numeric --by field, else bars."),
+]
+FitDecay = Annotated[
+    bool,
+    typer.Option(
+        "--fit-decay",
+        help="Instead of the table, fit gap(k) = metric(k) - full ≈ C·rate^k per model "
+        "(needs --by k): how fast a truncated model closes on the full one.",
+    ),
+]
+Ci = Annotated[
+    bool,
+    typer.Option(
+        "--ci",
+        help="95% confidence intervals (Student t over seeds) instead of ±std, and the "
+        "first two models compared seed by seed (paired: difference, interval, p).",
+    ),
+]
+
+
 def report(
     ctx: typer.Context,
-    models: Annotated[
-        list[str] | None, typer.Argument(help="Models to show (all if omitted).")
-    ] = None,
-    compare: Annotated[
-        bool, typer.Option("--compare", help="One column per model, with differences.")
-    ] = False,
-    task: Annotated[
-        list[str] | None,
-        typer.Option("--task", "--tasks", help="Only these tasks: adding,copy (or repeated)."),
-    ] = None,
-    metric: Annotated[str, typer.Option(help="Summary key to report.")] = "test_metric",
-    by: Annotated[
-        str | None,
-        typer.Option(
-            help="Also group by k, seq_len, model or any config field (stable, teacher_lam, "
-            "...); several as a comma-separated list: --by teacher_lam,k."
-        ),
-    ] = None,
+    models: Models = None,
+    compare: Compare = False,
+    task: Tasks = None,
+    metric: Metric = "test_metric",
+    by: By = None,
     sweep: SweepOption = None,
     where: WhereOption = None,
-    plot: Annotated[
-        str | None,
-        typer.Option(
-            help="Also draw a PNG: metric against the first numeric --by field, else bars."
-        ),
-    ] = None,
-    fit_decay: Annotated[
-        bool,
-        typer.Option(
-            "--fit-decay",
-            help="Instead of the table, fit gap(k) = metric(k) - full ≈ C·rate^k per model "
-            "(needs --by k): how fast a truncated model closes on the full one.",
-        ),
-    ] = False,
-    ci: Annotated[
-        bool,
-        typer.Option(
-            "--ci",
-            help="95% confidence intervals (Student t over seeds) instead of ±std, and the "
-            "first two models compared seed by seed (paired: difference, interval, p).",
-        ),
-    ] = False,
+    plot: Plot = None,
+    fit_decay: FitDecay = False,
+    ci: Ci = False,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Compare models across runs: mean ± std over seeds (n), the best highlighted where it is
@@ -88,7 +92,6 @@ def report(
 
     Example: seqbench report --compare window rnn --task teacher --by teacher_lam,k --fit-decay
     """
-
     if plot:
         output_path(plot, "--plot")
     chosen = _split(models)
@@ -96,46 +99,45 @@ def report(
         raise UsageError("--compare needs models: seqbench report --compare rnn tcn")
     rep = api.build_report(
         state(ctx).store("lean"),  # one connection; the store checked before it is read
-        compare=chosen or None,
-        tasks=_split(task) or None,
-        metric=metric,
-        by=by,
-        sweep=sweep,
+        compare=chosen or None, tasks=_split(task) or None, metric=metric, by=by, sweep=sweep,
         where=where,
-    )
+    )  # fmt: skip
     if rep is None:
         typer.echo("no completed runs in the store match: nothing to report")
         return
-    for note in rep.notes:
-        typer.echo(f"note: {note}", err=True)
+    _notes(rep.notes)
     if fit_decay:
         decay_notes: list[str] = []
         render(*api.fit_decay(rep, notes=decay_notes), fmt, title=f"decay of the {metric} gap in k")
-        for note in decay_notes:
-            typer.echo(f"note: {note}", err=True)
+        _notes(decay_notes)
     else:
-        if compare and rep.compare:
-            pair_notes: list[str] = []
-            cols, rows, best = api.comparison_rows(rep, ci=ci, notes=pair_notes)
-            for note in pair_notes:
-                typer.echo(f"note: {note}", err=True)
-        else:
-            cols, rows, best = api.leaderboard_rows(rep)
-        cell_cols = set(rep.models) if compare and rep.compare else set()
-        if fmt in (Format.table, Format.markdown):  # for people: one "mean ± std (n)" cell
-            render(
-                cols,
-                [[api.format_cell(v, ci) for v in r] for r in rows],
-                fmt,
-                bold=best,
-                title=f"{metric}{' by ' + by if by else ''}"
-                + (" — 95% CI over seeds; A − B paired by seed" if ci else ""),
-            )
-        else:
-            render(*api.flat_rows(cols, rows, cell_cols, ci), fmt)
+        _table(rep, compare, ci, metric, by, fmt)
     if plot:
         api.plot_report(rep, plot)
         typer.echo(f"plot written to {plot}", err=True)
+
+
+def _notes(notes: list[str]) -> None:
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+
+
+def _table(rep, compare: bool, ci: bool, metric: str, by: str | None, fmt: Format) -> None:
+    """The comparison (--compare) or the leaderboard, for people or machines."""
+    if compare and rep.compare:
+        pair_notes: list[str] = []
+        cols, rows, best = api.comparison_rows(rep, ci=ci, notes=pair_notes)
+        _notes(pair_notes)
+    else:
+        cols, rows, best = api.leaderboard_rows(rep)
+    if fmt in (Format.table, Format.markdown):  # for people: one "mean ± std (n)" cell
+        title = f"{metric}{' by ' + by if by else ''}"
+        title += " — 95% CI over seeds; A − B paired by seed" if ci else ""
+        render(cols, [[api.format_cell(v, ci) for v in r] for r in rows], fmt, bold=best,
+               title=title)  # fmt: skip
+    else:
+        cell_cols = set(rep.models) if compare and rep.compare else set()
+        render(*api.flat_rows(cols, rows, cell_cols, ci), fmt)
 
 
 @baseline_app.command("save")

@@ -23,38 +23,48 @@ def _csv(value: str) -> list[str]:
     return api.split_list(value)
 
 
+Models = Annotated[
+    list[str] | None,
+    typer.Option("--models", "--model", help="Models to analyse at initialisation: rnn,lstm,..."),
+]
+SeqLen = Annotated[int, typer.Option(help="Sequence length T.")]
+Hidden = Annotated[int, typer.Option(help="Width H of fresh models.")]
+K = Annotated[
+    int | None,
+    typer.Option("--k", help="Context of fresh feedforward models (as `train --k` builds them)."),
+]
+Sets = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Any other model field of fresh models, key=value."),
+]
+Batch = Annotated[int, typer.Option(help="Sequences averaged over.")]
+Seeds = Annotated[list[str] | None, typer.Option("--seeds", "--seed", help="Seeds: 0,1,2.")]
+Runs = Annotated[
+    list[str] | None,
+    typer.Option("--run", help="Also analyse this trained run's checkpoint (repeatable)."),
+]
+Dtype = Annotated[str, typer.Option(help="float32 or float64.")]
+Rtol = Annotated[float, typer.Option(help="Horizon: gradient ≥ rtol × lag-0 gradient.")]
+Eps = Annotated[float, typer.Option(help="Verdict band: stable if |γ − 1| ≤ eps.")]
+Plot = Annotated[str | None, typer.Option(help="Write a PNG of both curves.")]
+COLUMNS = ["run", "model", "source", "seed", "gain γ", "horizon", "verdict", "spectral norm",
+           "decay bound", "trunc decay"]  # fmt: skip
+
+
 def stress(
     ctx: typer.Context,
-    models: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--models", "--model", help="Models to analyse at initialisation: rnn,lstm,..."
-        ),
-    ] = None,
-    seq_len: Annotated[int, typer.Option(help="Sequence length T.")] = 5000,
-    hidden: Annotated[int, typer.Option(help="Width H of fresh models.")] = 128,
-    k: Annotated[
-        int | None,
-        typer.Option(
-            "--k", help="Context of fresh feedforward models (as `train --k` builds them)."
-        ),
-    ] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Any other model field of fresh models, key=value."),
-    ] = None,
-    batch: Annotated[int, typer.Option(help="Sequences averaged over.")] = 4,
-    seeds: Annotated[
-        list[str] | None, typer.Option("--seeds", "--seed", help="Seeds: 0,1,2.")
-    ] = None,
-    run: Annotated[
-        list[str] | None,
-        typer.Option("--run", help="Also analyse this trained run's checkpoint (repeatable)."),
-    ] = None,
-    dtype: Annotated[str, typer.Option(help="float32 or float64.")] = "float32",
-    rtol: Annotated[float, typer.Option(help="Horizon: gradient ≥ rtol × lag-0 gradient.")] = 1e-6,
-    eps: Annotated[float, typer.Option(help="Verdict band: stable if |γ − 1| ≤ eps.")] = 1e-3,
-    plot: Annotated[str | None, typer.Option(help="Write a PNG of both curves.")] = None,
+    models: Models = None,
+    seq_len: SeqLen = 5000,
+    hidden: Hidden = 128,
+    k: K = None,
+    set_: Sets = None,
+    batch: Batch = 4,
+    seeds: Seeds = None,
+    run: Runs = None,
+    dtype: Dtype = "float32",
+    rtol: Rtol = 1e-6,
+    eps: Eps = 1e-3,
+    plot: Plot = None,
     quiet: QuietOption = False,
     threads: ThreadsOption = None,
     fmt: FormatOption = Format.table,
@@ -73,10 +83,8 @@ def stress(
 
     Example: seqbench stress --models tcn,gcnn --k 16 --seq-len 80 --set kernel_size=3
     """
-
     if plot:
         output_path(plot, "--plot")
-
     seeds_text = joined(seeds) or "0"
     try:
         seed_list = [int(s) for s in _csv(seeds_text)]
@@ -87,67 +95,24 @@ def stress(
     from seqbench.cli._progress import Bar
 
     bar = Bar("stress", ("last",))
-    progress = (
-        {}
-        if quiet
-        else {
-            "on_start": bar.start,
-            "on_result": lambda r: bar.advance(last=f"{r.model} seed {r.seed}: {r.verdict}"),
-        }
-    )
+    progress = {} if quiet else {
+        "on_start": bar.start,
+        "on_result": lambda r: bar.advance(last=f"{r.model} seed {r.seed}: {r.verdict}"),
+    }  # fmt: skip
     api.check_threads(threads)  # before a store is opened
     try:
         results = api.stress(
-            state(ctx).store(),
-            model_list,
-            seq_len=seq_len,
-            hidden=hidden,
-            batch=batch,
-            seeds=seed_list,
-            runs=run or [],
-            dtype=dtype,
-            rtol=rtol,
-            eps=eps,
-            threads=threads,
-            k=k,
-            overrides=api.parse_assignments(set_),
-            **progress,
-        )
+            state(ctx).store(), model_list, seq_len=seq_len, hidden=hidden, batch=batch,
+            seeds=seed_list, runs=run or [], dtype=dtype, rtol=rtol, eps=eps, threads=threads,
+            k=k, overrides=api.parse_assignments(set_), **progress,
+        )  # fmt: skip
     finally:
         if not quiet:
             bar.stop()
-    rows = [
-        (
-            r.run_id,
-            r.model,
-            r.source,
-            r.seed,
-            r.gain,
-            r.horizon,
-            r.verdict,
-            r.spectra.get("spectral_norm"),
-            r.spectra.get("decay_bound"),
-            r.decay,
-        )
-        for r in results
-    ]
-    render(
-        [
-            "run",
-            "model",
-            "source",
-            "seed",
-            "gain γ",
-            "horizon",
-            "verdict",
-            "spectral norm",
-            "decay bound",
-            "trunc decay",
-        ],
-        rows,
-        fmt,
-        title=f"stress at T={seq_len}",
-    )
+    rows = [(r.run_id, r.model, r.source, r.seed, r.gain, r.horizon, r.verdict,
+             r.spectra.get("spectral_norm"), r.spectra.get("decay_bound"), r.decay)
+            for r in results]  # fmt: skip
+    render(COLUMNS, rows, fmt, title=f"stress at T={seq_len}")
     if plot:
         api.plot_stress(results, plot)
         typer.echo(f"plot written to {plot}", err=True)

@@ -32,66 +32,77 @@ app = typer.Typer(
 )
 
 
+Models = Annotated[list[str] | None, typer.Option("--models", "--model", help="Models: rnn,lstm.")]
+Tasks = Annotated[list[str] | None, typer.Option("--tasks", "--task", help="Tasks: adding,copy.")]
+Ks = Annotated[list[str] | None, typer.Option(help="k values: 1,2,4 or 1:256:x2.")]
+Seeds = Annotated[
+    list[str] | None, typer.Option("--seeds", "--seed", help="Seeds: 0,1,2 or 0:9:+1.")
+]
+Sets = Annotated[
+    list[str] | None, typer.Option("--set", help="Another axis: field=v1,v2 (repeatable).")
+]
+Spec = Annotated[str | None, typer.Option(help="A TOML sweep spec file.")]
+Preset = Annotated[
+    str | None,
+    typer.Option(
+        help="miller-hardt, indrnn-adding, bai-tcn, zoology-mqar (recall against state "
+        "size), lru-stable (the LRU held to |λ| ≤ λ beside TCNs of context k), or canary "
+        "(the CI gate's: every family on a task each learns in 150 steps)."
+    ),
+]
+Scale = Annotated[str, typer.Option(help="Preset size: tiny, small or paper.")]
+Name = Annotated[str | None, typer.Option(help="Sweep name (default: from the spec).")]
+Gpus = Annotated[
+    str | None,
+    typer.Option(help="GPUs for points on CUDA, e.g. 0,2 (default: every visible GPU)."),
+]
+RunsPerGpu = Annotated[
+    int, typer.Option(help="Points run at once on each GPU (Ray: a 1/N GPU share).")
+]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Print the grid; run nothing.")]
+Force = Annotated[
+    bool, typer.Option("--force", help="Re-run done points; replace a reused name's spec.")
+]
+Replan = Annotated[
+    bool,
+    typer.Option(
+        "--replan",
+        help="Take a reused name's new spec (a preset a newer seqbench extended); points "
+        "already done keep their runs.",
+    ),
+]
+StaleAfter = Annotated[
+    float, typer.Option(help="Seconds without heartbeat before a running row is stale.")
+]
+AllowFailed = Annotated[
+    bool,
+    typer.Option("--allow-failed", help="Exit 0 even when points failed (default: exit 1)."),
+]
+
+
 @app.callback()
 def sweep(
     ctx: typer.Context,
-    models: Annotated[
-        list[str] | None, typer.Option("--models", "--model", help="Models: rnn,lstm.")
-    ] = None,
-    tasks: Annotated[
-        list[str] | None, typer.Option("--tasks", "--task", help="Tasks: adding,copy.")
-    ] = None,
-    k: Annotated[list[str] | None, typer.Option(help="k values: 1,2,4 or 1:256:x2.")] = None,
-    seeds: Annotated[
-        list[str] | None, typer.Option("--seeds", "--seed", help="Seeds: 0,1,2 or 0:9:+1.")
-    ] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Another axis: field=v1,v2 (repeatable)."),
-    ] = None,
-    spec: Annotated[str | None, typer.Option(help="A TOML sweep spec file.")] = None,
-    preset: Annotated[
-        str | None,
-        typer.Option(
-            help="miller-hardt, indrnn-adding, bai-tcn, zoology-mqar (recall against state "
-            "size), lru-stable (the LRU held to |λ| ≤ λ beside TCNs of context k), or canary "
-            "(the CI gate's: every family on a task each learns in 150 steps)."
-        ),
-    ] = None,
-    scale: Annotated[str, typer.Option(help="Preset size: tiny, small or paper.")] = "small",
-    name: Annotated[str | None, typer.Option(help="Sweep name (default: from the spec).")] = None,
+    models: Models = None,
+    tasks: Tasks = None,
+    k: Ks = None,
+    seeds: Seeds = None,
+    set_: Sets = None,
+    spec: Spec = None,
+    preset: Preset = None,
+    scale: Scale = "small",
+    name: Name = None,
     workers: WorkersOption = None,
-    gpus: Annotated[
-        str | None,
-        typer.Option(help="GPUs for points on CUDA, e.g. 0,2 (default: every visible GPU)."),
-    ] = None,
-    runs_per_gpu: Annotated[
-        int, typer.Option(help="Points run at once on each GPU (Ray: a 1/N GPU share).")
-    ] = 1,
+    gpus: Gpus = None,
+    runs_per_gpu: RunsPerGpu = 1,
     executor: ExecutorOption = "local",
     address: AddressOption = "auto",
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the grid; run nothing.")
-    ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Re-run done points; replace a reused name's spec.")
-    ] = False,
-    replan: Annotated[
-        bool,
-        typer.Option(
-            "--replan",
-            help="Take a reused name's new spec (a preset a newer seqbench extended); points "
-            "already done keep their runs.",
-        ),
-    ] = False,
+    dry_run: DryRun = False,
+    force: Force = False,
+    replan: Replan = False,
     retry_failed: RetryFailedOption = False,
-    stale_after: Annotated[
-        float, typer.Option(help="Seconds without heartbeat before a running row is stale.")
-    ] = 60.0,
-    allow_failed: Annotated[
-        bool,
-        typer.Option("--allow-failed", help="Exit 0 even when points failed (default: exit 1)."),
-    ] = False,
+    stale_after: StaleAfter = 60.0,
+    allow_failed: AllowFailed = False,
     quiet: QuietOption = False,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -103,65 +114,49 @@ def sweep(
     if ctx.invoked_subcommand is not None:
         return
     plan = api.sweep_plan(
-        models=joined(models),
-        tasks=joined(tasks),
-        k=joined(k),
-        seeds=joined(seeds) or "0",
-        set_=set_,
-        spec=spec,
-        preset=preset,
-        scale=scale,
-        name=name,
-    )
+        models=joined(models), tasks=joined(tasks), k=joined(k), seeds=joined(seeds) or "0",
+        set_=set_, spec=spec, preset=preset, scale=scale, name=name,
+    )  # fmt: skip
     if dry_run:
         _say_budget(plan)
         render(*api.sweep_grid(plan.points), fmt, title=f"{len(plan.points)} points")
         typer.echo(f"sweep {plan.name!r}: {len(plan.points)} points", err=True)
         return
-    name = plan.name
-    bar, on_points, on_result = _progress(quiet, name)
+    bar, on_points, on_result = _progress(quiet, plan.name)
 
     def on_start(total: int, todo: int) -> None:  # the plan stored: a refused one says only why
         _say_budget(plan)
         on_points(total, todo)
 
-    out = None
-    code = EXIT_INTERRUPTED
+    out, code = None, EXIT_INTERRUPTED
     try:
         with sigterm_as_interrupt():
             out = api.run_sweep(
-                state(ctx).store,
-                plan,
-                executor=executor,
-                address=address,
-                workers=workers,
-                gpus=_gpu_list(gpus),
-                runs_per_gpu=runs_per_gpu,
-                force=force,
-                replan=replan,
-                retry_failed=retry_failed,
-                stale_after=stale_after,
-                on_start=on_start,
+                state(ctx).store, plan, executor=executor, address=address, workers=workers,
+                gpus=_gpu_list(gpus), runs_per_gpu=runs_per_gpu, force=force, replan=replan,
+                retry_failed=retry_failed, stale_after=stale_after, on_start=on_start,
                 on_result=on_result,
-            )
+            )  # fmt: skip
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: the points in flight are interrupted
         code = interrupt_exit_code(e)
     finally:
         if bar is not None:
             bar.stop()
     if out is None:
-        typer.echo(f"sweep {name!r} interrupted: the same command resumes it", err=True)
+        typer.echo(f"sweep {plan.name!r} interrupted: the same command resumes it", err=True)
         raise typer.Exit(code)
+    _say(out, plan.name, allow_failed)
+
+
+def _say(out, name: str, allow_failed: bool) -> None:
+    """The sweep's one line of counts; exit 1 (SeqbenchError) when points have no result."""
     c = out.counts
+    crashed = c.get("crashed")
     typer.echo(
         f"sweep {name!r}: {out.total} points, {out.skipped} already done or skipped, ran "
         f"{out.ran}: {c.get('completed', 0)} completed, {c.get('diverged', 0)} diverged, "
         f"{c.get('failed', 0)} failed"
-        + (
-            f", {c['crashed']} crashed (their workers died; run the command again)"
-            if c.get("crashed")
-            else ""
-        )
+        + (f", {crashed} crashed (their workers died; run the command again)" if crashed else "")
     )
     if out.unfinished and not allow_failed:
         raise SeqbenchError(

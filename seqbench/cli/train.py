@@ -59,80 +59,95 @@ def _progress(quiet: bool):
     )
 
 
+# The flags that set a config field of the same name (with --stable and --save-checkpoint,
+# which set theirs to true); the rest say how to run.
+_FIELDS = ("seq_len", "k", "hidden", "params", "layers", "steps", "epochs", "batch_size", "lr",
+           "optimizer", "clip", "seed", "device", "lam", "backend", "path", "subset")  # fmt: skip
+_Int = int | None
+Model = Annotated[str | None, typer.Option("--model", "-m", help="Model name (seqbench models).")]
+Task = Annotated[str | None, typer.Option("--task", "-t", help="Task name (seqbench tasks).")]
+SeqLen = Annotated[_Int, typer.Option(help="Sequence length T (task default).")]
+K = Annotated[
+    _Int, typer.Option(help="Truncation length (TBPTT) for recurrent models, context otherwise.")
+]
+Hidden = Annotated[_Int, typer.Option(help="Width H (model default).")]
+Params = Annotated[_Int, typer.Option(help="Parameter budget: choose H to land within 5%.")]
+Layers = Annotated[_Int, typer.Option(help="Depth.")]
+Steps = Annotated[_Int, typer.Option(help="Optimiser steps.")]
+Epochs = Annotated[_Int, typer.Option(help="Epochs (tasks with a fixed train set).")]
+BatchSize = Annotated[_Int, typer.Option(help="Batch size.")]
+Lr = Annotated[
+    float | None,
+    typer.Option(
+        help="Learning rate (a family may train some parameters at a rate of their own, "
+        "as its reference code does: ModelSpec.own_lr, docs/science.md)."
+    ),
+]
+Optimizer = Annotated[str | None, typer.Option(help="adam, sgd or rmsprop.")]
+Clip = Annotated[float | None, typer.Option(help="Gradient-norm clipping threshold.")]
+Seed = Annotated[_Int, typer.Option(help="Seed for data and initialisation.")]
+Device = Annotated[str | None, typer.Option(help="auto, cpu or cuda.")]
+Stable = Annotated[
+    bool, typer.Option("--stable", help="Project onto the stable set after every step.")
+]
+Lam = Annotated[float | None, typer.Option(help="Stability bound λ for --stable.")]
+Backend = Annotated[
+    str | None, typer.Option(help="IndRNN recurrence: auto, numba, cpu, triton or torch.")
+]
+Path = Annotated[
+    str | None,
+    typer.Option(help="Data file: .npz or a .npy directory (--task file), text (--task text)."),
+]
+Subset = Annotated[_Int, typer.Option(help="Real-data tasks: use only the first N examples.")]
+Tag = Annotated[list[str] | None, typer.Option("--tag", help="key=value label (repeatable).")]
+Name = Annotated[str | None, typer.Option(help="A name for the run (usable wherever a run id is).")]
+Sets = Annotated[
+    list[str] | None, typer.Option("--set", help="Any config field as key=value (repeatable).")
+]
+Config = Annotated[str | None, typer.Option("--config", help="A TOML file of config fields.")]
+SaveCheckpoint = Annotated[
+    bool, typer.Option("--save-checkpoint", help="Save the best weights; path in the run.")
+]
+FromRun = Annotated[
+    str | None,
+    typer.Option(
+        "--from-run", help="Start from a stored run's config (flags and --set change it)."
+    ),
+]
+DryRun = Annotated[
+    bool, typer.Option("--dry-run", help="Print the resolved config as TOML; train nothing.")
+]
+
+
 def train(
     ctx: typer.Context,
-    model: Annotated[
-        str | None, typer.Option("--model", "-m", help="Model name (seqbench models).")
-    ] = None,
-    task: Annotated[
-        str | None, typer.Option("--task", "-t", help="Task name (seqbench tasks).")
-    ] = None,
-    seq_len: Annotated[int | None, typer.Option(help="Sequence length T (task default).")] = None,
-    k: Annotated[
-        int | None,
-        typer.Option(help="Truncation length (TBPTT) for recurrent models, context otherwise."),
-    ] = None,
-    hidden: Annotated[int | None, typer.Option(help="Width H (model default).")] = None,
-    params: Annotated[
-        int | None, typer.Option(help="Parameter budget: choose H to land within 5%.")
-    ] = None,
-    layers: Annotated[int | None, typer.Option(help="Depth.")] = None,
-    steps: Annotated[int | None, typer.Option(help="Optimiser steps.")] = None,
-    epochs: Annotated[
-        int | None, typer.Option(help="Epochs (tasks with a fixed train set).")
-    ] = None,
-    batch_size: Annotated[int | None, typer.Option(help="Batch size.")] = None,
-    lr: Annotated[
-        float | None,
-        typer.Option(
-            help="Learning rate (a family may train some parameters at a rate of their own, "
-            "as its reference code does: ModelSpec.own_lr, docs/science.md)."
-        ),
-    ] = None,
-    optimizer: Annotated[str | None, typer.Option(help="adam, sgd or rmsprop.")] = None,
-    clip: Annotated[float | None, typer.Option(help="Gradient-norm clipping threshold.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed for data and initialisation.")] = None,
-    device: Annotated[str | None, typer.Option(help="auto, cpu or cuda.")] = None,
-    stable: Annotated[
-        bool, typer.Option("--stable", help="Project onto the stable set after every step.")
-    ] = False,
-    lam: Annotated[float | None, typer.Option(help="Stability bound λ for --stable.")] = None,
-    backend: Annotated[
-        str | None, typer.Option(help="IndRNN recurrence: auto, numba, cpu, triton or torch.")
-    ] = None,
-    path: Annotated[
-        str | None,
-        typer.Option(help="Data file: .npz or a .npy directory (--task file), text (--task text)."),
-    ] = None,
-    subset: Annotated[
-        int | None, typer.Option(help="Real-data tasks: use only the first N examples.")
-    ] = None,
-    tag: Annotated[
-        list[str] | None, typer.Option("--tag", help="key=value label (repeatable).")
-    ] = None,
-    name: Annotated[
-        str | None, typer.Option(help="A name for the run (usable wherever a run id is).")
-    ] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Any config field as key=value (repeatable)."),
-    ] = None,
-    config: Annotated[
-        str | None, typer.Option("--config", help="A TOML file of config fields.")
-    ] = None,
-    save_checkpoint: Annotated[
-        bool, typer.Option("--save-checkpoint", help="Save the best weights; path in the run.")
-    ] = False,
-    from_run: Annotated[
-        str | None,
-        typer.Option(
-            "--from-run", help="Start from a stored run's config (flags and --set change it)."
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option("--dry-run", help="Print the resolved config as TOML; train nothing."),
-    ] = False,
+    model: Model = None,
+    task: Task = None,
+    seq_len: SeqLen = None,
+    k: K = None,
+    hidden: Hidden = None,
+    params: Params = None,
+    layers: Layers = None,
+    steps: Steps = None,
+    epochs: Epochs = None,
+    batch_size: BatchSize = None,
+    lr: Lr = None,
+    optimizer: Optimizer = None,
+    clip: Clip = None,
+    seed: Seed = None,
+    device: Device = None,
+    stable: Stable = False,
+    lam: Lam = None,
+    backend: Backend = None,
+    path: Path = None,
+    subset: Subset = None,
+    tag: Tag = None,
+    name: Name = None,
+    set_: Sets = None,
+    config: Config = None,
+    save_checkpoint: SaveCheckpoint = False,
+    from_run: FromRun = None,
+    dry_run: DryRun = False,
     quiet: QuietOption = False,
     threads: ThreadsOption = None,
 ) -> None:
@@ -148,40 +163,15 @@ def train(
 
     Example: seqbench train --model gru --task file --path data.npz (docs/your-own.md)
     """
-    flags = {
-        "seq_len": seq_len,
-        "k": k,
-        "hidden": hidden,
-        "params": params,
-        "layers": layers,
-        "steps": steps,
-        "epochs": epochs,
-        "batch_size": batch_size,
-        "lr": lr,
-        "optimizer": optimizer,
-        "clip": clip,
-        "seed": seed,
-        "device": device,
-        "lam": lam,
-        "backend": backend,
-        "path": path,
-        "subset": subset,
-    }
+    given = locals()
     api.check_threads(threads)  # before a store is opened
-    overrides = api.flags_and_sets(flags, set_)
-    if stable:
-        overrides["stable"] = True
-    if save_checkpoint:
-        overrides["save_checkpoint"] = True
+    overrides = api.flags_and_sets({f: given[f] for f in _FIELDS}, set_)
+    overrides.update({f: True for f in ("stable", "save_checkpoint") if given[f]})
     cfg = api.train_config_from(
-        model,
-        task,
-        overrides=overrides,
-        config_file=config,
-        from_run=from_run,
+        model, task, overrides=overrides, config_file=config, from_run=from_run,
         store=state(ctx).store("read") if from_run is not None else None,
         tags=api.parse_assignments(tag, "--tag"),
-    )
+    )  # fmt: skip
     api.check_run_name(name)
     note = api.data_note(cfg)
     if note and not quiet and not dry_run:
@@ -199,6 +189,11 @@ def train(
     except KeyboardInterrupt as e:
         typer.echo("interrupted: the run is saved with status 'interrupted'", err=True)
         raise typer.Exit(interrupt_exit_code(e)) from None
+    _say(outcome)
+
+
+def _say(outcome) -> None:
+    """The run's one line: completed with its test metric, or diverged (exit 1) and why."""
     s = outcome.summaries
     if outcome.status == "diverged":
         if "diverged_step" in s:  # the training loss blew up
@@ -207,7 +202,7 @@ def train(
             why = f"after training: {outcome.error}"
         typer.echo(f"run {outcome.run_id} diverged {why}", err=True)
         raise typer.Exit(1)
-    metric = api.task_metric(cfg.task)
+    metric = api.task_metric(outcome.config.task)
     base = f" (baseline {s['baseline']:.4g})" if "baseline" in s else ""
     typer.echo(
         f"run {outcome.run_id} completed: test {metric} {s['test_metric']:.4g}{base}, "
