@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from seqbench.config import FIELDS, NOT_HASHED, ModelArgs, RunConfig, TaskArgs
@@ -504,8 +504,6 @@ def train_config_from(
         raise UsageError("give --model and --task (or --from-run RUN)")
     cfg = make_config(model, task, overrides, config_file)
     if tags:
-        from dataclasses import replace
-
         cfg = replace(cfg, tags={**cfg.tags, **tags})
     return cfg
 

@@ -23,7 +23,7 @@ from seqbench.config import (
     RunConfig,
     check_positive,
 )
-from seqbench.errors import SeqbenchError, UsageError
+from seqbench.errors import SeqbenchError, UnknownNameError, UsageError
 
 _HINTS = typing.get_type_hints(RunConfig)
 
@@ -42,8 +42,6 @@ def field_type(name: str) -> tuple[type, bool]:
 def coerce(name: str, raw: Any) -> Any:
     """Convert a --set / TOML value to the type of RunConfig field `name`."""
     if name not in FIELDS:
-        from seqbench.errors import UnknownNameError
-
         raise UnknownNameError("config field", name, [n for n in FIELDS if n != "tags"])
     base, nullable = field_type(name)
     if not isinstance(raw, str) or base in (str, dict):

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from seqbench.config import RunConfig
-from seqbench.errors import UsageError
+from seqbench.config import FIELDS, RunConfig
+from seqbench.errors import UnknownNameError, UsageError
 from seqbench.memory import EPSILON, RELATIVE_TO, check_tolerance
-from seqbench.parsing import split_assignment
+from seqbench.parsing import coerce, split_assignment
 from seqbench.sweep.spec import BUDGET as PARAMS  # where the search for one budget starts
 from seqbench.sweep.spec import check_budget, expand, smallest_budget
 
@@ -103,8 +103,6 @@ def next_k(tried: list[int], k_star: int | None) -> int | None:
 
 def parse_sets(items: list[str] | None) -> dict[str, Any]:
     """--set field=value, one value each (a memory command is one experiment, not a grid)."""
-    from seqbench.config import FIELDS
-    from seqbench.parsing import coerce
 
     out: dict[str, Any] = {}
     for item in items or []:
@@ -116,7 +114,6 @@ def parse_sets(items: list[str] | None) -> dict[str, Any]:
                     f"--set {key}= is not for memory"
                     + (f"; give {flag}" if flag else ": it is what the command varies")
                 )
-            from seqbench.errors import UnknownNameError
 
             raise UnknownNameError("field", key, sorted(FIELDS))
         out[key] = coerce(key, val)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from seqbench.errors import SeqbenchError
+from seqbench.errors import NotFoundError, SeqbenchError
 from seqbench.memory.answer import Answer, derive, still_improving
 from seqbench.memory.plan import ROUNDS, MemoryPlan, next_k, with_points
 
@@ -199,7 +199,6 @@ def answer_columns(a: Answer, plan: MemoryPlan) -> dict:
 def plan_with_tried(plan: MemoryPlan, store) -> MemoryPlan:
     """The plan extended by the contexts an earlier invocation's bisection added (its sweep's
     stored spec), so that a rerun reads every run it rests on."""
-    from seqbench.errors import NotFoundError
 
     try:
         (sweep,) = store.list_sweeps(plan.name)

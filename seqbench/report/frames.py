@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from seqbench.errors import UsageError
+from seqbench.errors import UnknownNameError, UsageError
 from seqbench.store.opening import reads
 
 GROUP_AXES = ("k", "seq_len", "model")
@@ -33,8 +33,6 @@ def parse_by(by: str | list[str] | None) -> list[str]:
     allowed += [f for f in config_fields() if f not in GROUP_AXES]
     for b in out:
         if b not in allowed:
-            from seqbench.errors import UnknownNameError
-
             raise UnknownNameError("--by field", b, allowed)
     if len(set(out)) != len(out):
         raise UsageError(f"--by names a field twice: {','.join(out)}")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from seqbench.errors import SeqbenchError, UsageError
+from seqbench.errors import SeqbenchError, UnknownNameError, UsageError
 from seqbench.report.frames import (
     FITTED,
     OTHER_BASELINES,
@@ -27,7 +27,7 @@ from seqbench.report.frames import (
     shown,
     unset_to_none,
 )
-from seqbench.report.stats import clearly_ahead
+from seqbench.report.stats import Paired, clearly_ahead, interval, paired
 from seqbench.store.opening import reads
 
 # The statuses of a run that ran to an outcome: completed, or lost to a divergence or failure
@@ -161,8 +161,6 @@ def build_report(
     if df.empty:
         known = store.summary_keys()
         if known and metric not in known:
-            from seqbench.errors import UnknownNameError
-
             raise UnknownNameError("--metric (a summary key)", metric, known)
         if compare:
             raise SeqbenchError(
@@ -349,7 +347,6 @@ def _seed_values(rep: Report, model: str, key: tuple, full: bool = False) -> pd.
 
 
 def _paired(rep: Report, key: tuple, a: str, b: str):
-    from seqbench.report.stats import paired
 
     va, vb = _seed_values(rep, a, key), _seed_values(rep, b, key)
     if "k" in rep.group:  # a full model's runs stand in every k row
@@ -573,7 +570,6 @@ def flat_rows(cols, rows, cell_cols, ci: bool = False) -> tuple[list[str], list[
     """Machine-readable layout: each (mean, std, n) cell of `cell_cols` becomes its columns
     mean, std, n (the completed seeds), with `ci` the 95% interval's ends, then ran (the seeds
     that ran) and lost (diverged or failed); a paired difference becomes five."""
-    from seqbench.report.stats import Paired, interval
 
     cells = {i for i, c in enumerate(cols) if c in cell_cols}
     paired = {i for i, c in enumerate(cols) if any(isinstance(r[i], Paired) for r in rows)}
@@ -611,7 +607,6 @@ def flat_rows(cols, rows, cell_cols, ci: bool = False) -> tuple[list[str], list[
 
 def format_cell(v, ci: bool = False) -> str | None:
     """A cell for people: "mean ± std (n)", or with `ci` "mean [lo, hi] (n)" (95%, t)."""
-    from seqbench.report.stats import Paired, interval
 
     if isinstance(v, Paired):
         return v.text()

@@ -227,7 +227,6 @@ def describe_database_error(e: BaseException) -> str | None:
     a lost server) or of the disk under it; None for anything else (a bug: the traceback).
     The drivers' and SQLAlchemy's exceptions are told apart here, in store/, by class."""
     import errno
-    import sqlite3
 
     from sqlalchemy.exc import SQLAlchemyError
 

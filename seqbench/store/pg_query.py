@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from seqbench.errors import ReadOnlyError, StoreError, first_line
+from seqbench.errors import ReadOnlyError, StoreError, UsageError, first_line
 from seqbench.store.common import VERSION_TABLE, skip_quoted
 from seqbench.store.engine import LATER_TABLES, SEQBENCH_TABLES
 
@@ -275,11 +275,8 @@ def _chunks(stream, size: int = 1000):
 
 
 def valid_role_name(role: str) -> str:
-    import re
 
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", role):
-        from seqbench.errors import UsageError
-
         raise UsageError(
             f"role name {role!r}: use letters, digits and '_' (at most 63, not starting "
             "with a digit)"

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seqbench.errors import ReadOnlyError, StoreError, UsageError
-from seqbench.store.common import readable_sqlite, skip_quoted, sqlite_uri
+from seqbench.store.common import open_readable_sqlite, readable_sqlite, skip_quoted, sqlite_uri
 
 _WRITE_ACTIONS = {
     sqlite3.SQLITE_INSERT: "INSERT",
@@ -261,7 +261,6 @@ class Reader:
     holds it closes it."""
 
     def __init__(self, db: Any, opened=None, *, checked: bool = False):
-        from seqbench.store.common import open_readable_sqlite
 
         self.db = getattr(db, "url", db)
         self.checked = checked

@@ -18,7 +18,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.orm import sessionmaker
 
-from seqbench.errors import StoreError, UsageError
+from seqbench.errors import SeqbenchError, StoreError, UsageError
 from seqbench.store import baselines, migrate
 from seqbench.store.common import (
     HEAD_REVISION,
@@ -44,7 +44,16 @@ from seqbench.store.engine import (
     where as store_where,
 )
 from seqbench.store.results import ReadStore
-from seqbench.store.schema import AnswerRow, AnswerRun, Curve, Metric, Run, Summary
+from seqbench.store.schema import (
+    AnswerRow,
+    AnswerRun,
+    Curve,
+    Metric,
+    Run,
+    Summary,
+    Sweep,
+    SweepPoint,
+)
 from seqbench.store.sweeps import SweepRows
 
 
@@ -184,8 +193,6 @@ class Store(ReadStore, SweepRows):
         """get_run, with an unknown run an error naming the store."""
         run = self.get_run(run_id)
         if run is None:
-            from seqbench.errors import SeqbenchError
-
             raise SeqbenchError(f"no run {run_id!r} in {self.display_url}")
         return run
 
@@ -404,7 +411,6 @@ def _run_filter(
     tags=None,
     archived: bool | None = False,
 ):
-    from seqbench.store.schema import Sweep, SweepPoint
 
     if archived is not None:
         q = q.where(Run.archived_at.is_not(None) if archived else Run.archived_at.is_(None))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from seqbench.config import digest
+from seqbench.config import digest, experiment_fields
 from seqbench.errors import SeqbenchError, UsageError, first_line
 from seqbench.store.common import utcnow
 from seqbench.store.store import Store
@@ -142,7 +142,6 @@ def trained_backbone(store: Store, run_ref: str):
         )
     if not os.path.exists(run.checkpoint):
         raise SeqbenchError(f"run {run.id}: checkpoint {run.checkpoint} is missing")
-    from seqbench.config import experiment_fields
 
     ck = _read_checkpoint(run.id, run.checkpoint)
     if experiment_fields(ck.get("config") or {}) != experiment_fields(run.config or {}):

@@ -14,7 +14,7 @@ import threading
 import traceback
 from typing import Any, NamedTuple
 
-from seqbench.errors import SeqbenchError, UsageError
+from seqbench.errors import RunFailedError, SeqbenchError, UsageError
 from seqbench.store.common import process_alive, process_start
 from seqbench.store.recorder import BufferRecorder
 from seqbench.training.threads import POOL_THREADS, usable_cpus
@@ -35,7 +35,6 @@ def execute_point(run_id: int, config: dict, checkpoint_dir: str = "checkpoints"
     import time
 
     from seqbench.config import RunConfig
-    from seqbench.errors import RunFailedError
     from seqbench.training.loop import train
 
     t0 = time.perf_counter()
