@@ -1,0 +1,76 @@
+"""What a command costs before it does anything: process starts, interleaved, in one run.
+
+Times `python -c pass`, `import seqbench.api`, `seqbench --help` and `seqbench --help` with
+typer's plain (click) formatter (TYPER_USE_RICH=0), each the best and the median of --rounds
+interleaved starts; with --before DIR, the same from another checkout (DIR put first on
+PYTHONPATH: git worktree add DIR <commit>). Then all of it again beside a busy neighbour (one
+process spinning on a core), since these machines are rarely quiet.
+
+Usage: python benchmarks/cli_start.py [--rounds 15] [--before /tmp/before]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+p = argparse.ArgumentParser()
+p.add_argument("--rounds", type=int, default=15)
+p.add_argument("--before", default=None, help="a checkout of an earlier commit")
+a = p.parse_args()
+
+PY = sys.executable
+CASES = {
+    "python -c pass": ([PY, "-c", "pass"], {}),
+    "import seqbench.api": ([PY, "-c", "import seqbench.api"], {}),
+    "seqbench --help": ([PY, "-m", "seqbench", "--help"], {}),
+    "seqbench --help (plain)": ([PY, "-m", "seqbench", "--help"], {"TYPER_USE_RICH": "0"}),
+}
+
+
+def cases() -> dict[str, tuple[list[str], dict]]:
+    out = dict(CASES)
+    if a.before:
+        for name in ("import seqbench.api", "seqbench --help"):
+            cmd, env = CASES[name]
+            out[f"{name} (before)"] = (cmd, {**env, "PYTHONPATH": a.before})
+    return out
+
+
+def once(cmd: list[str], env: dict) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t
+
+
+def spin() -> None:
+    while True:
+        pass
+
+
+def measure(title: str) -> None:
+    todo = cases()
+    times: dict[str, list[float]] = {n: [] for n in todo}
+    for _ in range(a.rounds):
+        for name, (cmd, env) in todo.items():
+            times[name].append(once(cmd, env))
+    bare = min(times["python -c pass"])
+    print(f"\n{title} ({a.rounds} interleaved rounds)")
+    print("| what | best s | median s | best over `python -c pass` |")
+    print("|---|---|---|---|")
+    for name, ts in times.items():
+        print(f"| {name} | {min(ts):.3f} | {statistics.median(ts):.3f} | {min(ts) - bare:.3f} |")
+
+
+measure("quiet")
+neighbour = mp.Process(target=spin, daemon=True)
+neighbour.start()
+try:
+    measure("beside a busy neighbour (one core spinning)")
+finally:
+    neighbour.terminate()
