@@ -613,19 +613,20 @@ def memory_plan(
     )
 
 
-def memory_cost(db: str | None, plan) -> dict:
+def memory_cost(db: str | None, plan, workers: int | None = None) -> dict:
     """What `memory --dry-run` shows: the first round's runs (how many the store at `db`
     already has; a store not made yet has none), the most the bisection can add, the training
-    steps, and an estimate of the time from the store's earlier runs of the same models and
-    task (None when it has none)."""
+    steps, and an estimate of the time: from the store's earlier runs of the same models and
+    task, else from a short timing probe of each model here, shared among `workers`
+    (memory/plan.memory_cost)."""
     from seqbench.memory.plan import memory_cost as cost
     from seqbench.store.store import store_exists
 
     if not store_exists(db):
-        return cost(None, plan)
+        return cost(None, plan, workers)
     store = open_store(db, "lean")
     try:
-        return cost(store, plan)
+        return cost(store, plan, workers)
     finally:
         store.dispose()
 

@@ -131,8 +131,12 @@ def memory(
         name=name,
     )  # fmt: skip
     if dry_run:
-        _dry_run(ctx, plan, fmt)
+        _dry_run(ctx, plan, fmt, workers)
         return
+    if not quiet:
+        cost = api.memory_cost(state(ctx).db, plan, workers)
+        typer.echo(f"memory {plan.name!r}: {cost['to_train']} runs to train, "
+                   f"{_estimate(cost)}", err=True)  # fmt: skip
     rounds = _Rounds(plan.name, quiet)
     out, code = None, EXIT_INTERRUPTED
     try:
@@ -205,22 +209,24 @@ def _show(answer: dict, fmt: Format) -> None:
     render(cols, rows, fmt, title=f"{answer['task']}: {answer['metric']} by context")
 
 
-def _dry_run(ctx: typer.Context, plan, fmt: Format) -> None:
+def _dry_run(ctx: typer.Context, plan, fmt: Format, workers: int | None) -> None:
     render(*api.sweep_grid(plan.points), fmt, title=f"{len(plan.points)} runs (first round)")
-    cost = api.memory_cost(state(ctx).db, plan)
-    secs = cost["seconds"]
+    cost = api.memory_cost(state(ctx).db, plan, workers)
     typer.echo(
         f"memory {plan.name!r}: {cost['runs']} runs at {plan.params:,} parameters each in the "
         f"first round ({cost['done']} already "
         f"in the store, {cost['to_train']} to train, {cost['steps']:,} steps), and at most "
-        f"{cost['bisection_at_most']} more to bisect the boundary; "
-        + (
-            f"about {secs:.0f} s of training at this store's pace"
-            if secs is not None
-            else "no time estimate (this store has no earlier run of these models on the task)"
-        ),
+        f"{cost['bisection_at_most']} more to bisect the boundary; " + _estimate(cost),
         err=True,
     )
+
+
+def _estimate(cost: dict) -> str:
+    """The first round's time as the cost says it was estimated."""
+    secs = cost["seconds"]
+    if cost["how"] == "store":
+        return f"about {secs:.0f} s of training at this store's pace"
+    return f"about {secs:.0f} s for the first round (a timing probe of each model on this machine)"
 
 
 @app.command("list")

@@ -242,10 +242,12 @@ def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top, re
     return f"memory-{task}-{digest[:8]}"
 
 
-def memory_cost(store, plan: MemoryPlan) -> dict:
+def memory_cost(store, plan: MemoryPlan, workers: int | None = None) -> dict:
     """The first round's runs, those the store already has, the most the bisection may add,
-    the steps to train, and the seconds that would take at the pace of this store's earlier
-    runs of each model on the task (None without any)."""
+    the steps to train, and the seconds that would take: at the pace of this store's earlier
+    runs of each model on the task (serial seconds, `how` "store"), else from a timing probe
+    of each model and context on this machine divided among `workers` (default: one per
+    usable core, as a sweep runs them; `how` "probe")."""
     import statistics
 
     from seqbench.configure import config_hash
@@ -262,10 +264,12 @@ def memory_cost(store, plan: MemoryPlan) -> dict:
     rounds = math.ceil(math.log2(widest)) if widest > 1 else 0  # to narrow it to one step
     bisect = rounds * len(plan.families) * len(plan.seeds)
     steps = sum(c.steps or 0 for c in todo)
-    known = all(c.model in pace for c in todo)
-    seconds = (
-        sum((c.steps or 0) * statistics.median(pace[c.model]) for c in todo) if known else None
-    )
+    if all(c.model in pace for c in todo):
+        how = "store"
+        seconds = sum((c.steps or 0) * statistics.median(pace[c.model]) for c in todo)
+    else:
+        how = "probe"
+        seconds = probe_cost(todo, workers)
     return {
         "name": plan.name,
         "runs": len(plan.points),
@@ -274,4 +278,26 @@ def memory_cost(store, plan: MemoryPlan) -> dict:
         "bisection_at_most": bisect,
         "steps": steps,
         "seconds": seconds,
+        "how": how,
     }
+
+
+def probe_cost(points: list[RunConfig], workers: int | None = None) -> float:
+    """Wall seconds to train `points` with `workers` parallel runs (default: one per usable
+    core), from a short timing probe (training.loop.probe_seconds) of one point per model and
+    context, at the share of the cores each worker gets; torch's first-use costs are paid by
+    an untimed probe first."""
+    from seqbench.sweep.executors import threads_per_worker
+    from seqbench.training.loop import probe_seconds
+    from seqbench.training.threads import usable_cpus
+
+    if not points:
+        return 0.0
+    workers = max(1, min(workers or usable_cpus(), len(points)))
+    share = threads_per_worker(workers)
+    groups: dict[tuple, list[RunConfig]] = {}
+    for c in points:
+        groups.setdefault((c.model, c.k), []).append(c)
+    probe_seconds(points[0], threads=share)  # torch's first use, not a run's cost
+    total = sum(probe_seconds(g[0], threads=share) * len(g) for g in groups.values())
+    return total / workers

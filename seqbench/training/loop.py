@@ -455,6 +455,43 @@ def _loop(run: _Run) -> TrainOutcome:
     return run.finish("completed", summaries)
 
 
+PROBE_STEPS = 4  # optimiser steps timed by probe_seconds, after one untimed warm-up step
+
+
+def probe_seconds(cfg: RunConfig, threads: int | None = None) -> float:
+    """The seconds a full run of `cfg` would take on this machine, from a short probe that
+    records nothing: the task and model built as train() builds them (timed), PROBE_STEPS
+    optimiser steps after a warm-up (timed), one validation pass (timed), scaled to the run:
+    build + steps × step + (evaluations + the test) × validation. `threads`: torch's threads
+    while probing (a sweep worker's share; default: train()'s own choice)."""
+    n_threads, _ = choose_threads(threads, one_thread_for(cfg))
+    apply_threads(n_threads)
+    t0 = time.perf_counter()
+    cfg, task, model, device = prepare(cfg)
+    opt = make_optimizer(cfg, model)
+    build = time.perf_counter() - t0
+    gen = generator(cfg.seed, 3)
+    tbptt = cfg.k if model.recurrent else None
+    model.train()
+    times = []
+    for _ in range(PROBE_STEPS + 1):
+        t = time.perf_counter()
+        x, y = task.train_batch(cfg.batch_size, gen)
+        loss = task.loss(model(x.to(device), tbptt=tbptt), to_device(y, device))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - t)
+    step = sorted(times[1:])[len(times[1:]) // 2]  # the median step, past the warm-up
+    model.eval()
+    t = time.perf_counter()
+    with torch.no_grad():
+        task.evaluate(lambda x: model(x.to(device)), "valid", cfg.eval_batch_size)
+    valid = time.perf_counter() - t
+    evaluations = min(cfg.steps, cfg.steps // (cfg.eval_every or max(cfg.steps // 10, 1)))
+    return build + cfg.steps * step + (evaluations + 1) * valid
+
+
 def load_checkpoint(path: str | Path, map_location="cpu") -> dict[str, Any]:
     """Load a checkpoint written by train(); weights only (no pickled code is executed)."""
     return torch.load(path, map_location=map_location, weights_only=True)

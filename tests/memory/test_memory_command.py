@@ -4,6 +4,7 @@ trivial baseline and one with k ≥ m can be near perfect. The command must stat
 the bisection landing on m between grid points; the answer is stored beside its runs."""
 
 import json
+import re
 import sqlite3
 
 import numpy as np
@@ -73,6 +74,9 @@ def test_a_stored_answer_goes_stale_and_a_rerun_rederives_it(cli, db, tmp_path):
     assert [(a["name"], a["k_star"], a["stale"]) for a in listed] == [(doc["name"], 2, False)]
     victim = doc["run_ids"][0]
     assert cli("runs", "delete", victim, "--yes").exit_code == 0
+    # the store has these models' pace now: the estimate of the one run to train goes by it
+    dry = cli(*args, "--dry-run")
+    assert "1 to train" in dry.stderr and "of training at this store's pace" in dry.stderr
     (entry,) = json.loads(cli("memory", "list", "--format", "json").stdout)
     assert entry["stale"] and victim not in entry["run_ids"]
     again = cli(*args, "--format", "json")  # trains the deleted point again, re-derives
@@ -89,6 +93,9 @@ def test_dry_run_lists_and_costs_without_writing(cli, db, tmp_path):
     said = "15 runs at 3,000 parameters each in the first round (0 already in the store, 15 to "
     assert said + "train, 4,500 steps)" in r.stderr
     assert "at most 6 more to bisect" in r.stderr
+    # a fresh store has no pace to go by: the estimate comes from timing each model here,
+    # and the probe writes nothing
+    assert re.search(r"about \d+ s for the first round \(a timing probe of each model", r.stderr)
     assert not db.exists()
 
 
