@@ -59,6 +59,11 @@ class RunConfig:
     eval_every: int | None = None  # None: 10 evaluations per run
     eval_size: int = _in(TASK, default=1000)
     eval_batch_size: int = 256
+    # early stopping: stop once the validation metric has not improved on its best for
+    # `patience` evaluations in a row and at least `min_steps` steps are done; `steps` is then
+    # the most a run may train and the steps it did are its `steps` summary (None: every step)
+    patience: int | None = None
+    min_steps: int | None = None
     # model family options
     dropout: float = _in(MODEL, default=0.0)
     kernel_size: int | None = _in(MODEL, default=7)
@@ -191,6 +196,8 @@ POSITIVE = (
     "num_pairs",
     "lr_decay",
     "subset",
+    "patience",
+    "min_steps",
 )
 
 
@@ -293,6 +300,8 @@ ADDED_LATER = (
     "vocab_size",
     "num_pairs",
     "scale",
+    "patience",
+    "min_steps",
 )
 # Later fields whose value is what every run before the field computed: it hashes as unset,
 # so an explicit symbols=tokens copy run is the same experiment as one stored before (and a

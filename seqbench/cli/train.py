@@ -204,7 +204,10 @@ def _say(outcome) -> None:
         raise typer.Exit(1)
     metric = api.task_metric(outcome.config.task)
     base = f" (baseline {s['baseline']:.4g})" if "baseline" in s else ""
+    steps = f"{int(s['steps'])} steps"
+    if s.get("stopped_early"):
+        steps += f" (stopped early: at most {outcome.config.steps})"
     typer.echo(
         f"run {outcome.run_id} completed: test {metric} {s['test_metric']:.4g}{base}, "
-        f"{int(s['steps'])} steps in {s['wall_seconds']:.1f}s"
+        f"{steps} in {s['wall_seconds']:.1f}s"
     )

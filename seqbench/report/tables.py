@@ -197,8 +197,26 @@ def build_report(
     notes = row_differences(df, group)
     rep = Report(stats, metric, bys, models, compared, base, df, variants, outcomes, notes)
     rep.others = others
-    rep.row_notes = [*notes, *nothing_learned(rep)]
+    rep.row_notes = [*notes, *nothing_learned(rep), *stopped_early(store, df)]
     return rep
+
+
+def stopped_early(store, df: pd.DataFrame) -> list[str]:
+    """A note on the runs with early stopping (config `patience`): how many stopped before
+    their `steps`, and the steps they trained (their `steps` summary)."""
+    ids = [int(r) for r, c in zip(df["run_id"], df["config"], strict=True) if c.get("patience")]
+    if not ids:
+        return []
+    got: dict[int, dict[str, float]] = {}
+    for run_id, key, value in store.values_of_runs("summaries", ids, ["steps", "stopped_early"]):
+        got.setdefault(run_id, {})[key] = value
+    early = [g["steps"] for g in got.values() if g.get("stopped_early") and "steps" in g]
+    if not early:
+        return [f"{len(ids)} run(s) could stop early (patience) and none did"]
+    return [
+        f"{len(early)} of {len(ids)} run(s) with early stopping stopped before their steps "
+        f"(trained {int(min(early)):,}–{int(max(early)):,} steps; `seqbench show RUN` per run)"
+    ]
 
 
 LEARNED = 0.05  # a cell learned something when it beats its trivial baseline by 5% of it

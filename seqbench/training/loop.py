@@ -332,6 +332,7 @@ def _loop(run: _Run) -> TrainOutcome:
     tbptt = cfg.k if model.recurrent else None
     higher = task.higher_is_better
     best = {"metric": None, "state": None, "step": 0}
+    stale = 0  # evaluations in a row without a better validation metric (early stopping)
     last_valid = math.nan
     train_time = 0.0
 
@@ -408,8 +409,14 @@ def _loop(run: _Run) -> TrainOutcome:
                     "state": copy.deepcopy(model.state_dict()),
                     "step": step,
                 }
+                stale = 0
+            else:
+                stale += 1
             run.flush()
             progress.on_eval(step, ev)
+            if cfg.patience and stale >= cfg.patience and step >= (cfg.min_steps or 0):
+                steps = step  # converged: no better validation in `patience` evaluations
+                break
 
     if best["state"] is not None:
         model.load_state_dict(best["state"])
@@ -422,11 +429,13 @@ def _loop(run: _Run) -> TrainOutcome:
         "best_step": best["step"],
         "final_valid_metric": last_valid,
         "final_train_loss": loss_v,
-        "steps": steps,
+        "steps": steps,  # trained: fewer than cfg.steps when it stopped early
         "throughput": steps * cfg.batch_size / max(train_time, 1e-9),
         "peak_memory_mb": peak_ram_mb(device),
         "n_params": count_params(model),
     }
+    if cfg.patience:  # early stopping asked for: whether it stopped before cfg.steps
+        summaries["stopped_early"] = float(steps < cfg.steps)
     if test.get("n"):  # the predictions scored: chance's spread on the test set (memory/answer)
         summaries["test_count"] = float(test["n"])
     bound = model.backbone.stability_bound()
