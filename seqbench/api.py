@@ -81,6 +81,7 @@ if TYPE_CHECKING:
     from seqbench.stress.runner import plot_stress, stress
     from seqbench.stress.views import stored_curves as stored_stress_curves
     from seqbench.stress.views import stress_figure, stress_rows
+    from seqbench.sweep.cost import probe_cost as sweep_cost
     from seqbench.sweep.runner import SweepOutcome, sweep_status
     from seqbench.sweep.spec import plan as sweep_plan
     from seqbench.training.loop import TrainOutcome, load_checkpoint
@@ -167,6 +168,7 @@ __all__ = [
     "stress",
     "stress_figure",
     "stress_rows",
+    "sweep_cost",
     "sweep_grid",
     "sweep_plan",
     "sweep_points",
@@ -816,6 +818,7 @@ LAZY: dict[str, str] = {
     "check_store": "seqbench.store.engine:integrity_problems",
     "sweep_plan": "seqbench.sweep.spec:plan",
     "sweep_status": "seqbench.sweep.runner:sweep_status",
+    "sweep_cost": "seqbench.sweep.cost:probe_cost",
     "memory_cells": "seqbench.memory.answer:cell_table",
     "plot_memory": "seqbench.memory.plot:plot_answer",
     "upgrade_store": "seqbench.store.store:upgrade_store",

@@ -226,6 +226,8 @@ def _estimate(cost: dict) -> str:
     secs = cost["seconds"]
     if cost["how"] == "store":
         return f"about {secs:.0f} s of training at this store's pace"
+    if secs is None:
+        return "no time estimate (timing each model here would take too long)"
     return f"about {secs:.0f} s for the first round (a timing probe of each model on this machine)"
 
 

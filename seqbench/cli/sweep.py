@@ -120,7 +120,14 @@ def sweep(
     if dry_run:
         _say_budget(plan)
         render(*api.sweep_grid(plan.points), fmt, title=f"{len(plan.points)} points")
-        typer.echo(f"sweep {plan.name!r}: {len(plan.points)} points", err=True)
+        secs = api.sweep_cost(plan.points, workers)
+        typer.echo(
+            f"sweep {plan.name!r}: {len(plan.points)} points; "
+            + (f"about {secs:.0f} s to train them all here (a timing probe of each model)"
+               if secs is not None
+               else "no time estimate (timing each model here would take too long)"),
+            err=True,
+        )  # fmt: skip
         return
     bar, on_points, on_result = _progress(quiet, plan.name)
 

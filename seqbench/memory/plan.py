@@ -15,6 +15,7 @@ from seqbench.config import FIELDS, RunConfig
 from seqbench.errors import UnknownNameError, UsageError
 from seqbench.memory import EPSILON, RELATIVE_TO, check_tolerance
 from seqbench.parsing import coerce, split_assignment
+from seqbench.sweep.cost import probe_cost
 from seqbench.sweep.spec import BUDGET as PARAMS  # where the search for one budget starts
 from seqbench.sweep.spec import check_budget, expand, smallest_budget
 
@@ -280,24 +281,3 @@ def memory_cost(store, plan: MemoryPlan, workers: int | None = None) -> dict:
         "seconds": seconds,
         "how": how,
     }
-
-
-def probe_cost(points: list[RunConfig], workers: int | None = None) -> float:
-    """Wall seconds to train `points` with `workers` parallel runs (default: one per usable
-    core), from a short timing probe (training.loop.probe_seconds) of one point per model and
-    context, at the share of the cores each worker gets; torch's first-use costs are paid by
-    an untimed probe first."""
-    from seqbench.sweep.executors import threads_per_worker
-    from seqbench.training.loop import probe_seconds
-    from seqbench.training.threads import usable_cpus
-
-    if not points:
-        return 0.0
-    workers = max(1, min(workers or usable_cpus(), len(points)))
-    share = threads_per_worker(workers)
-    groups: dict[tuple, list[RunConfig]] = {}
-    for c in points:
-        groups.setdefault((c.model, c.k), []).append(c)
-    probe_seconds(points[0], threads=share)  # torch's first use, not a run's cost
-    total = sum(probe_seconds(g[0], threads=share) * len(g) for g in groups.values())
-    return total / workers

@@ -470,8 +470,9 @@ PROBE_STEPS = 4  # optimiser steps timed by probe_seconds, after one untimed war
 def probe_seconds(cfg: RunConfig, threads: int | None = None) -> float:
     """The seconds a full run of `cfg` would take on this machine, from a short probe that
     records nothing: the task and model built as train() builds them (timed), PROBE_STEPS
-    optimiser steps after a warm-up (timed), one validation pass (timed), scaled to the run:
-    build + steps × step + (evaluations + the test) × validation. `threads`: torch's threads
+    optimiser steps after a warm-up (timed), one forward pass over an evaluation batch (timed,
+    times the batches of an evaluation), scaled to the run: build + steps × step +
+    (evaluations + the test) × evaluation. `threads`: torch's threads
     while probing (a sweep worker's share; default: train()'s own choice)."""
     n_threads, _ = choose_threads(threads, one_thread_for(cfg))
     apply_threads(n_threads)
@@ -493,10 +494,11 @@ def probe_seconds(cfg: RunConfig, threads: int | None = None) -> float:
         times.append(time.perf_counter() - t)
     step = sorted(times[1:])[len(times[1:]) // 2]  # the median step, past the warm-up
     model.eval()
-    t = time.perf_counter()
-    with torch.no_grad():
-        task.evaluate(lambda x: model(x.to(device)), "valid", cfg.eval_batch_size)
-    valid = time.perf_counter() - t
+    with torch.no_grad():  # one evaluation batch, scaled to the evaluation set
+        x, _ = task.train_batch(cfg.eval_batch_size, gen)
+        t = time.perf_counter()
+        model(x.to(device))
+        valid = (time.perf_counter() - t) * math.ceil(cfg.eval_size / cfg.eval_batch_size)
     evaluations = min(cfg.steps, cfg.steps // (cfg.eval_every or max(cfg.steps // 10, 1)))
     return build + cfg.steps * step + (evaluations + 1) * valid
 

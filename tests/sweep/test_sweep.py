@@ -1,6 +1,7 @@
 import contextlib
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -177,6 +178,21 @@ def test_dry_run_prints_the_grid_and_writes_nothing(cli, tmp_path):
     lines = r.stdout.strip().splitlines()
     assert lines[0].startswith("#,model,task,k") and len(lines) == 5
     assert "4 points" in r.stderr and not (tmp_path / "seqbench.db").exists()
+    # the cost before it is spent: a timing probe of each model here, which writes nothing
+    assert re.search(r"about \d+ s to train them all here \(a timing probe", r.stderr)
+
+
+def test_the_probe_gives_up_rather_than_make_a_dry_run_slow():
+    """Past its budget of probing time, the estimate is None (said as "no time estimate")
+    instead of a dry run that trains for minutes."""
+    from seqbench.configure import make_config
+    from seqbench.sweep.cost import probe_cost
+
+    points = [make_config("lstm", "adding", {"seq_len": 10, "steps": 50, "seed": s})
+              for s in range(2)]  # fmt: skip
+    assert probe_cost(points, 1, budget=0.0) is None
+    assert probe_cost(points, 1) > 0
+    assert probe_cost([], 1) == 0.0
 
 
 def test_a_shipped_preset_is_named_after_itself(cli):
