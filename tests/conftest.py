@@ -1,11 +1,21 @@
 import hashlib
 import os
+import signal
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from seqbench.cli.main import app
+
+
+def pytest_configure(config):
+    """A suite started in the background by a shell without job control (`bash .ci/run &`)
+    inherits SIGINT ignored, and so would every seqbench process a test starts: the Ctrl-C
+    tests would send a signal their command never sees. Ctrl-C is restored here (children
+    then start with its default, which Python turns into KeyboardInterrupt)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def sha256(path: Path) -> str:
