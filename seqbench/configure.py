@@ -178,19 +178,20 @@ def check_fits(cfg: RunConfig) -> None:
     imported: one batch's activations and state (models.activation_bytes, a lower bound of what
     the run needs; the full check with the parameters follows in training.loop.check_ram).
     A config whose width a parameter budget sets is left to the full check."""
-    from seqbench.environment import require_ram
-
     if cfg.params is not None or not cfg.seq_len:
         return
     need = models.activation_bytes(
         cfg, cfg.batch_size, cfg.seq_len, cfg.hidden or 128, 0, cfg.layers or 1, 4
     )
-    spec = models.base_spec(cfg)
-    require_ram(
-        need,
-        f"{cfg.model} on {cfg.task}",
-        "hidden, layers, "
-        + ("d_state, " if spec.state_units is not None else "")
-        + "batch_size or seq_len",
-        f"its activations alone, batch {cfg.batch_size} × T={cfg.seq_len}",
-    )
+    require_fits(cfg, need, f"its activations alone, batch {cfg.batch_size} × T={cfg.seq_len}",
+                 "batch_size or seq_len")  # fmt: skip
+
+
+def require_fits(cfg: RunConfig, need: int, detail: str, last: str) -> None:
+    """The one refusal of a config too large for this machine's memory (environment.
+    require_ram), naming what to lower: the width, depth, the state where the family has one,
+    then `last` (what else the estimate counted)."""
+    from seqbench.environment import require_ram
+
+    state = "d_state, " if models.base_spec(cfg).state_units is not None else ""
+    require_ram(need, f"{cfg.model} on {cfg.task}", f"hidden, layers, {state}{last}", detail)

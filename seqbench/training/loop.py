@@ -27,11 +27,10 @@ import torch
 from seqbench import environment
 from seqbench.config import RunConfig
 from seqbench.configure import config_hash as hash_of
-from seqbench.configure import stored_k
+from seqbench.configure import require_fits, stored_k
 from seqbench.errors import RunFailedError, UsageError
 from seqbench.models import (
     activation_bytes,
-    base_spec,
     build_model,
     count_on_meta,
     fit_size,
@@ -181,8 +180,6 @@ def check_ram(cfg: RunConfig, task) -> None:
     """Refuse, before anything is allocated, a config that cannot fit in memory: parameters
     with their gradients and Adam moments (counted on the meta device, which allocates
     nothing), the activations of one batch, and the fixed evaluation sets."""
-    from seqbench.environment import require_ram
-
     # what build_model reads from the task, computed on the real device first: a task that
     # loads data lazily (a text file's vocabulary) must not cache meta tensors
     _ = (task.vocab, task.in_dim, task.out_dim, task.readout)
@@ -196,14 +193,8 @@ def check_ram(cfg: RunConfig, task) -> None:
     )
     if getattr(task, "synthetic", False):
         need += 2 * cfg.eval_size * cfg.seq_len * (task.in_dim + task.out_dim) * 4
-    require_ram(
-        need,
-        f"{cfg.model} on {cfg.task}",
-        "hidden, layers, "
-        + ("d_state, " if base_spec(cfg).state_units is not None else "")
-        + "batch_size, seq_len or eval_size",
-        f"{n:,} parameters, batch {cfg.batch_size} × T={cfg.seq_len}",
-    )
+    require_fits(cfg, need, f"{n:,} parameters, batch {cfg.batch_size} × T={cfg.seq_len}",
+                 "batch_size, seq_len or eval_size")  # fmt: skip
 
 
 def make_optimizer(cfg: RunConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
