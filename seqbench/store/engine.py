@@ -172,9 +172,13 @@ def inspect_revision(url: str, *, writable: bool = True) -> tuple[str | None, bo
             return None, False
         rev, tables = sqlite_revision_readonly(path)
         return rev, bool(tables & SEQBENCH_TABLES)
+    # One snapshot for both reads: under READ COMMITTED each statement sees the commits made
+    # before it, so a creator committing between them showed its tables without the version
+    # table read a moment earlier ("not created by seqbench" to the second of two sweeps
+    # started at once on a new PostgreSQL database).
     engine = _make_engine(url)
     try:
-        with engine.connect() as conn:
+        with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
             rev = migrate.current_revision(conn)
             tables = set(inspect(conn).get_table_names())
     except OperationalError as e:
