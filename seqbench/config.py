@@ -127,6 +127,16 @@ class RunConfig:
     # pairs to recall (mqar) or tokens to copy (selective-copy); None: the task's default
     vocab_size: int | None = _in(TASK)
     num_pairs: int | None = _in(TASK)
+    # memory-function (tasks/memfn.py): y_t = Σ_s ρ(s)·x_{t−s} with the kernel ρ "exp"
+    # (decay^s), "power" ((s + 1)^−alpha), "impulse" (1 at lag `delay`) or "osc"
+    # (decay^s·cos(omega·s)), scaled to unit output variance, plus output noise of sd `noise`;
+    # a kernel's parameters are set by resolution, the others stay unset
+    kernel: str | None = _in(TASK)
+    decay: float | None = _in(TASK)
+    alpha: float | None = _in(TASK)
+    delay: int | None = _in(TASK)
+    omega: float | None = _in(TASK)
+    noise: float | None = _in(TASK)
     # where a plugin model or task came from ("model: dist 1.2; task: ..."; plugins.py), set
     # by resolution: runs of different plugin versions are different experiments
     plugin: str | None = None
@@ -198,6 +208,9 @@ POSITIVE = (
     "subset",
     "patience",
     "min_steps",
+    "decay",
+    "alpha",
+    "omega",
 )
 
 
@@ -264,6 +277,12 @@ class TaskArgs(_Part):
     split: str | None = None
     vocab_size: int | None = None
     num_pairs: int | None = None
+    kernel: str | None = None
+    decay: float | None = None
+    alpha: float | None = None
+    delay: int | None = None
+    omega: float | None = None
+    noise: float | None = None
 
 
 MODEL_FIELDS = tuple(f.name for f in _group(MODEL))
@@ -302,6 +321,12 @@ ADDED_LATER = (
     "scale",
     "patience",
     "min_steps",
+    "kernel",
+    "decay",
+    "alpha",
+    "delay",
+    "omega",
+    "noise",
 )
 # Later fields whose value is what every run before the field computed: it hashes as unset,
 # so an explicit symbols=tokens copy run is the same experiment as one stored before (and a

@@ -86,6 +86,7 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
             if given.get(name) is not None:
                 raise UsageError(f"{name} is for the file tasks (--task file), not {task}")
     task_spec = TASKS.get(task)
+    tasks.check_owned(task, given)
     values: dict[str, Any] = {}
     values.update(spec.defaults)
     values.update(task_spec.defaults)
@@ -109,7 +110,7 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
         raise UsageError(f"test_stream scores a language model's test split; {task} has none")
     if given.get("symbols") is not None and "symbols" not in task_spec.defaults:
         raise UsageError(f"symbols says how copy feeds its symbols; {task} has none")
-    cfg = models.condition(RunConfig(model=model, task=task, **values))
+    cfg = tasks.condition(models.condition(RunConfig(model=model, task=task, **values)))
     validate(cfg)
     return replace(cfg, plugin=provenance(cfg))
 

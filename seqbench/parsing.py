@@ -177,6 +177,10 @@ FLOAT_FIELDS = (
     "forget_bias",
     "forget_cap",
     "teacher_lam",
+    "decay",
+    "alpha",
+    "omega",
+    "noise",
 )
 MAX_SEED = 2**32 - 1  # numpy's seeds (the tasks' data) are 32-bit
 # past this Adam's first step, lr / (1 - beta1), leaves float32 and torch raises instead of

@@ -10,6 +10,7 @@ from typing import Any
 
 from seqbench.errors import UsageError
 from seqbench.registry import Registry
+from seqbench.tasks import memory_functions as _mf  # torch-free, as this file
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,11 @@ class TaskSpec:
     # a language model's test split can be scored whole, as one stream (Task.evaluate_stream;
     # the config field test_stream): recurrent models carry their state across it
     stream_test: bool = False
+    # config fields only this task reads: refused on every other task (check_owned)
+    own_fields: tuple[str, ...] = ()
+    # the task's own resolution of a config (a RunConfig in, one out), after the defaults and
+    # before the checks: the values that follow from others (a memory function's parameters)
+    condition: Callable[[Any], Any] | None = None
 
     def load(self) -> type:
         module, _, cls = self.target.partition(":")
@@ -266,6 +272,19 @@ for _spec in (
         defaults={"steps": 2000, "batch_size": 64},
         **_RECALL,
     ),
+    TaskSpec(
+        _mf.NAME,
+        f"{_S}:MemoryFunction",
+        "regress a linear functional of white noise with memory function kernel=exp, power, "
+        "impulse or osc (MSE; e*(k) in closed form)",
+        "mse",
+        100,
+        baseline_note="predict the mean: Var(y) = e*(0)",
+        check=_mf.check,
+        defaults={"steps": 1000},
+        own_fields=_mf.FIELDS,
+        condition=_mf.condition,
+    ),
     *(
         TaskSpec(
             f"file-{kind}",
@@ -374,6 +393,23 @@ def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 # how an array file is fed: standardised with the training split (the default) or as it is
 SCALES = ("standard", "raw")
+
+
+def check_owned(task: str, given: dict[str, Any]) -> None:
+    """Refuse a field that another task owns (TaskSpec.own_fields) given to `task`."""
+    for other in TASKS:
+        spec = TASKS.get(other)
+        if other == task or not spec.own_fields:
+            continue
+        for name in spec.own_fields:
+            if given.get(name) is not None and name not in TASKS.get(task).own_fields:
+                raise UsageError(f"{name} is a field of the {other} task, not {task}")
+
+
+def condition(cfg):
+    """The task's own resolution of a config (TaskSpec.condition), if it has one."""
+    spec = TASKS.get(cfg.task)
+    return spec.condition(cfg) if spec.condition is not None else cfg
 
 
 def validate(c) -> None:

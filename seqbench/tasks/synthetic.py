@@ -190,9 +190,51 @@ class Teacher(RegressionTask):
         return float(((y - y.mean()) ** 2).mean())
 
 
+class MemoryFunction(RegressionTask):
+    """y_t = Σ_{s≤t} ρ(s)·x_{t−s} (+ noise) for a white scalar input and a memory function ρ
+    (exponential, power law, impulse or damped cosine: tasks/memory_functions.py, which holds
+    the kernels, their checks and the closed form e*(k)). The baseline is the MSE of
+    predicting the test set's mean, as the teacher's."""
+
+    name = "memory-function"
+    readout = "all"
+    in_dim, out_dim = 1, 1
+
+    def __init__(self, args: TaskArgs):
+        super().__init__(args)
+        from seqbench.tasks import memory_functions as mf
+
+        self.noise = mf.params(args)["noise"]
+        rho = torch.tensor(mf.rho(args, self.seq_len), dtype=torch.float64)
+        self.kernel = rho.flip(0).view(1, 1, -1)  # conv1d correlates: lag s at position T−1−s
+
+    def sample(self, n, gen):
+        T = self.seq_len
+        x = torch.randn(n, T, 1, generator=gen)
+        padded = torch.nn.functional.pad(x.double().transpose(1, 2), (T - 1, 0))
+        y = torch.nn.functional.conv1d(padded, self.kernel).transpose(1, 2)  # (n, T, 1)
+        if self.noise:
+            y = y + self.noise * torch.randn(n, T, 1, generator=gen, dtype=torch.float64)
+        return x, y.float()
+
+    def optimal_truncated_error(self) -> list[float]:
+        """e*(k) for k = 0 … T in closed form (tasks/memory_functions.py)."""
+        from seqbench.tasks import memory_functions as mf
+
+        return mf.optimal_truncated_error(self.args, self.seq_len)
+
+    def baseline(self):
+        y = self._eval_sets["test"][1]
+        return float(((y - y.mean()) ** 2).mean())
+
+
 def closed_form_k_star(errors: list[float], epsilon: float) -> int:
     """k*(ε) of an optimal truncated error e*(k), k = 0 … T (Teacher.optimal_truncated_error,
     averaged over seeds as `memory` averages its cells): the smallest k ≥ 1 with
-    e*(k) ≤ ε·e*(0), the tolerance relative to the gap when the best model is the optimum
-    (e*(T) = 0)."""
-    return min(k for k in range(1, len(errors)) if errors[k] <= epsilon * errors[0])
+    e*(k) − e*(T) ≤ ε·(e*(0) − e*(T)), the tolerance relative to the gap when the best model
+    is the optimum, e*(T) (0 for the teacher; the output noise's variance for a noisy memory
+    function)."""
+    floor = errors[-1]
+    return min(
+        k for k in range(1, len(errors)) if errors[k] - floor <= epsilon * (errors[0] - floor)
+    )

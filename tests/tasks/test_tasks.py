@@ -22,6 +22,7 @@ QUICK = {
     "mqar": {"seq_len": 16, "vocab_size": 32, "num_pairs": 2},
     "selective-copy": {"seq_len": 16},
     "induction": {"seq_len": 16},
+    "memory-function": {"seq_len": 30, "kernel": "power", "alpha": 1.0},
 }
 
 
