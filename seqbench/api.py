@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from seqbench.bench import bench_kernels
     from seqbench.memory.answer import cell_table as memory_cells
     from seqbench.memory.plot import plot_answer as plot_memory
+    from seqbench.memory.plot import plot_profile as plot_memory_profile
+    from seqbench.memory.profile import profile_rows as memory_profile_rows
     from seqbench.report.check import (
         check,
         export_baseline,
@@ -138,6 +140,7 @@ __all__ = [
     "memory_cells",
     "memory_cost",
     "memory_plan",
+    "memory_profile_rows",
     "metric_name",
     "model_catalog",
     "name_run",
@@ -146,6 +149,7 @@ __all__ = [
     "plot_curves",
     "plot_grouped",
     "plot_memory",
+    "plot_memory_profile",
     "plot_report",
     "plot_stress",
     "reader_role",
@@ -585,7 +589,7 @@ def memory_plan(
     references: list[str] | None = None,
     seeds: str = "0,1,2",
     params: int | None = None,
-    epsilon: float | None = None,
+    epsilon: float | list[float] | str | None = None,
     relative_to: str | None = None,
     max_k: int | None = None,
     name: str | None = None,
@@ -594,8 +598,10 @@ def memory_plan(
     `families` (default tcn, window) over a geometric grid of k up to T at one parameter budget
     (`params`; default: the smallest from 10,000 up that every model meets at every k within
     5%), beside the recurrent `references` (default lstm, gru), over at
-    least 3 seeds. Every point is resolved and the budget checked at every k; nothing is
-    written. Returns a seqbench.memory.plan.MemoryPlan."""
+    least 3 seeds. `epsilon`: the tolerance, or several (a list, or "0.2,0.1,0.05"): a
+    profile, one answer per ε from the same cells, and how k* grows as ε tightens. Every
+    point is resolved and the budget checked at every k; nothing is written. Returns a
+    seqbench.memory.plan.MemoryPlan."""
     from seqbench.memory import plan
 
     if name is not None:
@@ -821,6 +827,8 @@ LAZY: dict[str, str] = {
     "sweep_cost": "seqbench.sweep.cost:probe_cost",
     "memory_cells": "seqbench.memory.answer:cell_table",
     "plot_memory": "seqbench.memory.plot:plot_answer",
+    "plot_memory_profile": "seqbench.memory.plot:plot_profile",
+    "memory_profile_rows": "seqbench.memory.profile:profile_rows",
     "upgrade_store": "seqbench.store.store:upgrade_store",
     "load_checkpoint": "seqbench.training.loop:load_checkpoint",
     "bench_kernels": "seqbench.bench:bench_kernels",

@@ -61,10 +61,12 @@ Params = Annotated[
     ),
 ]
 Epsilon = Annotated[
-    float | None,
+    str | None,
     typer.Option(
         help="The tolerance: k* is the smallest k shown within epsilon of the best over "
-        f"seeds, epsilon a share of what --relative-to names (default {api.MEMORY_EPSILON:g})."
+        f"seeds, epsilon a share of what --relative-to names (default {api.MEMORY_EPSILON:g}). "
+        "Several (0.2,0.1,0.05,0.02): a profile, k* for each from the same runs, and how k* "
+        "grows as epsilon tightens."
     ),
 ]
 RelativeTo = Annotated[
@@ -183,6 +185,9 @@ class _Rounds:
 
 def _say(out, plot: str | None, fmt: Format) -> None:
     """The answer as asked (table, csv or JSON), its plot, and the one line on stderr."""
+    if out.profile is not None:
+        _say_profile(out, plot, fmt)
+        return
     answer = out.answer.to_dict()
     if plot:
         api.plot_memory(answer, plot)
@@ -196,6 +201,35 @@ def _say(out, plot: str | None, fmt: Format) -> None:
         f"memory {out.plan.name!r}: {out.plan.params:,} parameters per model; trained "
         f"{out.ran} run(s), {out.rounds} bisection round(s); "
         f"answer {out.answer_id} stored" + (f"; plot in {plot}" if plot else ""),
+        err=True,
+    )
+
+
+def _say_profile(out, plot: str | None, fmt: Format) -> None:
+    """A profile: one answer per tolerance (JSON: a list, one entry each), the k*(ε) table
+    with the closed form where the task has one, and the growth law in one line."""
+    answers = [a.to_dict() for a in out.answers]
+    if plot:
+        api.plot_memory_profile(out.profile, answers[0], plot)
+    if fmt == Format.json:
+        doc = [
+            {"name": n, "answer_id": i, **a, "params": out.plan.params}
+            | {"seeds": list(out.plan.seeds), "growth": out.profile["growth"]}
+            for n, i, a in zip(out.names, out.answer_ids, answers, strict=True)
+        ]
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        if fmt == Format.table:
+            for a in answers:
+                typer.echo(f"ε = {a['epsilon']:g}: {a['sentence']}")
+        cols, rows = api.memory_profile_rows(out.profile)
+        render(cols, rows, fmt, title=f"{answers[0]['task']}: k* by tolerance")
+        if fmt == Format.table:
+            typer.echo(out.profile["growth"]["sentence"])
+    typer.echo(
+        f"memory {out.plan.name!r}: {out.plan.params:,} parameters per model; trained "
+        f"{out.ran} run(s), {out.rounds} bisection round(s); {len(answers)} answers stored "
+        f"({', '.join(out.names)})" + (f"; plot in {plot}" if plot else ""),
         err=True,
     )
 

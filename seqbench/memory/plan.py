@@ -14,7 +14,7 @@ from typing import Any
 from seqbench.config import FIELDS, RunConfig
 from seqbench.errors import UnknownNameError, UsageError
 from seqbench.memory import EPSILON, RELATIVE_TO, check_tolerance
-from seqbench.parsing import coerce, split_assignment
+from seqbench.parsing import coerce, split_assignment, split_list
 from seqbench.sweep.cost import probe_cost
 from seqbench.sweep.spec import BUDGET as PARAMS  # where the search for one budget starts
 from seqbench.sweep.spec import check_budget, expand, smallest_budget
@@ -41,6 +41,13 @@ class MemoryPlan:
     relative_to: str  # what epsilon is a share of: "gap" or "best" (memory/answer.py)
     ks: tuple[int, ...]  # the contexts tried so far, ascending
     points: list[RunConfig] = field(default_factory=list)
+    # a profile's tolerances, loosest first (epsilon is the first); () for one tolerance
+    epsilons: tuple[float, ...] = ()
+
+    @property
+    def tolerances(self) -> tuple[float, ...]:
+        """Every ε the plan answers for: the profile's, or its one epsilon."""
+        return self.epsilons or (self.epsilon,)
 
     def spec(self) -> dict:
         """What is stored with the sweep: its grids, and what made them."""
@@ -51,6 +58,7 @@ class MemoryPlan:
                 "references": list(self.references),
                 "params": self.params,
                 "epsilon": self.epsilon,
+                **({"epsilons": list(self.epsilons)} if self.epsilons else {}),
                 "relative_to": self.relative_to,
                 "max_k": self.max_k,
             },
@@ -130,13 +138,14 @@ def make_plan(
     references: list[str] | None = None,
     seeds: list[int] | None = None,
     params: int | None = None,
-    epsilon: float | None = None,
+    epsilon: float | list[float] | None = None,
     relative_to: str | None = None,
     max_k: int | None = None,
     name: str | None = None,
 ) -> MemoryPlan:
     """The first round of a memory sweep, every point resolved and validated and the budget
-    checked for every family at every k (nothing is written)."""
+    checked for every family at every k (nothing is written). `epsilon`: one tolerance, or
+    several (a profile: one answer per ε from the same cells)."""
     from seqbench.configure import fed_steps
     from seqbench.models import MODELS
 
@@ -165,12 +174,10 @@ def make_plan(
         )
     if params is not None and not (isinstance(params, int) and params > 0):
         raise UsageError(f"--params must be a positive number of parameters, got {params}")
-    epsilon = EPSILON if epsilon is None else epsilon
     relative_to = RELATIVE_TO[0] if relative_to is None else relative_to
-    try:
-        check_tolerance(epsilon, relative_to)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    profile = tolerances(epsilon, relative_to)
+    epsilon = profile[0]
+    profile = profile if len(profile) > 1 else ()
     from seqbench.configure import make_config
 
     probe = make_config(
@@ -203,20 +210,49 @@ def make_plan(
         steps,
         relative_to,
         tuple(k_grid(top)),
+        epsilons=profile,
     )
     plan = with_points(plan)
     if params is None:  # the smallest budget from PARAMS up that every model meets at every k
         plan = with_points(replace(plan, params=smallest_budget(plan.points)))
     else:
         check_budget(plan.points, plan.params)
-    ident = (task_name, given, probe, fams, refs, plan.params, seeds_t, epsilon, top, relative_to)
+    eps_ident = list(profile) if profile else epsilon  # one ε: the name it always had
+    ident = (task_name, given, probe, fams, refs, plan.params, seeds_t, eps_ident, top, relative_to)
     return replace(plan, name=name or default_name(*ident))
+
+
+def tolerances(epsilon: float | list[float] | str | None, relative_to: str) -> tuple[float, ...]:
+    """The tolerances asked for (a number, a list, or --epsilon's text: "0.2,0.1,0.05"),
+    loosest first, each in (0, 1) (the default's one where none is given); UsageError for an
+    empty list, a word that is no number, or one out of range."""
+    given = [EPSILON] if epsilon is None else epsilon
+    if isinstance(given, str):
+        given = [_number(item) for item in split_list(given)]
+    given = [given] if isinstance(given, int | float) else list(given)
+    if not given:
+        raise UsageError("--epsilon names no tolerance: give one, or several (0.2,0.1,0.05)")
+    for eps in given:
+        try:
+            check_tolerance(eps, relative_to)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    return tuple(sorted({float(e) for e in given}, reverse=True))
 
 
 def with_points(plan: MemoryPlan, ks: list[int] | None = None) -> MemoryPlan:
     """The plan with contexts `ks` (default: its own) and its points expanded and validated."""
     plan = replace(plan, ks=tuple(sorted(set(ks or plan.ks))))
     return replace(plan, points=expand(plan.grids()))
+
+
+def _number(item: str) -> float:
+    try:
+        return float(item)
+    except ValueError:
+        raise UsageError(
+            f"--epsilon must be a number or a comma-separated list (0.2,0.1,0.05), got {item!r}"
+        ) from None
 
 
 def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top, relative_to) -> str:
@@ -263,7 +299,7 @@ def memory_cost(store, plan: MemoryPlan, workers: int | None = None) -> dict:
     todo = [c for c in plan.points if config_hash(c) not in done]
     widest = max((b - a for a, b in itertools.pairwise(plan.ks)), default=1)
     rounds = math.ceil(math.log2(widest)) if widest > 1 else 0  # to narrow it to one step
-    bisect = rounds * len(plan.families) * len(plan.seeds)
+    bisect = rounds * len(plan.families) * len(plan.seeds) * len(plan.tolerances)
     steps = sum(c.steps or 0 for c in todo)
     if all(c.model in pace for c in todo):
         how = "store"

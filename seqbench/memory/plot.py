@@ -70,6 +70,7 @@ def plot_answer(answer: dict, path: str | None):
     means = [c["mean"] for c in cells if c["mean"] is not None]
     if log_scale(answer, means):
         ax.set_yscale("log")  # cells at 1% of the baseline and below stay apart
+        plain_log_ticks(ax.yaxis)
     ax.set_xlabel("context k")
     ax.set_ylabel(answer.get("metric", "test_metric"))
     title = answer.get("label") or answer.get("task")  # own data: named by its file
@@ -99,3 +100,74 @@ def _k(c: dict) -> int:
 
 def _nan(v) -> float:
     return math.nan if v is None else float(v)
+
+
+def plot_profile(profile: dict, answer: dict, path: str | None):
+    """k*(ε) on log axes: each tolerance's k* with its interval, the closed form's k* beside
+    it where the task has one, and the growth law in the title. With `path` None: the
+    figure, not saved."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = profile["points"]
+    stated = [p for p in points if p["k_star"] is not None]
+    fig, ax = plt.subplots(figsize=(6.5, 4.5), layout="constrained")
+    if stated:
+        eps = [1 / p["epsilon"] for p in stated]
+        ks = [p["k_star"] for p in stated]
+        below = [
+            p["k_star"] - (p["k_low"] if p["k_low"] is not None else p["k_star"]) for p in stated
+        ]
+        above = [
+            (p["k_high"] if p["k_high"] is not None else p["k_star"]) - p["k_star"] for p in stated
+        ]
+        ax.errorbar(eps, ks, yerr=[below, above], marker="o", capsize=4, label="k* (interval)")
+    closed = [p for p in points if p.get("closed_form") is not None]
+    if closed:
+        ax.plot(
+            [1 / p["epsilon"] for p in closed],
+            [p["closed_form"] for p in closed],
+            linestyle="--",
+            marker="x",
+            color="grey",
+            label="closed form",
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain_log_ticks(ax.xaxis)
+    plain_log_ticks(ax.yaxis)
+    ax.set_xlabel("1/ε (the tolerance tightens to the right)")
+    ax.set_ylabel("context k*")
+    title = answer.get("label") or answer.get("task")
+    law = profile["growth"].get("law")
+    ax.set_title(f"{title}: k*(ε), growth {law or 'undecided'}", fontsize=10)
+    ax.legend(fontsize=8)
+    if path is None:
+        return fig
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return None
+
+
+def plain_log_ticks(axis) -> None:
+    """A log axis labelled 10, 20, 0.01 rather than 10¹: matplotlib's default draws its
+    labels with mathtext, whose fonts (STIX) some installations lack, and it then logs a
+    "findfont" line per glyph to the user's terminal."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(_g))
+    axis.set_minor_formatter(FuncFormatter(_g_minor))
+
+
+def _g(v: float, _pos=None) -> str:
+    return f"{v:g}"
+
+
+def _g_minor(v: float, _pos=None) -> str:
+    """Minor ticks at 2, 3, 5 of each decade only (the others would crowd)."""
+    if v <= 0:
+        return ""
+    lead = v / 10 ** math.floor(math.log10(v) + 1e-9)
+    return f"{v:g}" if round(lead, 6) in (2.0, 3.0, 5.0) else ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -21,11 +21,22 @@ if TYPE_CHECKING:
 
 @dataclass
 class MemoryOutcome:
-    answer: Answer
+    answer: Answer  # the (first) tolerance's
     plan: MemoryPlan  # with every k tried (the bisection's included)
     answer_id: int
     ran: int  # runs trained by this command
     rounds: int  # bisection rounds
+    # a profile: every tolerance's answer and stored id, loosest first, and how k* grows
+    answers: list[Answer] = field(default_factory=list)
+    answer_ids: list[int] = field(default_factory=list)
+    profile: dict | None = None
+
+    @property
+    def names(self) -> list[str]:
+        """The stored answers' names, as the ids."""
+        if self.profile is None:
+            return [self.plan.name]
+        return [profile_name(self.plan.name, a.epsilon) for a in self.answers]
 
 
 def run_memory(
@@ -64,14 +75,33 @@ def run_memory(
                 "(failed or crashed): see `seqbench runs --status failed`; the same command "
                 "resumes (--retry-failed runs failed ones again)"
             )
-        answer = derive_answer(store, plan)
-        k = next_k(list(plan.ks), answer.k_star) if answer.verdict == "matches" else None
-        if k is None or rounds >= ROUNDS:
+        answers = derive_answers(store, plan)
+        # every tolerance bisects its own boundary; a round trains all their midpoints at once
+        ks = {next_k(list(plan.ks), a.k_star) for a in answers if a.verdict == "matches"}
+        ks.discard(None)
+        if not ks or rounds >= ROUNDS:
             break
         rounds += 1
-        plan = with_points(plan, [*plan.ks, k])
-    answer_id = store.save_answer(plan.name, answer_columns(answer, plan), answer.run_ids)
-    return MemoryOutcome(answer, plan, answer_id, ran, rounds)
+        plan = with_points(plan, [*plan.ks, *ks])
+    if not plan.epsilons:
+        (answer,) = answers
+        answer_id = store.save_answer(plan.name, answer_columns(answer, plan), answer.run_ids)
+        return MemoryOutcome(answer, plan, answer_id, ran, rounds)
+    from seqbench.memory.profile import profile_facts
+
+    profile = profile_facts(plan, answers)
+    ids = [
+        store.save_answer(
+            profile_name(plan.name, a.epsilon), answer_columns(a, plan, profile), a.run_ids
+        )
+        for a in answers
+    ]
+    return MemoryOutcome(answers[0], plan, ids[0], ran, rounds, answers, ids, profile)
+
+
+def profile_name(name: str, epsilon: float) -> str:
+    """The stored name of one tolerance's answer in a profile: NAME@ε."""
+    return f"{name}@{epsilon:g}"
 
 
 def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
@@ -122,7 +152,9 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     )
 
 
-def derive_answer(store, plan: MemoryPlan) -> Answer:
+def derive_answers(store, plan: MemoryPlan) -> list[Answer]:
+    """The answer at each of the plan's tolerances (plan.tolerances), from one read of its
+    runs: the cells are the same, the tolerance decides what they show."""
     from seqbench.report.frames import data_label, metric_direction
     from seqbench.tasks import TASKS
 
@@ -131,19 +163,18 @@ def derive_answer(store, plan: MemoryPlan) -> Answer:
         raise SeqbenchError(f"no completed run of {plan.name!r} to answer from")
     higher = metric_direction("test_metric", plan.task) == "higher"
     metric = TASKS.get(plan.task).metric if plan.task in TASKS else "test_metric"
-    return derive(
-        runs,
-        task=plan.task,
-        higher_is_better=higher,
-        max_k=plan.max_k,
-        epsilon=plan.epsilon,
-        relative_to=plan.relative_to,
-        whole_input=plan.max_k >= plan.steps,
-        metric=metric,
-        units=metric_units(plan),
-        label=data_label(plan.task, plan.points[0].to_dict()),
-        train_size=train_size(plan),
-    )
+    facts = {
+        "task": plan.task,
+        "higher_is_better": higher,
+        "max_k": plan.max_k,
+        "relative_to": plan.relative_to,
+        "whole_input": plan.max_k >= plan.steps,
+        "metric": metric,
+        "units": metric_units(plan),
+        "label": data_label(plan.task, plan.points[0].to_dict()),
+        "train_size": train_size(plan),
+    }
+    return [derive(runs, epsilon=eps, **facts) for eps in plan.tolerances]
 
 
 def train_size(plan: MemoryPlan) -> int | None:
@@ -180,8 +211,10 @@ def plan_facts(plan: MemoryPlan) -> dict:
     }
 
 
-def answer_columns(a: Answer, plan: MemoryPlan) -> dict:
+def answer_columns(a: Answer, plan: MemoryPlan, profile: dict | None = None) -> dict:
     d = {**a.to_dict(), **plan_facts(plan)}
+    if profile is not None:
+        d["profile"] = profile
     return {
         "task": a.task,
         "verdict": a.verdict,

@@ -394,6 +394,13 @@ class Dashboard:
         with _DRAW:
             chart = svg(api.plot_memory(d, None))
         body += f"<div class='chart' id='memory-chart'>{chart}</div>"
+        profile = d.get("profile")
+        if profile:  # one tolerance of a profile: k*(ε) over all of them, and the growth law
+            body += f"<h3 id='growth'>k* by tolerance: {_e(profile['growth']['sentence'])}</h3>"
+            body += _table(*api.memory_profile_rows(profile), ident="profile")
+            with _DRAW:
+                chart = svg(api.plot_memory_profile(profile, d, None))
+            body += f"<div class='chart' id='profile-chart'>{chart}</div>"
         ids = ",".join(map(str, a["run_ids"]))
         body += _link("/compare", "compare the runs it rests on", run=ids, by="k")
         return chosen, body, None  # the answer's name is memory-…: no second "memory"

@@ -52,3 +52,31 @@ def test_the_memory_page_shows_the_answer(browser, answered):  # noqa: F811
     finally:
         server.stop()
     assert hashlib.sha256(answered.read_bytes()).hexdigest() == before
+
+
+def test_a_profiles_page_shows_k_star_by_tolerance_and_the_growth_law(browser, tmp_path):  # noqa: F811
+    """A profile (two tolerances) on the lag data: each tolerance's answer is listed under
+    NAME@ε, and its page carries the k*(ε) table, the growth law's line and the chart."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1000, 4, 1)).astype("float32")
+    np.savez(tmp_path / "lag.npz", x=x, y=x[:, 2, 0].copy())
+    db = tmp_path / "p.db"
+    sb(db, "memory", "--task", "file", "--path", tmp_path / "lag.npz", "--set", "steps=300",
+       "--families", "tcn", "--references", "none", "--params", "3000", "--workers", "2",
+       "--name", "lag", "--epsilon", "0.2,0.05", "-q")  # fmt: skip
+    server = Server(db)
+    try:
+        page = browser.new_page()
+        assert page.goto(server.url + "memory").status == 200
+        assert sorted(r[0] for r in _cells(page, "answers")) == ["lag@0.05", "lag@0.2"]
+        assert page.goto(server.url + "memory?name=lag%400.05").status == 200
+        rows = _cells(page, "profile")
+        assert [(r[0], r[1], r[2]) for r in rows] == [
+            ("0.2", "matches", "2"),
+            ("0.05", "matches", "2"),
+        ]
+        assert "cannot tell how k* grows" in page.locator("#growth").inner_text()
+        assert page.locator("#profile-chart svg").count() == 1
+        page.close()
+    finally:
+        server.stop()
