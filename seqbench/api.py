@@ -53,6 +53,7 @@ from seqbench.training.threads import check_threads
 if TYPE_CHECKING:
     from seqbench.bench import bench_kernels
     from seqbench.memory.answer import cell_table as memory_cells
+    from seqbench.memory.kernels import kernel_table as memory_kernels
     from seqbench.memory.plot import plot_answer as plot_memory
     from seqbench.memory.plot import plot_profile as plot_memory_profile
     from seqbench.memory.profile import profile_rows as memory_profile_rows
@@ -139,6 +140,7 @@ __all__ = [
     "memory_answers",
     "memory_cells",
     "memory_cost",
+    "memory_kernels",
     "memory_plan",
     "memory_profile_rows",
     "metric_name",
@@ -829,6 +831,7 @@ LAZY: dict[str, str] = {
     "plot_memory": "seqbench.memory.plot:plot_answer",
     "plot_memory_profile": "seqbench.memory.plot:plot_profile",
     "memory_profile_rows": "seqbench.memory.profile:profile_rows",
+    "memory_kernels": "seqbench.memory.kernels:kernel_table",
     "upgrade_store": "seqbench.store.store:upgrade_store",
     "load_checkpoint": "seqbench.training.loop:load_checkpoint",
     "bench_kernels": "seqbench.bench:bench_kernels",

@@ -330,5 +330,23 @@ def list_answers(
     )
 
 
+@app.command("kernels")
+def kernels(
+    ctx: typer.Context,
+    sweep: Annotated[
+        str, typer.Argument(help="A sweep of the memory-function task.")
+    ] = "memory-functions-tiny",
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Which family captures which memory: each kernel's cells (family, context) with their
+    error beside the closed form's optimal error e*(k) at that context, and the equivalent
+    context (the smallest k whose optimal predictor does as well).
+
+    Example: seqbench sweep --preset memory-functions --scale tiny && seqbench memory kernels
+    """
+    cols, rows = api.memory_kernels(state(ctx).store("read"), sweep)
+    render(cols, rows, fmt, title=f"{sweep}: error against the closed form")
+
+
 def register(app_: typer.Typer) -> None:
     app_.add_typer(app, name="memory")

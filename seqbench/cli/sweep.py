@@ -46,8 +46,9 @@ Preset = Annotated[
     str | None,
     typer.Option(
         help="miller-hardt, indrnn-adding, bai-tcn, zoology-mqar (recall against state "
-        "size), lru-stable (the LRU held to |λ| ≤ λ beside TCNs of context k), or canary "
-        "(the CI gate's: every family on a task each learns in 150 steps)."
+        "size), lru-stable (the LRU held to |λ| ≤ λ beside TCNs of context k), "
+        "memory-functions (four memory kernels across six families: seqbench memory kernels), "
+        "or canary (the CI gate's: every family on a task each learns in 150 steps)."
     ),
 ]
 Scale = Annotated[str, typer.Option(help="Preset size: tiny, small or paper.")]
