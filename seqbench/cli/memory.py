@@ -63,6 +63,7 @@ Params = Annotated[
 Epsilon = Annotated[
     str | None,
     typer.Option(
+        metavar="<eps[,eps…]>",
         help="The tolerance: k* is the smallest k shown within epsilon of the best over "
         f"seeds, epsilon a share of what --relative-to names (default {api.MEMORY_EPSILON:g}). "
         "Several (0.2,0.1,0.05,0.02): a profile, k* for each from the same runs, and how k* "
