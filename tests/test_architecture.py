@@ -88,9 +88,13 @@ def test_the_front_ends_call_only_the_api(front):
     CLI's `ui` command starts the dashboard, the other front end."""
     allowed = ("seqbench.api", "seqbench.errors", f"seqbench.{front}", "seqbench.__version__")
     allowed += ("seqbench.ui.server",) if front == "cli" else ()
+    # the answer's settings (torch-free constants), which --help shows before the lazy api loads
+    settings = {"seqbench.memory", "seqbench.memory.EPSILON"}
     found = []
     for path in _modules(front):
         for mod, line, typing_only in _imports(ast.parse(path.read_text())):
+            if mod in settings:
+                continue
             if mod.startswith("seqbench") and not typing_only and not mod.startswith(allowed):
                 found.append(f"{_rel(path)}:{line} imports {mod}")
     assert found == []

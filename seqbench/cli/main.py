@@ -161,6 +161,7 @@ def root(
     ] = False,
 ) -> None:
     state(ctx).db = db
+    api.__name__  # noqa: B018  (load the lazy api here, in one thread, before any command's work)
 
 
 app.add_typer(db.app, name="db")

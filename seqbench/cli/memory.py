@@ -24,6 +24,7 @@ from seqbench.cli._options import (
 )
 from seqbench.cli._output import Format, FormatOption, render
 from seqbench.errors import UsageError
+from seqbench.memory import EPSILON
 
 app = typer.Typer(
     help=(
@@ -65,9 +66,9 @@ Epsilon = Annotated[
     typer.Option(
         metavar="<eps[,eps…]>",
         help="The tolerance: k* is the smallest k shown within epsilon of the best over "
-        f"seeds, epsilon a share of what --relative-to names (default {api.MEMORY_EPSILON:g}). "
+        f"seeds, epsilon a share of what --relative-to names (default {EPSILON:g}). "
         "Several (0.2,0.1,0.05,0.02): a profile, k* for each from the same runs, and how k* "
-        "grows as epsilon tightens."
+        "grows as epsilon tightens.",
     ),
 ]
 RelativeTo = Annotated[

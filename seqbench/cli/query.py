@@ -34,12 +34,12 @@ def query(
         int, typer.Option(help="Refuse results of more rows than this (add a LIMIT).")
     ] = 100_000,
     max_bytes: Annotated[
-        int,
+        int | None,
         typer.Option(
             help="Refuse results whose values pass this many bytes (text and blobs by length, "
             "numbers as 8); default 100 MiB."
         ),
-    ] = api.DEFAULT_MAX_BYTES,
+    ] = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Run one read-only SQL statement over the results. The database keeps it read-only:
@@ -68,7 +68,7 @@ def query(
             params,
             timeout=timeout,
             max_rows=max_rows,
-            max_bytes=max_bytes,
+            **({} if max_bytes is None else {"max_bytes": max_bytes}),  # its own default
             note=lambda line: typer.echo(f"note: {line}", err=True),
         )
     render(cols, rows, fmt, json_columns=True)

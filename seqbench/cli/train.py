@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from typer.core import TyperCommand
 
 from seqbench import api
 from seqbench.cli._options import (
@@ -33,8 +34,21 @@ def _defaults_epilog() -> str:
     return "\n\n".join(lines)
 
 
+class _TrainCommand(TyperCommand):
+    """`train`, whose --help ends with every default by layer: read from the registries when
+    the help is shown, not when the command line is built (`seqbench --help` needs none)."""
+
+    @property
+    def epilog(self) -> str:
+        return _defaults_epilog()
+
+    @epilog.setter
+    def epilog(self, _value) -> None:
+        pass
+
+
 def register(app: typer.Typer) -> None:
-    app.command("train", epilog=_defaults_epilog())(train)
+    app.command("train", cls=_TrainCommand)(train)
 
 
 def _progress(quiet: bool):

@@ -169,3 +169,27 @@ def test_read_commands_work_on_a_read_only_file(cli, tmp_path):
     for args in (["runs"], ["show", "1"], ["query", "SELECT 1"], ["report"]):
         r = cli("--db", db, *args)
         assert r.exit_code == 0, (args, r.output)
+
+
+HELP_PROBE = """
+import sys
+from seqbench.cli.main import app
+try:
+    app(sys.argv[1:], standalone_mode=False)
+finally:
+    loaded = type(sys.modules["seqbench.api"]).__name__ != "_LazyModule"  # type(): no load
+    config = "seqbench.config" in sys.modules
+    print(f"API={loaded} CONFIG={config}", file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(("args", "loads"), [(["--help"], False), (["train", "--help"], True)])
+def test_the_top_level_help_does_not_load_the_library(args, loads):
+    """`seqbench --help` lists the commands without loading seqbench.api (a lazy module,
+    cli/__init__.py) or the config and registries under it; a command's own help and every
+    command load it (train's help lists every default, read from the registries)."""
+    r = subprocess.run([sys.executable, "-c", HELP_PROBE, *args], capture_output=True,
+                       text=True, timeout=120)  # fmt: skip
+    line = [x for x in r.stderr.splitlines() if x.startswith("API=")][-1]
+    assert line == f"API={loads} CONFIG={loads}", r.stderr[-2000:]
+    assert "Usage" in r.stdout
