@@ -17,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 p = argparse.ArgumentParser()
@@ -42,9 +43,15 @@ def cases() -> dict[str, tuple[list[str], dict]]:
     return out
 
 
+# Outside the checkout: `python -m` puts the working directory first on sys.path, which would
+# import the checkout's seqbench ahead of --before's PYTHONPATH (the before/after rows of
+# 2026-12-03's first measurement were both this checkout's, for that reason).
+WHERE = tempfile.gettempdir()
+
+
 def once(cmd: list[str], env: dict) -> float:
     t = time.perf_counter()
-    subprocess.run(cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL, check=True)
+    subprocess.run(cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL, check=True, cwd=WHERE)
     return time.perf_counter() - t
 
 
