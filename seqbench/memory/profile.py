@@ -163,8 +163,11 @@ def _finite(v: float | None) -> float | None:
 def closed_form_k_stars(plan, epsilons: list[float]) -> list[int] | None:
     """k*(ε) from the task's optimal truncated error e*(k) where it has one in closed form (the
     linear teacher, a memory function: `optimal_truncated_error`), averaged over the plan's
-    seeds as the answer averages its cells; None for every other task, and for a tolerance
-    relative to the best (the closed form is relative to the gap)."""
+    seeds as the answer averages its cells, relative to the gap to the best the plan's cells
+    can do: e*(T) with a recurrent reference (it sees the whole input), else e*(max_k) (at
+    --max-k 32 on T = 64 a power law's tail beyond 32 is left to every cell, and the tolerance
+    is a share of the smaller gap); None for every other task, and for a tolerance relative to
+    the best (the closed form is relative to the gap)."""
     from seqbench.tasks import make_task
     from seqbench.tasks.synthetic import closed_form_k_star
 
@@ -181,7 +184,8 @@ def closed_form_k_stars(plan, epsilons: list[float]) -> list[int] | None:
         except ValueError:  # a teacher that is not linear: no closed form
             return None
     errors = [math.fsum(col) / len(per_seed) for col in zip(*per_seed, strict=True)]
-    return [closed_form_k_star(errors, eps) for eps in epsilons]
+    best_k = None if plan.references else plan.max_k
+    return [closed_form_k_star(errors, eps, best_k) for eps in epsilons]
 
 
 def profile_facts(plan, answers) -> dict:

@@ -228,13 +228,15 @@ class MemoryFunction(RegressionTask):
         return float(((y - y.mean()) ** 2).mean())
 
 
-def closed_form_k_star(errors: list[float], epsilon: float) -> int:
+def closed_form_k_star(errors: list[float], epsilon: float, best_k: int | None = None) -> int:
     """k*(ε) of an optimal truncated error e*(k), k = 0 … T (Teacher.optimal_truncated_error,
     averaged over seeds as `memory` averages its cells): the smallest k ≥ 1 with
-    e*(k) − e*(T) ≤ ε·(e*(0) − e*(T)), the tolerance relative to the gap when the best model
-    is the optimum, e*(T) (0 for the teacher; the output noise's variance for a noisy memory
-    function)."""
-    floor = errors[-1]
+    e*(k) − e*(b) ≤ ε·(e*(0) − e*(b)), the tolerance relative to the gap when the best model
+    is the optimum at the most context it has, b = `best_k` (default T: the whole input; a
+    k-sweep capped at --max-k with no recurrent reference has at most that context, and its
+    best cell's optimum is e*(max_k)). e*(T) is 0 for the teacher, the output noise's variance
+    for a noisy memory function."""
+    floor = errors[-1] if best_k is None else errors[best_k]
     return min(
         k for k in range(1, len(errors)) if errors[k] - floor <= epsilon * (errors[0] - floor)
     )

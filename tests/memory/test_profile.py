@@ -161,3 +161,22 @@ def test_one_tolerance_keeps_its_answer_and_name():
                      epsilon=[0.05, 0.1])  # fmt: skip
     assert prof.epsilons == (0.1, 0.05) and prof.name != one.name
     assert list(itertools.chain(prof.tolerances)) == [0.1, 0.05]
+
+
+def test_the_closed_form_is_relative_to_what_the_plans_cells_can_reach():
+    """With no recurrent reference and --max-k below T, the best cell sees at most max_k
+    inputs: its optimum is e*(max_k), and the tolerance is a share of the gap down to it. On a
+    power law at T = 64, max_k 32, that moves k*(0.01) from 21 to 18 (the tail past 32 is
+    every cell's); an exponential's tail past 32 is nothing, and its k* stays."""
+    from seqbench.memory.plan import make_plan
+    from seqbench.memory.profile import closed_form_k_stars
+
+    def stars(refs, **sets):
+        given = [f"{k}={v}" for k, v in {"seq_len": 64, **sets}.items()]
+        plan = make_plan("memory-function", sets=given, families=["tcn"], references=refs,
+                         max_k=32, epsilon=[0.2, 0.02, 0.01], params=20000)  # fmt: skip
+        return closed_form_k_stars(plan, list(plan.tolerances))
+
+    assert stars([], kernel="power", alpha=1) == [3, 13, 18]
+    assert stars(["gru"], kernel="power", alpha=1) == [3, 14, 21]
+    assert stars([], kernel="exp", decay=0.9) == stars(["gru"], kernel="exp", decay=0.9)
