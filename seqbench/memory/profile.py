@@ -134,6 +134,12 @@ def fit_laws(points: list[dict]) -> dict:
             "cannot tell how k* grows: a logarithmic and a power law both pass through every "
             "interval (a wider range of ε, a longer T or more seeds would tell)"
         )
+        closer, other = sorted(laws, key=lambda law: law.rms)
+        if closer.rms < other.rms / 2:  # said, not concluded: the intervals allow both
+            sentence += (
+                f"; the stated k* lie closer to a {closer.name} law "
+                f"(ln k misfit {closer.rms:.2g} against {other.rms:.2g})"
+            )
     else:
         sentence = (
             "cannot tell how k* grows: neither a logarithmic nor a power law fits "

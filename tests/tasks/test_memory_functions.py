@@ -138,13 +138,11 @@ def test_a_run_stores_its_kernel(cli, tmp_path):
     assert (stored["kernel"], stored["alpha"], stored["decay"]) == ("power", 1.5, None)
 
 
-@pytest.mark.parametrize(
-    ("sets", "closed"),
-    [({"kernel": "impulse", "delay": 2}, 3), ({"kernel": "exp", "decay": 0.5}, None)],
-)
+@pytest.mark.parametrize(("sets", "closed"), [({"kernel": "impulse", "delay": 2}, 3)])
 def test_memory_finds_the_closed_form_k_star(cli, sets, closed):
     """At CI size (T = 16, TCNs only, 3 seeds): the stated k* is the closed form's, inside
-    its interval, and each cell sits at e*(k) from above."""
+    its interval, and each cell sits at e*(k) from above. (An exponential kernel's k* at four
+    tolerances is tests/memory/test_profile.py's.)"""
     T, eps = 16, 0.05
     e = mf.optimal_truncated_error(make_config("tcn", TASK, {"seq_len": T} | sets), T)
     expected = closed_form_k_star(e, eps)
