@@ -24,122 +24,132 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 MODEL, TASK = "model", "task"
 
 
-def _in(*groups: str, default: Any = None, **kw) -> Any:
-    """A RunConfig field that ModelArgs and/or TaskArgs carry too (same name, same default)."""
-    return field(default=default, metadata={"groups": groups}, **kw)
+def _field(*groups: str, default: Any = None, positive: bool = False, later: bool = False) -> Any:
+    """A RunConfig field with what the rest of seqbench reads off it, declared where the field
+    is: the parts that carry it too (MODEL, TASK: ModelArgs and TaskArgs, same name, same
+    default), whether a value must be positive (POSITIVE), and whether it was added after
+    stores had runs (ADDED_LATER: unset, it stays out of the hash). A float field is held
+    finite by its annotation (parsing.FLOAT_FIELDS)."""
+    return field(default=default, metadata={"groups": groups, "positive": positive, "later": later})
 
 
 @dataclass(frozen=True)
 class RunConfig:
     """Every field of a run, with its one default. The fields marked for the model or the task
-    make up ModelArgs and TaskArgs (derived below), so a field is declared once."""
+    make up ModelArgs and TaskArgs (written out below, held in step by
+    tests/test_config_parts.py); a field's limits are declared with it (_field)."""
 
     model: str
     task: str
-    seq_len: int | None = _in(MODEL, TASK)  # None: the task's default T
-    k: int | None = _in(MODEL)  # truncation length (recurrent: TBPTT) or context (feedforward)
-    hidden: int | None = _in(MODEL, default=128)  # the model's default, or fitted to `params`
-    params: int | None = None  # a parameter budget; the width is chosen to land within 5%
-    layers: int | None = _in(MODEL, default=1)
-    steps: int | None = None
-    epochs: int | None = None
-    batch_size: int = 32
-    lr: float = 1e-3
+    seq_len: int | None = _field(MODEL, TASK, positive=True)  # None: the task's default T
+    # truncation length (recurrent: TBPTT) or context (feedforward)
+    k: int | None = _field(MODEL, positive=True)
+    # the model's default, or fitted to `params`
+    hidden: int | None = _field(MODEL, default=128, positive=True)
+    # a parameter budget; the width is chosen to land within 5%
+    params: int | None = _field(default=None, positive=True)
+    layers: int | None = _field(MODEL, default=1, positive=True)
+    steps: int | None = _field(default=None, positive=True)
+    epochs: int | None = _field(default=None, positive=True)
+    batch_size: int = _field(default=32, positive=True)
+    lr: float = _field(default=1e-3, positive=True)
     optimizer: str = "adam"
-    clip: float | None = None  # clip the gradient's norm to this
-    clip_value: float | None = None  # clamp each gradient element to ±this (after `clip`)
-    lr_decay_every: int | None = None  # multiply lr by lr_decay every this many steps
-    lr_decay: float = 0.1
+    clip: float | None = _field(default=None, positive=True)  # clip the gradient's norm to this
+    # clamp each gradient element to ±this (after `clip`)
+    clip_value: float | None = _field(default=None, positive=True)
+    # multiply lr by lr_decay every this many steps
+    lr_decay_every: int | None = _field(default=None, positive=True)
+    lr_decay: float = _field(default=0.1, positive=True)
     weight_decay: float = 0.0
-    seed: int = _in(TASK, default=0)
+    seed: int = _field(TASK, default=0)
     device: str = "auto"
     precision: str = "fp32"  # fp32, bf16 (autocast) or fp16 (autocast + grad scaler, CUDA)
     stable: bool = False
-    lam: float = 0.99  # stability bound for --stable
-    eval_every: int | None = None  # None: 10 evaluations per run
-    eval_size: int = _in(TASK, default=1000)
-    eval_batch_size: int = 256
+    lam: float = _field(default=0.99, positive=True)  # stability bound for --stable
+    eval_every: int | None = _field(default=None, positive=True)  # None: 10 evaluations per run
+    eval_size: int = _field(TASK, default=1000, positive=True)
+    eval_batch_size: int = _field(default=256, positive=True)
     # early stopping: stop once the validation metric has not improved on its best for
     # `patience` evaluations in a row and at least `min_steps` steps are done; `steps` is then
     # the most a run may train and the steps it did are its `steps` summary (None: every step)
-    patience: int | None = None
-    min_steps: int | None = None
+    patience: int | None = _field(default=None, positive=True, later=True)
+    min_steps: int | None = _field(default=None, positive=True, later=True)
     # model family options
-    dropout: float = _in(MODEL, default=0.0)
-    kernel_size: int | None = _in(MODEL, default=7)
-    levels: int | None = _in(MODEL)
-    nonlinearity: str = _in(MODEL, default="tanh")
-    base: str = _in(MODEL, default="lstm")
-    magnitude: float = _in(MODEL, default=2.0)
-    deep: bool = _in(MODEL, default=False)
-    heads: int = _in(MODEL, default=4)
-    backend: str = _in(MODEL, default="auto")
-    forget_bias: float = _in(MODEL, default=0.0)
+    dropout: float = _field(MODEL, default=0.0)
+    kernel_size: int | None = _field(MODEL, default=7, positive=True)
+    levels: int | None = _field(MODEL, positive=True)
+    nonlinearity: str = _field(MODEL, default="tanh")
+    base: str = _field(MODEL, default="lstm")
+    magnitude: float = _field(MODEL, default=2.0, positive=True)
+    deep: bool = _field(MODEL, default=False)
+    heads: int = _field(MODEL, default=4, positive=True)
+    backend: str = _field(MODEL, default="auto")
+    forget_bias: float = _field(MODEL, default=0.0)
     # --stable on an LSTM: the forget gate is f = forget_cap · σ(·) (set by resolution to λ/2
     # when not given), and the recurrent blocks share what is left, λ − forget_cap
-    forget_cap: float | None = _in(MODEL)
+    forget_cap: float | None = _field(MODEL, later=True)
     # "reference": what the paper's published code did (the default); "paper": its text
-    init: str = _in(MODEL, default="reference")
+    init: str = _field(MODEL, default="reference")
     # the state per layer of a diagonal SSM (lru: N complex modes; s4d: N/2 complex modes per
     # channel, as its reference's N; mamba: d_state per channel); None: the family's default
-    d_state: int | None = _in(MODEL)
+    d_state: int | None = _field(MODEL, positive=True, later=True)
     # task options
-    marker: str = _in(TASK, default="uniform")
-    subset: int | None = _in(TASK)
-    path: str | None = _in(TASK)
-    teacher_lam: float = _in(TASK, default=0.9)
+    marker: str = _field(TASK, default="uniform")
+    subset: int | None = _field(TASK, positive=True)
+    path: str | None = _field(TASK)
+    teacher_lam: float = _field(TASK, default=0.9, positive=True)
     # the teacher's recurrence: "tanh" (h = tanh(W h + U x), the task as it was; unset on runs
     # from before) or "linear" (h = W h + U x, the output scaled by √(1 − λ²)): a linear
     # teacher forgets at exactly λ per step, where a tanh one driven at unit variance
     # saturates and forgets faster (0.61 per step at λ = 0.9 and 0.63 at 0.95, measured)
-    teacher_kind: str | None = _in(TASK)
+    teacher_kind: str | None = _field(TASK, later=True)
     # copy: how its symbols are fed, "float" (the symbol's value as one input channel, what the
     # reference code feeds: the default, set by resolution) or "tokens" (embedded, seqbench's
     # variant); unset (None) on runs from before, which were fed tokens
-    symbols: str | None = _in(TASK)
+    symbols: str | None = _field(TASK, later=True)
     # a language model's test split scored whole, as streams (set by resolution for the tasks
     # that can, TaskSpec.stream_test): a recurrent model carries its state across the split, a
     # feedforward one sees its context; False: at most eval_size windows, each from a zero
     # state (how runs before it were scored)
-    test_stream: bool | None = _in(TASK)
+    test_stream: bool | None = _field(TASK, later=True)
     # a dataset from a file (tasks/filedata.py), filled in by resolution from the file itself:
     # its kind (regression, classification, next-token), the sha256 of its content (which,
     # not `path`, is the experiment: the same file elsewhere pools, another file never does),
     # and the seed of the split it was cut into when it has no splits of its own
-    target: str | None = _in(TASK)
-    data_hash: str | None = _in(TASK)
-    split_seed: int | None = _in(TASK)
+    target: str | None = _field(TASK, later=True)
+    data_hash: str | None = _field(TASK, later=True)
+    split_seed: int | None = _field(TASK, later=True)
     # what an array file's model sees: "standard" (inputs and regression targets standardised
     # with the training split's mean and sd; the metric in those units: set by resolution) or
     # "raw" (the values as they are, what runs before the field were fed)
-    scale: str | None = _in(TASK)
+    scale: str | None = _field(TASK, later=True)
     # a table (a CSV or Parquet time series, tasks/series.py): the columns it is cut from
     # (comma-separated names; x_cols unset: the targets' own past), the time column it is
     # sorted by and the series id, the forecast horizon (steps after the window's last row),
     # and how it was split ("time": 60/20/20 by the target's time, set by resolution)
-    x_cols: str | None = _in(TASK)
-    y_cols: str | None = _in(TASK)
-    time_col: str | None = _in(TASK)
-    series_col: str | None = _in(TASK)
-    horizon: int | None = _in(TASK)
-    split: str | None = _in(TASK)
+    x_cols: str | None = _field(TASK, later=True)
+    y_cols: str | None = _field(TASK, later=True)
+    time_col: str | None = _field(TASK, later=True)
+    series_col: str | None = _field(TASK, later=True)
+    horizon: int | None = _field(TASK, later=True)
+    split: str | None = _field(TASK, later=True)
     # the memory tasks (mqar, selective-copy, induction): the vocabulary, and the key–value
     # pairs to recall (mqar) or tokens to copy (selective-copy); None: the task's default
-    vocab_size: int | None = _in(TASK)
-    num_pairs: int | None = _in(TASK)
-    # memory-function (tasks/memfn.py): y_t = Σ_s ρ(s)·x_{t−s} with the kernel ρ "exp"
+    vocab_size: int | None = _field(TASK, positive=True, later=True)
+    num_pairs: int | None = _field(TASK, positive=True, later=True)
+    # memory-function (tasks/memory_functions.py): y_t = Σ_s ρ(s)·x_{t−s} with the kernel ρ "exp"
     # (decay^s), "power" ((s + 1)^−alpha), "impulse" (1 at lag `delay`) or "osc"
     # (decay^s·cos(omega·s)), scaled to unit output variance, plus output noise of sd `noise`;
     # a kernel's parameters are set by resolution, the others stay unset
-    kernel: str | None = _in(TASK)
-    decay: float | None = _in(TASK)
-    alpha: float | None = _in(TASK)
-    delay: int | None = _in(TASK)
-    omega: float | None = _in(TASK)
-    noise: float | None = _in(TASK)
+    kernel: str | None = _field(TASK, later=True)
+    decay: float | None = _field(TASK, positive=True, later=True)
+    alpha: float | None = _field(TASK, positive=True, later=True)
+    delay: int | None = _field(TASK, later=True)
+    omega: float | None = _field(TASK, positive=True, later=True)
+    noise: float | None = _field(TASK, later=True)
     # where a plugin model or task came from ("model: dist 1.2; task: ..."; plugins.py), set
     # by resolution: runs of different plugin versions are different experiments
-    plugin: str | None = None
+    plugin: str | None = _field(default=None, later=True)
     # not part of the experiment's identity
     tags: dict[str, str] = field(default_factory=dict)
     save_checkpoint: bool = False
@@ -179,39 +189,7 @@ def check_positive(obj, names) -> None:
 
 
 # Fields that must be positive when set (checked on RunConfig, ModelArgs and TaskArgs alike).
-POSITIVE = (
-    "lr",
-    "batch_size",
-    "steps",
-    "epochs",
-    "clip",
-    "clip_value",
-    "hidden",
-    "params",
-    "layers",
-    "seq_len",
-    "k",
-    "eval_every",
-    "eval_size",
-    "lam",
-    "teacher_lam",
-    "magnitude",
-    "kernel_size",
-    "levels",
-    "lr_decay_every",
-    "eval_batch_size",
-    "heads",
-    "d_state",
-    "vocab_size",
-    "num_pairs",
-    "lr_decay",
-    "subset",
-    "patience",
-    "min_steps",
-    "decay",
-    "alpha",
-    "omega",
-)
+POSITIVE = tuple(f.name for f in fields(RunConfig) if f.metadata.get("positive"))
 
 
 class _Part:
@@ -300,34 +278,7 @@ NOT_COMPUTED = {"tags", "save_checkpoint"}
 NOT_EXPERIMENT = {"model", "task", "seed", *NOT_HASHED}
 # Fields added after stores had runs: unset (None) they are left out of the hash, so that
 # every run from before keeps its hash (a resumed sweep does not re-run it).
-ADDED_LATER = (
-    "target",
-    "data_hash",
-    "split_seed",
-    "plugin",
-    "forget_cap",
-    "test_stream",
-    "symbols",
-    "teacher_kind",
-    "x_cols",
-    "y_cols",
-    "time_col",
-    "series_col",
-    "horizon",
-    "split",
-    "d_state",
-    "vocab_size",
-    "num_pairs",
-    "scale",
-    "patience",
-    "min_steps",
-    "kernel",
-    "decay",
-    "alpha",
-    "delay",
-    "omega",
-    "noise",
-)
+ADDED_LATER = tuple(f.name for f in fields(RunConfig) if f.metadata.get("later"))
 # Later fields whose value is what every run before the field computed: it hashes as unset,
 # so an explicit symbols=tokens copy run is the same experiment as one stored before (and a
 # teacher_kind=tanh teacher run as one from before the field)

@@ -164,24 +164,9 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     return {k: coerce(k, v) for k, v in data.items()}
 
 
-# Float fields: every one must be finite (json has no Infinity, and an inf lr is no experiment).
-FLOAT_FIELDS = (
-    "lr",
-    "clip",
-    "clip_value",
-    "lr_decay",
-    "weight_decay",
-    "lam",
-    "dropout",
-    "magnitude",
-    "forget_bias",
-    "forget_cap",
-    "teacher_lam",
-    "decay",
-    "alpha",
-    "omega",
-    "noise",
-)
+# Float fields (by annotation): every one must be finite (json has no Infinity, and an inf
+# lr is no experiment).
+FLOAT_FIELDS = tuple(name for name in FIELDS if field_type(name)[0] is float)
 MAX_SEED = 2**32 - 1  # numpy's seeds (the tasks' data) are 32-bit
 # past this Adam's first step, lr / (1 - beta1), leaves float32 and torch raises instead of
 # the run diverging (1e12 still diverges, as a result should)
