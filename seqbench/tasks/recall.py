@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from seqbench.tasks import recall_sizes
 from seqbench.tasks.base import TaskArgs
+from seqbench.tasks.specs.recall import recall_sizes
 from seqbench.tasks.synthetic import SyntheticTask
 
 IGNORE = -100

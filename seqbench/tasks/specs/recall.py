@@ -1,0 +1,87 @@
+"""The memory tasks (Zoology's MQAR, Mamba's selective copying, induction heads): their
+sizes' defaults, read by their checks here and by the tasks (tasks/recall.py)."""
+
+from __future__ import annotations
+
+from seqbench.errors import UsageError
+from seqbench.tasks.spec import TaskSpec
+
+# The memory tasks' vocabulary and pairs (mqar) or tokens (selective-copy) when the config
+# leaves them unset: one place, read by the checks here and the tasks (tasks/recall.py)
+RECALL_DEFAULTS = {
+    "mqar": {"vocab_size": 256, "num_pairs": 4},
+    "selective-copy": {"vocab_size": 16, "num_pairs": 4},
+    "induction": {"vocab_size": 16, "num_pairs": None},
+}
+RECALL_T = 64  # their default length
+_RECALL = {"metric": "acc", "higher_is_better": True}
+
+
+def recall_sizes(task: str, c) -> tuple[int, int, int | None]:
+    """(T, vocabulary, pairs) of a memory task's config, its defaults where unset."""
+    d = RECALL_DEFAULTS[task]
+    return c.seq_len or RECALL_T, c.vocab_size or d["vocab_size"], c.num_pairs or d["num_pairs"]
+
+
+def _check_mqar(c) -> None:
+    """Zoology's generator's own asserts: an even length, a vocabulary larger than it, room
+    for the pairs and their queries."""
+    T, V, p = recall_sizes("mqar", c)
+    if T % 2:
+        raise UsageError(f"mqar: seq_len must be even, got {T}")
+    if V <= T:
+        raise UsageError(f"mqar: vocab_size must exceed seq_len ({T}), got {V}")
+    if 4 * p > T:
+        raise UsageError(f"mqar: {p} pairs and their queries need seq_len >= {4 * p}, got {T}")
+
+
+def _check_selective_copy(c) -> None:
+    T, V, m = recall_sizes("selective-copy", c)
+    if V < 4:
+        raise UsageError(f"selective-copy: vocab_size must be at least 4, got {V}")
+    if 2 * m > T:
+        raise UsageError(f"selective-copy: {m} tokens need seq_len >= {2 * m}, got {T}")
+
+
+def _check_induction(c) -> None:
+    if recall_sizes("induction", c)[1] < 3:
+        raise UsageError(f"induction: vocab_size must be at least 3, got {c.vocab_size}")
+    if c.num_pairs is not None:
+        raise UsageError("induction: num_pairs does not apply (one trigger and one answer)")
+
+
+SPECS = (
+    TaskSpec(
+        "mqar",
+        "seqbench.tasks.recall:MQAR",
+        "multi-query associative recall (Zoology): recall each queried key's value (accuracy)",
+        default_seq_len=RECALL_T,
+        baseline_note="chance: 2/vocab_size",
+        min_seq_len=8,
+        check=_check_mqar,
+        defaults={"steps": 2000, "batch_size": 64},
+        **_RECALL,
+    ),
+    TaskSpec(
+        "selective-copy",
+        "seqbench.tasks.recall:SelectiveCopy",
+        "selective copying (Mamba): recall the scattered tokens in order (accuracy)",
+        default_seq_len=RECALL_T,
+        baseline_note="chance: 1/(vocab_size − 2)",
+        min_seq_len=4,
+        check=_check_selective_copy,
+        defaults={"steps": 2000, "batch_size": 64},
+        **_RECALL,
+    ),
+    TaskSpec(
+        "induction",
+        "seqbench.tasks.recall:Induction",
+        "induction heads: after the trigger, the token that followed it before (accuracy)",
+        default_seq_len=RECALL_T,
+        baseline_note="chance: 1/(vocab_size − 1)",
+        min_seq_len=3,
+        check=_check_induction,
+        defaults={"steps": 2000, "batch_size": 64},
+        **_RECALL,
+    ),
+)

@@ -1,0 +1,29 @@
+"""A random teacher RNN to regress: the calibrated exponential-memory task."""
+
+from __future__ import annotations
+
+from seqbench.errors import UsageError
+from seqbench.tasks.spec import TaskSpec
+
+
+def _check(c) -> None:
+    if c.teacher_kind not in (None, "tanh", "linear"):
+        raise UsageError(f"teacher: teacher_kind must be tanh or linear, got {c.teacher_kind!r}")
+    if c.teacher_kind == "linear" and not 0 < c.teacher_lam < 1:
+        raise UsageError(
+            "teacher: a linear teacher needs teacher_lam in (0, 1) (at λ ≥ 1 its state grows "
+            f"without bound), got {c.teacher_lam:g}"
+        )
+
+
+SPEC = TaskSpec(
+    "teacher",
+    "seqbench.tasks.synthetic:Teacher",
+    "regress a random teacher RNN with spectral norm λ (MSE; teacher_kind=linear "
+    "forgets at exactly λ per step)",
+    "mse",
+    100,
+    baseline_note="predict the mean: Var(y)",
+    check=_check,
+    defaults={"steps": 1000},
+)
