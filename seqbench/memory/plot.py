@@ -17,7 +17,7 @@ def plot_answer(answer: dict, path: str | None):
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FixedLocator, NullLocator
 
-    from seqbench.report.plots import spaced_ticks
+    from seqbench.report.plots import plain_log_ticks, spaced_ticks
 
     cells = answer.get("cells") or []
     fig, ax = plt.subplots(figsize=(7.5, 4.8), layout="constrained")
@@ -111,6 +111,8 @@ def plot_profile(profile: dict, answer: dict, path: str | None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from seqbench.report.plots import plain_log_ticks
+
     points = profile["points"]
     stated = [p for p in points if p["k_star"] is not None]
     fig, ax = plt.subplots(figsize=(6.5, 4.5), layout="constrained")
@@ -149,25 +151,3 @@ def plot_profile(profile: dict, answer: dict, path: str | None):
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return None
-
-
-def plain_log_ticks(axis) -> None:
-    """A log axis labelled 10, 20, 0.01 rather than 10¹: matplotlib's default draws its
-    labels with mathtext, whose fonts (STIX) some installations lack, and it then logs a
-    "findfont" line per glyph to the user's terminal."""
-    from matplotlib.ticker import FuncFormatter
-
-    axis.set_major_formatter(FuncFormatter(_g))
-    axis.set_minor_formatter(FuncFormatter(_g_minor))
-
-
-def _g(v: float, _pos=None) -> str:
-    return f"{v:g}"
-
-
-def _g_minor(v: float, _pos=None) -> str:
-    """Minor ticks at 2, 3, 5 of each decade only (the others would crowd)."""
-    if v <= 0:
-        return ""
-    lead = v / 10 ** math.floor(math.log10(v) + 1e-9)
-    return f"{v:g}" if round(lead, 6) in (2.0, 3.0, 5.0) else ""

@@ -10,6 +10,7 @@ from typing import Any
 
 from seqbench.config import FIELDS, NOT_COMPUTED
 from seqbench.report.frames import curves_frame, metric_direction
+from seqbench.report.plots import plain_log_ticks
 from seqbench.store.opening import reads
 
 
@@ -93,6 +94,7 @@ def _finish(fig, ax, drawn, metric: str, task, title: str, path) -> None:
     values = drawn[drawn.map(lambda v: math.isfinite(v) and v > 0)] if len(drawn) else drawn
     if len(values) and values.max() / values.min() > 100:
         ax.set_yscale("log")
+        plain_log_ticks(ax.yaxis)
     arrow = "↑" if metric_direction(metric, task) == "higher" else "↓"
     ax.set(xlabel="step", ylabel=f"{metric} {arrow}", title=title)
     if path is not None:

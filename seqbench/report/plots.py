@@ -3,6 +3,8 @@ error bars, or grouped bars, one panel per task."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -67,12 +69,14 @@ def plot_report(rep: Report, path: str | None):
         ys = sub["mean"][np.isfinite(sub["mean"]) & (sub["mean"] > 0)]
         if len(xs) and xs.min() > 0 and xs.max() / xs.min() > 20:
             ax.set_xscale("log", base=2)
+            plain_log_ticks(ax.xaxis)
         if len(xs) and all(float(v).is_integer() for v in xs):  # k, T: the values themselves
             ticks = spaced_ticks(sorted(set(xs)), log=ax.get_xscale() == "log")
             ax.set_xticks(ticks, [f"{int(t)}" for t in ticks])
             ax.minorticks_off()
         if len(ys) and ys.max() / ys.min() > 20:
             ax.set_yscale("log")
+            plain_log_ticks(ax.yaxis)
         base = _plot_baseline(rep, task)
         if base is not None:
             ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
@@ -174,6 +178,7 @@ def _bar_plot(rep: Report, path: str | None, plt):
         ys = sub["mean"][np.isfinite(sub["mean"]) & (sub["mean"] > 0)]
         if len(ys) and ys.max() / ys.min() > 20:
             ax.set_yscale("log")
+            plain_log_ticks(ax.yaxis)
         base = _plot_baseline(rep, task)
         if base is not None:
             ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
@@ -197,3 +202,31 @@ def _numeric(col: pd.Series) -> bool:
         isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
         for v in vals
     )
+
+
+def plain_log_ticks(axis) -> None:
+    """A log axis labelled 10, 20, 0.01 rather than 10¹: matplotlib's default draws its
+    labels with mathtext, whose fonts (STIX) some installations lack, and it then logs a
+    "findfont" line per glyph to the user's terminal."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(_g))
+    # minor labels only where the axis spans at most two decades (more would crowd)
+    axis.set_minor_formatter(FuncFormatter(lambda v, _pos=None: _g_minor(v, axis)))
+
+
+def _g(v: float, _pos=None) -> str:
+    return f"{v:g}"
+
+
+def _g_minor(v: float, axis=None) -> str:
+    """Minor ticks at 2, 3, 5 of each decade only, and only on an axis that spans at most two
+    decades (the others would crowd)."""
+    if v <= 0:
+        return ""
+    if axis is not None:
+        lo, hi = sorted(axis.get_view_interval())
+        if lo <= 0 or hi / lo > 100:
+            return ""
+    lead = v / 10 ** math.floor(math.log10(v) + 1e-9)
+    return f"{v:g}" if round(lead, 6) in (2.0, 3.0, 5.0) else ""

@@ -51,6 +51,8 @@ def stress_figure(curves: list[StressCurves]):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from seqbench.report.plots import plain_log_ticks
+
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.8))
     T = 0
     for c in curves:
@@ -59,6 +61,8 @@ def stress_figure(curves: list[StressCurves]):
         T = max(T, int(max((x for x, _ in c.grad), default=-1)) + 1)
         a.loglog([x + 1 for x, _ in grad], [y for _, y in grad], label=c.label, lw=1)
         b.loglog([x for x, _ in trunc], [y for _, y in trunc], marker="o", ms=3, label=c.label)
+    for axis in (a.xaxis, a.yaxis, b.xaxis, b.yaxis):
+        plain_log_ticks(axis)
     a.set(xlabel="lag L + 1 (log)", ylabel="‖∂ℓ/∂x(T−L)‖ (log)", title=f"gradient vs lag, T = {T}")
     b.set(
         xlabel="k, inputs seen (log)",
