@@ -519,24 +519,31 @@ def train_config_from(
 def train_config(
     cfg: RunConfig,
     *,
-    db: str | Store | None = None,
+    db: str | Store | Callable[[], Store] | None = None,
     progress: Progress | None = None,
     name: str | None = None,
     threads: int | None = None,
 ) -> TrainOutcome:
     """Train a resolved config (make_config) and record it in the store at `db` (a path, a
-    URL or an open Store), with an optional run `name` and torch `threads`."""
+    URL, an open Store, or a function that opens one: called only once the config has built
+    its task and model), with an optional run `name` and torch `threads`."""
     name = check_run_name(name)
     check_threads(threads)
     check_fits(cfg)  # before a store is opened or torch imported
     from seqbench.store.store import Store
     from seqbench.training.loop import train as train_loop
 
-    store = db if isinstance(db, Store) else open_store(db)
+    opened: list[Store] = []
+
+    def open_it() -> Store:  # once the task is made and the model built: bad input leaves
+        opened.append(open_store(db))  # no store file behind (a width no budget reaches)
+        return opened[-1]
+
     try:
-        return train_loop(cfg, store, progress=progress, name=name, threads=threads)
+        where = db if isinstance(db, Store) or callable(db) else open_it
+        return train_loop(cfg, where, progress=progress, name=name, threads=threads)
     finally:
-        if store is not db:
+        for store in opened:
             store.dispose()
 
 

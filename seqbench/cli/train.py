@@ -194,12 +194,12 @@ def train(
         typer.echo(api.config_toml(cfg), nl=False)
         return
     api.check_fits(cfg)  # before the store is opened
-    store = state(ctx).store()
     try:
         with sigterm_as_interrupt():
-            outcome = api.train_config(
-                cfg, db=store, progress=_progress(quiet), name=name, threads=threads
-            )
+            outcome = api.train_config(  # the store opened once the task and model are built
+                cfg, db=lambda: state(ctx).store(), progress=_progress(quiet), name=name,
+                threads=threads,
+            )  # fmt: skip
     except KeyboardInterrupt as e:
         typer.echo("interrupted: the run is saved with status 'interrupted'", err=True)
         raise typer.Exit(interrupt_exit_code(e)) from None

@@ -18,6 +18,7 @@ import resource
 import secrets
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -248,7 +249,7 @@ class _Run:
 
 def train(
     cfg: RunConfig,
-    recorder: RunRecorder | Store,
+    recorder: RunRecorder | Store | Callable[[], Store],
     *,
     progress: Progress | None = None,
     sweep_id: int | None = None,
@@ -258,18 +259,22 @@ def train(
 ) -> TrainOutcome:
     """Train one run end to end and record it through `recorder` (a RunRecorder; a Store
     gets one of its own). Bad configs raise before any row is written; once the run exists,
-    every outcome is recorded on it.
+    every outcome is recorded on it. `recorder` may be a function that opens the store: it is
+    called once the task is made and the model built, so a config refused there leaves no
+    store behind.
 
     The run's config_hash is the hash of `cfg` as given (resolved, before the values derived
     while building: a fitted width, steps from epochs), so the same command always dedupes."""
-    if isinstance(recorder, Store):
-        recorder = recorder.recorder()
     progress = progress or Progress()
     config_hash = hash_of(cfg)
     n_threads, threads_from = choose_threads(threads, one_thread_for(cfg))
     apply_threads(n_threads)
     keep_freed_memory()
     cfg, task, model, device = prepare(cfg)
+    if not isinstance(recorder, Store) and not hasattr(recorder, "start"):
+        recorder = recorder()  # the function that opens the store
+    if isinstance(recorder, Store):
+        recorder = recorder.recorder()
     run_id = recorder.start(
         kind="train",
         status="running",

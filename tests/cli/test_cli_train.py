@@ -223,3 +223,13 @@ def test_train_help_lists_every_default_layer(cli):
         assert f"{model}/{task} " in flat, (model, task)
     cfg = make_config("tcn", "copy")  # and the help tells the truth about the resolved config
     assert (cfg.hidden, cfg.levels, cfg.optimizer, cfg.lr) == (10, 8, "rmsprop", 0.0005)
+
+
+def test_a_budget_no_width_reaches_leaves_no_store(cli, db):
+    """The width is fitted once the task is made, before the store is opened: a budget no
+    width reaches is refused in one line and no store file is left behind."""
+    r = cli("train", "-m", "tcn", "-t", "adding", "--params", "10", "--steps", "5", "-q")
+    assert r.exit_code == 2 and "no width gives 10 parameters" in r.stderr
+    assert not db.exists()
+    assert cli("train", "-m", "tcn", "-t", "adding", *FAST).exit_code == 0
+    assert db.exists()
