@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from seqbench.config import FIELDS, NOT_HASHED, ModelArgs, RunConfig, TaskArgs
@@ -314,7 +314,7 @@ def model_catalog(problems: list[str] | None = None) -> list[ModelInfo]:
     task = make_task("adding", TaskArgs(seq_len=100))
     out = []
     for spec in _specs(MODELS, problems):
-        args = ModelArgs(seq_len=100, **spec.defaults)
+        args = ModelArgs(seq_len=100).with_(**spec.defaults)
         try:
             model = build_model(spec.name, task, args)
             n = count_params(model)
@@ -551,7 +551,7 @@ def train_config(
 def sweep_grid(points: list[RunConfig]) -> tuple[list[str], list[list]]:
     """(columns, rows) of a plan's points: model, task and the fields that vary."""
 
-    names = [f.name for f in fields(RunConfig) if f.name not in NOT_HASHED]
+    names = [n for n in FIELDS if n not in NOT_HASHED]
     varying = [n for n in names if len({repr(getattr(p, n)) for p in points}) > 1]
     cols = ["#", *dict.fromkeys(["model", "task", *varying])]
     return cols, [[i, *(getattr(p, c) for c in cols[1:])] for i, p in enumerate(points)]

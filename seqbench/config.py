@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
 from seqbench.errors import UsageError
@@ -34,6 +34,62 @@ def _field(*groups: str, default: Any = None, positive: bool = False, later: boo
 
 
 @dataclass(frozen=True)
+class Option:
+    """A config field that a family or a task declares in its own file (ModelSpec.options,
+    TaskSpec.options) rather than RunConfig: `kind` int, float, str or bool, for the model
+    (MODEL: ModelArgs carries it) or the task (TASK: TaskArgs). Its value is None unless given
+    or set by its owner's defaults, and unset it stays out of the hash, as every field added
+    after stores had runs (ADDED_LATER); set, it is stored and hashed flat beside RunConfig's
+    own. Resolution refuses it on a config whose family (or task) is not its owner."""
+
+    name: str
+    kind: type
+    group: str
+    doc: str = ""
+    positive: bool = False
+    owner: str | None = None  # set when its family or task is registered
+
+    # what code written for RunConfig's fields reads off a field (FIELDS)
+    default = None
+
+    @property
+    def type(self) -> str:
+        return f"{self.kind.__name__} | None"
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {"groups": (self.group,), "positive": self.positive, "later": True}
+
+
+# The declared options by name, filled as families and tasks are registered (declare).
+OPTIONS: dict[str, Option] = {}
+
+
+def declare(options: Iterable[Option], owner: str) -> None:
+    """Record the options of family or task `owner` (registry.Registry.register calls this).
+    A name RunConfig has, or another owner's, is a programming error."""
+    for option in options:
+        if option.name in _CORE or option.name == "extra":
+            raise ValueError(f"{owner}: option {option.name!r} is a field of RunConfig")
+        if option.kind not in (int, float, str, bool) or option.group not in (MODEL, TASK):
+            raise ValueError(f"{owner}: option {option.name!r} needs a kind and a group")
+        known = OPTIONS.get(option.name)
+        if known is not None and known.owner != owner:
+            raise ValueError(f"{owner}: option {option.name!r} is declared by {known.owner}")
+        OPTIONS[option.name] = replace(option, owner=owner)
+
+
+def _extra_attr(obj, name: str) -> Any:
+    """An option's value on a config or its parts (None where unset), else AttributeError."""
+    extra = dict(obj.__dict__.get("extra", ()))
+    if name in extra:
+        return extra[name]
+    if name in OPTIONS:
+        return None
+    raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
+
+
+@dataclass(frozen=True, init=False)
 class RunConfig:
     """Every field of a run, with its one default. The fields marked for the model or the task
     make up ModelArgs and TaskArgs (written out below, held in step by
@@ -153,9 +209,34 @@ class RunConfig:
     # not part of the experiment's identity
     tags: dict[str, str] = field(default_factory=dict)
     save_checkpoint: bool = False
+    # the declared options (OPTIONS) that are set, as sorted (name, value) pairs: read as
+    # attributes (cfg.name), written flat by to_dict, so stored and hashed as the fields above
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    def __init__(self, model: str, task: str, **values: Any) -> None:
+        """Every field by name, as a dataclass's; a name that is not RunConfig's is an option
+        (OPTIONS), kept in `extra` (resolution refuses one that nobody declared)."""
+        put = object.__setattr__
+        put(self, "model", model)
+        put(self, "task", task)
+        extra = dict(values.pop("extra", ()))
+        for f in _CORE.values():
+            if f.name in ("model", "task"):
+                continue
+            if f.name in values:
+                put(self, f.name, values.pop(f.name))
+            else:
+                put(self, f.name, f.default_factory() if f.default is MISSING else f.default)
+        extra.update(values)
+        put(self, "extra", tuple(sorted((k, v) for k, v in extra.items() if v is not None)))
+
+    def __getattr__(self, name: str) -> Any:
+        return _extra_attr(self, name)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out.update(out.pop("extra"))
+        return out
 
     def hashed(self) -> dict[str, Any]:
         """The fields that make the experiment (all but where and how it runs, NOT_HASHED):
@@ -171,10 +252,18 @@ class RunConfig:
         """The model's hyperparameters, built for length `seq_len` (default: the config's T)."""
         values = {n: getattr(self, n) for n in MODEL_FIELDS}
         values["seq_len"] = seq_len if seq_len is not None else self.seq_len
-        return ModelArgs(**{k: v for k, v in values.items() if v is not None or k in _NULLABLE})
+        values = {k: v for k, v in values.items() if v is not None or k in _NULLABLE}
+        return ModelArgs(**values, extra=self._options(MODEL))
 
     def task_args(self) -> TaskArgs:
-        return TaskArgs(**{n: getattr(self, n) for n in TASK_FIELDS})
+        return TaskArgs(**{n: getattr(self, n) for n in TASK_FIELDS}, extra=self._options(TASK))
+
+    def _options(self, group: str) -> tuple[tuple[str, Any], ...]:
+        return tuple((k, v) for k, v in self.extra if k in OPTIONS and OPTIONS[k].group == group)
+
+
+# RunConfig's own fields (not `extra`, which holds the options)
+_CORE = {f.name: f for f in fields(RunConfig) if f.name != "extra"}
 
 
 def _group(name: str) -> list:
@@ -198,7 +287,14 @@ class _Part:
     def __post_init__(self):
         check_positive(self, [f.name for f in fields(self) if f.name in POSITIVE])
 
+    def __getattr__(self, name: str) -> Any:  # an option (RunConfig.extra)
+        return _extra_attr(self, name)
+
     def with_(self, **kw):
+        own = {f.name for f in fields(self)}
+        options = {k: kw.pop(k) for k in list(kw) if k not in own}
+        if options:
+            kw["extra"] = tuple(sorted({**dict(self.extra), **options}.items()))
         return replace(self, **kw)
 
 
@@ -226,6 +322,7 @@ class ModelArgs(_Part):
     forget_cap: float | None = None
     init: str = "reference"
     d_state: int | None = None
+    extra: tuple[tuple[str, Any], ...] = ()  # the family's options (RunConfig.extra)
 
 
 @dataclass(frozen=True)
@@ -261,6 +358,7 @@ class TaskArgs(_Part):
     delay: int | None = None
     omega: float | None = None
     noise: float | None = None
+    extra: tuple[tuple[str, Any], ...] = ()  # the task's options (RunConfig.extra)
 
 
 MODEL_FIELDS = tuple(f.name for f in _group(MODEL))
@@ -283,7 +381,24 @@ ADDED_LATER = tuple(f.name for f in fields(RunConfig) if f.metadata.get("later")
 # so an explicit symbols=tokens copy run is the same experiment as one stored before (and a
 # teacher_kind=tanh teacher run as one from before the field)
 AS_BEFORE = {"symbols": "tokens", "teacher_kind": "tanh", "scale": "raw"}
-FIELDS = {f.name: f for f in fields(RunConfig)}
+
+
+class _Fields(Mapping):
+    """RunConfig's fields by name, then the declared options (OPTIONS): every name a config
+    takes, each with what is read off a field (type, default, metadata)."""
+
+    def __getitem__(self, name: str):
+        return _CORE[name] if name in _CORE else OPTIONS[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from _CORE
+        yield from OPTIONS
+
+    def __len__(self) -> int:
+        return len(_CORE) + len(OPTIONS)
+
+
+FIELDS: Mapping[str, Any] = _Fields()
 
 
 def experiment_fields(config: Mapping[str, Any]) -> dict[str, Any]:

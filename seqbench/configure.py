@@ -77,6 +77,8 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
     fields a task's data fixes (tasks.pin: a data file's kind, T and content hash) and the
     plugins' provenance are derived here, never taken from `overrides`."""
     spec = MODELS.get(model)
+    if not tasks.is_file_task(task):
+        TASKS.get(task)  # a plugin task declares its options as it loads, before they are read
     given = {k: coerce(k, v) for k, v in overrides.items()}
     given.pop("plugin", None)  # derived below, from the code that runs
     task, fixed = tasks.pin(task, given)

@@ -18,6 +18,7 @@ from seqbench.config import (
     FIELDS,
     INITS,
     OPTIMIZERS,
+    OPTIONS,
     POSITIVE,
     PRECISIONS,
     RunConfig,
@@ -30,7 +31,9 @@ _HINTS = typing.get_type_hints(RunConfig)
 
 def field_type(name: str) -> tuple[type, bool]:
     """(the base type, whether None is allowed) of RunConfig field `name`, read from its
-    annotation (`int | None` -> (int, True))."""
+    annotation (`int | None` -> (int, True)), or of a declared option (always nullable)."""
+    if name in OPTIONS:
+        return OPTIONS[name].kind, True
     hint = _HINTS[name]
     args = typing.get_args(hint)
     if args and type(None) in args:
@@ -166,7 +169,7 @@ def load_toml(path: str | Path) -> dict[str, Any]:
 
 # Float fields (by annotation): every one must be finite (json has no Infinity, and an inf
 # lr is no experiment).
-FLOAT_FIELDS = tuple(name for name in FIELDS if field_type(name)[0] is float)
+FLOAT_FIELDS = tuple(name for name in _HINTS if name != "extra" and field_type(name)[0] is float)
 MAX_SEED = 2**32 - 1  # numpy's seeds (the tasks' data) are 32-bit
 # past this Adam's first step, lr / (1 - beta1), leaves float32 and torch raises instead of
 # the run diverging (1e12 still diverges, as a result should)
@@ -209,6 +212,7 @@ def check_fields(cfg: RunConfig) -> None:
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
             raise UsageError(f"{f.name} = {v} does not fit in a 64-bit integer")
     check_positive(cfg, POSITIVE)
+    _check_options(cfg)
     if cfg.lr is not None and cfg.lr > MAX_LR:
         raise UsageError(f"lr must be at most {MAX_LR:g}, got {cfg.lr:g}")
     for name, most in LIMITS.items():
@@ -242,3 +246,21 @@ def check_fields(cfg: RunConfig) -> None:
             f"--stable needs lam in (0, 1): a λ-contraction with λ ≥ 1 is no stability bound; "
             f"got {cfg.lam:g}"
         )
+
+
+def _check_options(cfg: RunConfig) -> None:
+    """A config's options: each declared by a family or task (config.OPTIONS), of its kind,
+    positive where it says so, finite where it is a number."""
+    import math
+
+    for name, v in cfg.extra:
+        if name not in OPTIONS:
+            raise UnknownNameError("config field", name, [n for n in FIELDS if n != "tags"])
+        option = OPTIONS[name]
+        v = _typed(name, option.kind, True, v)
+        if option.kind is float and not math.isfinite(v):
+            raise UsageError(f"{name} must be a finite number, got {v}")
+        if option.kind is int and abs(v) > MAX_INT:
+            raise UsageError(f"{name} = {v} does not fit in a 64-bit integer")
+        if option.positive and not v > 0:
+            raise UsageError(f"{name} must be positive, got {v}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
+from seqbench.config import declare
 from seqbench.errors import UnknownNameError
 
 T = TypeVar("T")
@@ -24,8 +25,10 @@ class Registry(Generic[T]):
         self._builtin: set[str] = set()
 
     def register(self, name: str, item: T) -> T:
+        """Add `item` under `name`, and the config options it declares (its `options`)."""
         if name in self._items:
             raise ValueError(f"{self.what} {name!r} registered twice")
+        declare(getattr(item, "options", ()), name)
         self._items[name] = item
         return item
 
@@ -45,8 +48,7 @@ class Registry(Generic[T]):
             if ep is None:
                 return None
             item = plugins.load(self.plugins, name, self.spec_type, ep)
-        self._items[name] = item
-        return item
+        return self.register(name, item)
 
     def get(self, name: str) -> T:
         try:

@@ -284,11 +284,12 @@ def test_a_task_reference_and_the_example_dataset_script(tmp_path):
 ZOO = """
     '''A new family and a new task in one file of their own: everything seqbench needs to
     know of them is on their specs (defaults, the family's defaults on each task, the
-    family's own conditions, the task's budget and checks).'''
+    family's own conditions and config fields, the task's budget, checks and fields).'''
     from dataclasses import replace
 
     import torch
 
+    from seqbench.config import MODEL, TASK, Option
     from seqbench.errors import UsageError
     from seqbench.models import ModelSpec
     from seqbench.tasks import TaskSpec
@@ -311,7 +312,7 @@ ZOO = """
             def forward(self, x, state=None):
                 h, out = torch.zeros(x.shape[0], self.out_dim), []
                 for t in range(x.shape[1]):
-                    h = 0.5 * h + self.inp(x[:, t])
+                    h = args.leak * h + self.inp(x[:, t])
                     out.append(h)
                 return torch.stack(out, 1), h
 
@@ -330,7 +331,7 @@ ZOO = """
 
         def _draw(self, n, gen):
             x = torch.randn(n, self.seq_len, 1, generator=gen)
-            return x, x.sum((1, 2))
+            return x, (self.args.gain or 1.0) * x.sum((1, 2))
 
         def train_batch(self, batch_size, gen):
             return self._draw(batch_size, gen)
@@ -355,13 +356,15 @@ ZOO = """
 
 
     leaky = ModelSpec(
-        "leaky", "a leaky integrator", True, _build, {"hidden": 8},
+        "leaky", "a leaky integrator", True, _build, {"hidden": 8, "leak": 0.5},
+        options=(Option("leak", float, MODEL, "what h keeps per step", positive=True),),
         task_defaults={"zoo:sum": {"lr": 0.02}, "adding": {"steps": 3}},
         condition=_halve_lr_on_long_sequences,
     )
     sum = TaskSpec(
         "zoo:sum", "zoo:Sum", "regress the sum of the inputs", "mse", 10,
         defaults={"steps": 40}, check=_check_sum,
+        options=(Option("gain", float, TASK, "the target's scale (unset: 1)"),),
     )
 """
 
@@ -391,3 +394,17 @@ def test_a_new_family_and_task_from_their_own_file(tmp_path):
     r = sb(db, "train", "-m", "zoo:leaky", "-t", "zoo:sum", "--seq-len", "99", cwd=tmp_path)
     assert r.returncode == 2 and "zoo:sum is at most 64 steps" in r.stderr
     assert len(rows(db, "SELECT id FROM runs")) == 3
+    # their own config fields: stored with the run, refused elsewhere
+    r = sb(db, "train", "-m", "zoo:leaky", "-t", "zoo:sum", "--set", "leak=0.25", "--set",
+           "gain=2", "-q", cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    ((leak, gain),) = rows(db, "SELECT json_extract(config, '$.leak'), "
+                           "json_extract(config, '$.gain') FROM runs WHERE id = 4")  # fmt: skip
+    assert (leak, gain) == (0.25, 2.0)
+    r = sb(db, "train", "-m", "zoo:leaky", "-t", "adding", "--set", "gain=2", cwd=tmp_path)
+    # (no zoo:sum loaded in that process, so no one has declared `gain` there)
+    assert r.returncode == 2 and "unknown config field 'gain'" in r.stderr
+    r = sb(db, "train", "-m", "tcn", "-t", "zoo:sum", "--set", "leak=0.5", cwd=tmp_path)
+    assert r.returncode == 2 and "unknown config field 'leak'" in r.stderr
+    r = sb(db, "train", "-m", "zoo:leaky", "-t", "zoo:sum", "--set", "leak=0", cwd=tmp_path)
+    assert r.returncode == 2 and "leak must be positive" in r.stderr

@@ -9,6 +9,7 @@ import importlib
 import pkgutil
 from typing import Any
 
+from seqbench.config import MODEL, OPTIONS
 from seqbench.errors import UsageError
 from seqbench.models import families
 from seqbench.models.spec import MODELS, ModelSpec, make_backbone
@@ -89,6 +90,7 @@ def validate(c) -> None:
     family (or a window's base) has a state it sizes, and --stable only where the family (or
     a window's base) has a stability projection."""
     spec = MODELS.get(c.model)
+    _check_options(c)
     if getattr(c, "d_state", None) is not None and base_spec(c).state_units is None:
         takes = ", ".join(m for m in MODELS if MODELS.get(m).state_units is not None)
         raise UsageError(
@@ -108,6 +110,15 @@ def validate(c) -> None:
             f"--stable is defined for {', '.join(stable)} (and {', '.join(wrappers)} over "
             f"them), not {c.model}"
         )
+
+
+def _check_options(c) -> None:
+    """A family's options (ModelSpec.options) only on that family, or a window over it."""
+    owners = {c.model, base_spec(c).name}
+    for name, _ in getattr(c, "extra", ()):
+        option = OPTIONS.get(name)
+        if option is not None and option.group == MODEL and option.owner not in owners:
+            raise UsageError(f"{name} is a field of the {option.owner} family, not {c.model}")
 
 
 def uses_indrnn_kernel(c) -> bool:

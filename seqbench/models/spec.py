@@ -53,6 +53,9 @@ class ModelSpec:
         d_state and width) beyond what activation_units × hidden counts at the family's
         default d_state. A family that declares it takes `d_state`; every other family
         refuses the field.
+    options: config fields of the family's own (config.Option, group MODEL), declared here
+        rather than in RunConfig: its network reads them off its ModelArgs, its `defaults`
+        may set them, and every other family refuses them.
     """
 
     name: str
@@ -75,6 +78,7 @@ class ModelSpec:
     task_defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
     condition: Callable[[Any], Any] | None = None
     state_units: Callable[[Any], int] | None = None
+    options: tuple[Any, ...] = ()
 
 
 MODELS: Registry[ModelSpec] = Registry("model", "model", ModelSpec)

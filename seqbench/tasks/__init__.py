@@ -9,6 +9,7 @@ import importlib
 import pkgutil
 from typing import Any
 
+from seqbench.config import OPTIONS, TASK
 from seqbench.errors import UsageError
 from seqbench.tasks import specs
 from seqbench.tasks.spec import TASKS, TaskSpec
@@ -146,7 +147,12 @@ def condition(cfg):
 
 
 def validate(c) -> None:
-    """The task checks of a config (torch-free): the length it allows, and its own checks."""
+    """The task checks of a config (torch-free): the options it owns (TaskSpec.options) and
+    no other task's, the length it allows, and its own checks."""
+    for name, _ in c.extra:
+        option = OPTIONS.get(name)
+        if option is not None and option.group == TASK and option.owner != c.task:
+            raise UsageError(f"{name} is a field of the {option.owner} task, not {c.task}")
     check_args(TASKS.get(c.task), c)
 
 

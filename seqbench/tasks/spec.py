@@ -46,6 +46,10 @@ class TaskSpec:
     # the task's own resolution of a config (a RunConfig in, one out), after the defaults and
     # before the checks: the values that follow from others (a memory function's parameters)
     condition: Callable[[Any], Any] | None = None
+    # config fields of the task's own declared here rather than in RunConfig (config.Option,
+    # group TASK): the task reads them off its TaskArgs, its defaults may set them, and every
+    # other task refuses them
+    options: tuple[Any, ...] = ()
 
     def load(self) -> type:
         module, _, cls = self.target.partition(":")

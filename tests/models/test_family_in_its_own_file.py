@@ -1,10 +1,12 @@
 """A built-in family is two files of its own and nothing else: its spec in models/families/
-(torch-free: defaults, context rule, --stable) and its network in models/ (the stability
-projection and the spectra stress reads). This test writes such a family into a copy of the
-package, touching no other file, and runs `models`, `train`, `sweep`, `stress` and `memory` on
-it through the CLI, each checked from the outside: the context it stores is the one its
-gradient spans, --stable holds the trained decay at λ, and memory states the k* of a task
-whose answer is known."""
+(torch-free: defaults, its own config field, context rule, --stable) and its network in
+models/ (the stability projection and the spectra stress reads); a built-in task likewise
+(tasks/specs/ and its class). This test writes such a family and such a task, each with a
+config field of its own, into a copy of the package, touching no other file, and runs
+`models`, `train`, `sweep`, `stress` and `memory` on them through the CLI, each checked from
+the outside: the context it stores is the one its gradient spans, its own field reaches its
+network, --stable holds the trained decay at λ, and memory states the k* of the task's own
+lag, lag + 1."""
 
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import seqbench
@@ -28,6 +29,7 @@ weights decay at a per-channel rate."""
 
 from __future__ import annotations
 
+from seqbench.config import MODEL, Option
 from seqbench.models.spec import ModelSpec, builder
 
 
@@ -40,8 +42,9 @@ SPEC = ModelSpec(
     "Decaying depthwise convolution over the last k inputs (a test family)",
     False,
     builder("seqbench.models.decay_window", "DecayWindow"),
-    {"hidden": 8},
+    {"hidden": 8, "decay_init": 0.5},
     stable=True,
+    options=(Option("decay_init", float, MODEL, "the decay a starts at", positive=True),),
     context=_context,
     context_rule="exactly k; no k: min(T, 16)",
 )
@@ -67,7 +70,8 @@ class DecayWindow(Backbone):
         super().__init__()
         self.k = min(args.seq_len, 16) if args.k is None else args.k
         self.inp = nn.Linear(in_dim, args.hidden)
-        self.logit = nn.Parameter(torch.zeros(args.hidden))
+        a = torch.full((args.hidden,), float(args.decay_init))
+        self.logit = nn.Parameter(torch.logit(a))
         self.v = nn.Parameter(torch.randn(args.hidden, self.k) / self.k**0.5)
         self.out = nn.Linear(args.hidden, args.hidden)
         self.out_dim = args.hidden
@@ -102,6 +106,50 @@ class DecayWindow(Backbone):
         return self.out(y.transpose(1, 2)), None
 '''
 
+TASK_SPEC = '''
+"""A toy task for the test: the input `lag` steps back, its own field."""
+
+from __future__ import annotations
+
+from seqbench.config import TASK, Option
+from seqbench.tasks.spec import TaskSpec
+
+SPEC = TaskSpec(
+    "lag",
+    "seqbench.tasks.lag:Lag",
+    "regress the input lag steps back (MSE; k* = lag + 1)",
+    "mse",
+    8,
+    defaults={"steps": 300, "lag": 2},
+    options=(Option("lag", int, TASK, "how far back the target is", positive=True),),
+)
+'''
+
+TASK = '''
+"""y_t = x_{t−lag} for white x (0 before the first input)."""
+
+from __future__ import annotations
+
+import torch
+
+from seqbench.tasks.synthetic import RegressionTask
+
+
+class Lag(RegressionTask):
+    readout = "all"
+    in_dim, out_dim = 1, 1
+
+    def sample(self, n, gen):
+        x = torch.randn(n, self.seq_len, 1, generator=gen)
+        y = torch.zeros_like(x)
+        y[:, self.args.lag :] = x[:, : -self.args.lag]
+        return x, y
+
+    def baseline(self):
+        y = self._eval_sets["test"][1]
+        return float(((y - y.mean()) ** 2).mean())
+'''
+
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
@@ -115,6 +163,8 @@ def tree(tmp_path_factory) -> Path:
         shutil.copytree(source.parent / "migrations", root / "src" / "migrations", ignore=skip)
     (pkg / "models" / "families" / "decay_window.py").write_text(SPEC)
     (pkg / "models" / "decay_window.py").write_text(NETWORK)
+    (pkg / "tasks" / "specs" / "lag.py").write_text(TASK_SPEC)
+    (pkg / "tasks" / "lag.py").write_text(TASK)
     return root
 
 
@@ -160,37 +210,67 @@ def test_the_family_is_built_in_and_trains_with_its_context_and_stable(tree):
         from seqbench.config import ModelArgs
         from seqbench.models import make_backbone
         torch.manual_seed(0)
-        net = make_backbone("decay-window", 1, ModelArgs(seq_len=40, k=6, hidden=8))
+        from seqbench.configure import make_config
+        torch.manual_seed(0)
+        args = ModelArgs(seq_len=40, k=6, hidden=8).with_(decay_init=0.5)
+        net = make_backbone("decay-window", 1, args)
         x = torch.randn(1, 40, 1, requires_grad=True)
         net(x)[0][0, -1].sum().backward()
         print((x.grad[0, :, 0].abs() > 0).nonzero().min().item())
+        cfg = make_config("decay-window", "lag", {"steps": 1, "decay_init": 0.3})
+        print(make_backbone("decay-window", 1, cfg.model_args())._decay().tolist())
     """)
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          cwd=tree, env=env, timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert 40 - int(out.stdout) == 6  # the last output reads exactly the last 6 inputs
+    first, decays = out.stdout.splitlines()
+    assert 40 - int(first) == 6  # the last output reads exactly the last 6 inputs
+    assert json.loads(decays) == pytest.approx([0.3] * 8)  # its own field reaches its network
+
+
+def test_own_fields_are_stored_hashed_and_refused_elsewhere(tree):
+    fast = ["--seq-len", "8", "--steps", "5", "-q"]
+    for init in ("0.3", "0.6"):
+        r = sb(tree, "train", "--model", "decay-window", "--task", "lag", "--set",
+               f"decay_init={init}", "--set", "lag=3", *fast)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+    stored = rows(tree, "SELECT config, config_hash FROM runs WHERE task = 'lag' ORDER BY id")
+    configs = [json.loads(c) for c, _ in stored]
+    assert [(c["decay_init"], c["lag"]) for c in configs] == [(0.3, 3), (0.6, 3)]
+    assert len({h for _, h in stored}) == 2  # different experiments
+    for args, words in (
+        (["--model", "tcn", "--task", "lag", "--set", "decay_init=0.3"],
+         "decay_init is a field of the decay-window family, not tcn"),
+        (["--model", "tcn", "--task", "adding", "--set", "lag=2"],
+         "lag is a field of the lag task, not adding"),
+        (["--model", "decay-window", "--task", "lag", "--set", "decay_init=-1"],
+         "decay_init must be positive"),
+        (["--model", "decay-window", "--task", "lag", "--set", "lag=two"],
+         "lag must be an integer"),
+    ):  # fmt: skip
+        r = sb(tree, "train", *args, *fast)
+        assert r.returncode == 2 and words in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_sweep_stress_and_memory_run_on_the_family(tree):
-    r = sb(tree, "sweep", "--models", "decay-window", "--tasks", "adding", "--k", "2,4",
-           "--set", "seq_len=10", "--set", "steps=10", "--name", "dw", "-q")  # fmt: skip
+    r = sb(tree, "sweep", "--models", "decay-window", "--tasks", "lag", "--k", "2,4",
+           "--set", "lag=1,2", "--set", "steps=10", "--name", "dw", "-q")  # fmt: skip
     assert r.returncode == 0, r.stderr
-    swept = rows(tree, "SELECT r.k FROM runs r JOIN sweeps s ON r.sweep_id = s.id")
-    assert sorted(k for (k,) in swept) == [2, 4]
+    swept = rows(tree, "SELECT r.k, r.config FROM runs r JOIN sweeps s ON r.sweep_id = s.id")
+    got = sorted((k, json.loads(c)["lag"]) for k, c in swept)
+    assert got == [(2, 1), (2, 2), (4, 1), (4, 2)]
 
     r = sb(tree, "stress", "--models", "decay-window,tcn", "--seq-len", "30", "--k", "5",
            "--hidden", "8", "--batch", "1", "-f", "json", "-q")  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert [row["model"] for row in json.loads(r.stdout)] == ["decay-window", "tcn"]
 
-    # a target that is the input 2 steps back: k* = 2, known in closed form
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((2000, 4, 1)).astype("float32")
-    np.savez(tree / "lag.npz", x=x, y=x[:, 4 - 2, 0].copy())
-    r = sb(tree, "memory", "--task", "file", "--path", tree / "lag.npz", "--families",
-           "decay-window", "--references", "gru", "--set", "steps=300", "--params", "3000",
-           "--workers", "2", "-q", "-f", "json")  # fmt: skip
+    # the task's own field: the input 2 steps back needs the last 3, k* = lag + 1
+    r = sb(tree, "memory", "--task", "lag", "--set", "lag=2", "--families", "decay-window",
+           "--references", "gru", "--set", "steps=300", "--params", "3000", "--workers", "2",
+           "-q", "-f", "json")  # fmt: skip
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert (doc["verdict"], doc["k_star"]) == ("matches", 2), doc
+    assert (doc["verdict"], doc["k_star"]) == ("matches", 3), doc
