@@ -193,16 +193,6 @@ class RunConfig:
     # pairs to recall (mqar) or tokens to copy (selective-copy); None: the task's default
     vocab_size: int | None = _field(TASK, positive=True, later=True)
     num_pairs: int | None = _field(TASK, positive=True, later=True)
-    # memory-function (tasks/memory_functions.py): y_t = Σ_s ρ(s)·x_{t−s} with the kernel ρ "exp"
-    # (decay^s), "power" ((s + 1)^−alpha), "impulse" (1 at lag `delay`) or "osc"
-    # (decay^s·cos(omega·s)), scaled to unit output variance, plus output noise of sd `noise`;
-    # a kernel's parameters are set by resolution, the others stay unset
-    kernel: str | None = _field(TASK, later=True)
-    decay: float | None = _field(TASK, positive=True, later=True)
-    alpha: float | None = _field(TASK, positive=True, later=True)
-    delay: int | None = _field(TASK, later=True)
-    omega: float | None = _field(TASK, positive=True, later=True)
-    noise: float | None = _field(TASK, later=True)
     # where a plugin model or task came from ("model: dist 1.2; task: ..."; plugins.py), set
     # by resolution: runs of different plugin versions are different experiments
     plugin: str | None = _field(default=None, later=True)
@@ -352,12 +342,6 @@ class TaskArgs(_Part):
     split: str | None = None
     vocab_size: int | None = None
     num_pairs: int | None = None
-    kernel: str | None = None
-    decay: float | None = None
-    alpha: float | None = None
-    delay: int | None = None
-    omega: float | None = None
-    noise: float | None = None
     extra: tuple[tuple[str, Any], ...] = ()  # the task's options (RunConfig.extra)
 
 
@@ -407,7 +391,12 @@ def experiment_fields(config: Mapping[str, Any]) -> dict[str, Any]:
     recorded (the file's place is not the experiment; its content is), and a later field at
     the value that runs before it had (AS_BEFORE). The one rule behind
     config hashes and a report's "do these runs differ" (report/frames.differing_fields)."""
-    out = {k: v for k, v in config.items() if k not in NOT_HASHED}
+    # an option is unset when None (stores from before a field became an option hold it so)
+    out = {
+        k: v
+        for k, v in config.items()
+        if k not in NOT_HASHED and not (v is None and k not in _CORE)
+    }
     for name in ADDED_LATER:
         if out.get(name) is None or (name in AS_BEFORE and out[name] == AS_BEFORE[name]):
             out.pop(name, None)

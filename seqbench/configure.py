@@ -88,7 +88,6 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
             if given.get(name) is not None:
                 raise UsageError(f"{name} is for the file tasks (--task file), not {task}")
     task_spec = TASKS.get(task)
-    tasks.check_owned(task, given)
     values: dict[str, Any] = {}
     values.update(spec.defaults)
     values.update(task_spec.defaults)

@@ -20,7 +20,6 @@ __all__ = [
     "TASKS",
     "TaskSpec",
     "check_args",
-    "check_owned",
     "condition",
     "is_file_task",
     "make_task",
@@ -127,17 +126,6 @@ def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 # how an array file is fed: standardised with the training split (the default) or as it is
 SCALES = ("standard", "raw")
-
-
-def check_owned(task: str, given: dict[str, Any]) -> None:
-    """Refuse a field that another task owns (TaskSpec.own_fields) given to `task`."""
-    for other in TASKS:
-        spec = TASKS.get(other)
-        if other == task or not spec.own_fields:
-            continue
-        for name in spec.own_fields:
-            if given.get(name) is not None and name not in TASKS.get(task).own_fields:
-                raise UsageError(f"{name} is a field of the {other} task, not {task}")
 
 
 def condition(cfg):

@@ -28,6 +28,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from seqbench.config import TASK, Option
 from seqbench.errors import UsageError
 
 NAME = "memory-function"
@@ -39,8 +40,16 @@ PARAMS: dict[str, dict[str, Any]] = {
     "impulse": {"delay": 10},
     "osc": {"decay": 0.9, "omega": 0.5},
 }
-# every field the task owns: refused on other tasks (tasks.check_owned)
-FIELDS = ("kernel", "decay", "alpha", "delay", "omega", "noise")
+# the task's own config fields (its TaskSpec.options): unset on every other task, refused there
+OPTIONS = (
+    Option("kernel", str, TASK, "the memory function: exp, power, impulse or osc (exp when unset)"),
+    Option("decay", float, TASK, "exp and osc: ρ(s) = decay^s, in (0, 1) (0.9)", positive=True),
+    Option("alpha", float, TASK, "power: ρ(s) = (s + 1)^-alpha, alpha > 1/2 (1)", positive=True),
+    Option("delay", int, TASK, "impulse: the one lag that matters, in [0, seq_len) (10)"),
+    Option("omega", float, TASK, "osc: ρ(s) = decay^s·cos(omega·s) (0.5)", positive=True),
+    Option("noise", float, TASK, "the output noise's sd, ≥ 0 (none when unset)"),
+)
+FIELDS = tuple(o.name for o in OPTIONS)
 
 
 def check(c) -> None:

@@ -41,8 +41,6 @@ class TaskSpec:
     # a language model's test split can be scored whole, as one stream (Task.evaluate_stream;
     # the config field test_stream): recurrent models carry their state across it
     stream_test: bool = False
-    # config fields only this task reads: refused on every other task (check_owned)
-    own_fields: tuple[str, ...] = ()
     # the task's own resolution of a config (a RunConfig in, one out), after the defaults and
     # before the checks: the values that follow from others (a memory function's parameters)
     condition: Callable[[Any], Any] | None = None

@@ -32,6 +32,20 @@ from seqbench.configure import config_hash, resolve
             {"teacher_kind": "tanh"},
             "22b98d24f30b0ee3e65fa7edc7e58c71f159968d0a6f3700d7f3d41720832f54",
         ),
+        # the memory-function task's fields became its own options (TaskSpec.options): its
+        # configs hash as they did when the fields were RunConfig's (commit 1b7cd91)
+        (
+            "tcn",
+            "memory-function",
+            {"kernel": "power", "alpha": 0.8},
+            "7684194048ec6f6a4761004cb09100265cd28d1e583115980b07171fc9eea64a",
+        ),
+        (
+            "tcn",
+            "memory-function",
+            {"noise": 0.1, "kernel": "osc", "omega": 0.3},
+            "8073da0d0b19abc0d11a62b961e258c774eb8a2e7e06210b82285465ad0bf38d",
+        ),
         (
             "indrnn",
             "digits",
@@ -42,3 +56,16 @@ from seqbench.configure import config_hash, resolve
 )
 def test_a_built_in_config_keeps_the_hash_it_had(model, task, over, digest):
     assert config_hash(resolve(model, task, over)) == digest
+
+
+def test_a_run_stored_before_a_field_became_an_option_is_the_same_experiment():
+    """Runs stored while kernel … noise were RunConfig's fields hold them as null; a run of
+    today's does not hold them at all. Neither the hash nor "do these runs differ" tells the
+    two apart."""
+    from seqbench.config import digest, experiment_fields
+
+    now = resolve("rnn", "teacher", {}).to_dict()
+    before = now | dict.fromkeys(("kernel", "decay", "alpha", "delay", "omega", "noise"))
+    assert "kernel" not in now
+    assert experiment_fields(before) == experiment_fields(now)
+    assert digest(experiment_fields(before)) == config_hash(resolve("rnn", "teacher", {}))

@@ -16,6 +16,6 @@ SPEC = TaskSpec(
     baseline_note="predict the mean: Var(y) = e*(0)",
     check=_mf.check,
     defaults={"steps": 1000},
-    own_fields=_mf.FIELDS,
+    options=_mf.OPTIONS,
     condition=_mf.condition,
 )
