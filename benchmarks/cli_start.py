@@ -1,10 +1,9 @@
 """What a command costs before it does anything: process starts, interleaved, in one run.
 
-Times `python -c pass`, `import seqbench.api`, `seqbench --help` and `seqbench --help` with
-typer's plain (click) formatter (TYPER_USE_RICH=0), each the best and the median of --rounds
-interleaved starts; with --before DIR, the same from another checkout (DIR put first on
-PYTHONPATH: git worktree add DIR <commit>). Then all of it again beside a busy neighbour (one
-process spinning on a core), since these machines are rarely quiet.
+Times `python -c pass`, `import seqbench.api` and `seqbench --help`, each the best and the
+median of --rounds interleaved starts; with --before DIR, the same from another checkout (DIR
+put first on PYTHONPATH: git worktree add DIR <commit>). Then all of it again beside a busy
+neighbour (one process spinning on a core), since these machines are rarely quiet.
 
 Usage: python benchmarks/cli_start.py [--rounds 15] [--before /tmp/before]
 """
@@ -30,7 +29,6 @@ CASES = {
     "python -c pass": ([PY, "-c", "pass"], {}),
     "import seqbench.api": ([PY, "-c", "import seqbench.api"], {}),
     "seqbench --help": ([PY, "-m", "seqbench", "--help"], {}),
-    "seqbench --help (plain)": ([PY, "-m", "seqbench", "--help"], {"TYPER_USE_RICH": "0"}),
 }
 
 

@@ -12,8 +12,8 @@ from seqbench.errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
-    app.command("models")(models)
-    app.command("tasks")(tasks)
+    app.command("models", short_help="List the models: kind, size and context rule.")(models)
+    app.command("tasks", short_help="List the tasks, or check a data file (--path).")(tasks)
 
 
 def _problems(problems: list[str]) -> None:

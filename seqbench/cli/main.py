@@ -131,6 +131,10 @@ app = typer.Typer(
         "Example: seqbench train --model indrnn --task adding --seq-len 100"
     ),
     no_args_is_help=True,
+    # help in click's plain layout, as click-based tools print it (sqlite-utils, MLflow): one
+    # line per command, and 0.1 s sooner than typer's rich panels, whose import (markdown-it,
+    # rich's traceback and pretty printers) costs that much (benchmarks/cli_start.py)
+    rich_markup_mode=None,
     add_completion=True,  # seqbench --install-completion: bash, zsh, fish, PowerShell
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -164,9 +168,9 @@ def root(
     api.__name__  # noqa: B018  (load the lazy api here, in one thread, before any command's work)
 
 
-app.add_typer(db.app, name="db")
+app.add_typer(db.app, name="db", short_help="Inspect and upgrade the store's schema; reader roles.")
 app.add_typer(bench.app, name="bench")
-app.add_typer(sweep.app, name="sweep")
+app.add_typer(sweep.app, name="sweep", short_help="Run a grid of training runs (resumable).")
 memory.register(app)
 runs.register(app)
 query.register(app)

@@ -351,4 +351,6 @@ def kernels(
 
 
 def register(app_: typer.Typer) -> None:
-    app_.add_typer(app, name="memory")
+    app_.add_typer(
+        app, name="memory", short_help="How much context does a task need? k* or recurrence."
+    )

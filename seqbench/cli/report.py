@@ -24,9 +24,9 @@ SweepOption = Annotated[str | None, typer.Option(help="Only runs of this sweep."
 
 
 def register(app: typer.Typer) -> None:
-    app.command("report")(report)
-    app.command("check")(check)
-    app.add_typer(baseline_app, name="baseline")
+    app.command("report", short_help="Compare models across runs: mean ± std over seeds.")(report)
+    app.command("check", short_help="Compare with a baseline; exit 1 on a regression.")(check)
+    app.add_typer(baseline_app, name="baseline", short_help="Reference values for seqbench check.")
 
 
 def _split(values: list[str] | None) -> list[str]:

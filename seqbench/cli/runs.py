@@ -20,10 +20,10 @@ app = typer.Typer(
 
 
 def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="runs")
-    root.command("show")(show)
-    root.command("diff")(diff)
-    root.command("curves")(curves)
+    root.add_typer(app, name="runs", short_help="List runs; name, tag, archive or delete them.")
+    root.command("show", short_help="Show one run: config, environment and metrics.")(show)
+    root.command("diff", short_help="Compare two runs: config, environment, summaries.")(diff)
+    root.command("curves", short_help="Learning curves of runs: a table or a figure.")(curves)
 
 
 @app.callback()

@@ -48,7 +48,9 @@ class _TrainCommand(TyperCommand):
 
 
 def register(app: typer.Typer) -> None:
-    app.command("train", cls=_TrainCommand)(train)
+    app.command(
+        "train", cls=_TrainCommand, short_help="Train one model on one task and save the run."
+    )(train)
 
 
 def _progress(quiet: bool):

@@ -10,7 +10,7 @@ from seqbench.cli._options import state
 
 
 def register(app: typer.Typer) -> None:
-    app.command("ui")(ui)
+    app.command("ui", short_help="Browse the store in a local web dashboard.")(ui)
 
 
 def ui(

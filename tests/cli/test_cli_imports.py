@@ -180,6 +180,8 @@ finally:
     loaded = type(sys.modules["seqbench.api"]).__name__ != "_LazyModule"  # type(): no load
     config = "seqbench.config" in sys.modules
     print(f"API={loaded} CONFIG={config}", file=sys.stderr)
+    rich = ",".join(m for m in ("rich", "markdown_it") if m in sys.modules)
+    print(f"RICH={rich}", file=sys.stderr)
 """
 
 
@@ -193,3 +195,7 @@ def test_the_top_level_help_does_not_load_the_library(args, loads):
     line = [x for x in r.stderr.splitlines() if x.startswith("API=")][-1]
     assert line == f"API={loads} CONFIG={loads}", r.stderr[-2000:]
     assert "Usage" in r.stdout
+    if not loads:
+        # click's plain help layout (the root app's rich_markup_mode=None): typer's rich
+        # panels would import rich, markdown-it and rich's traceback printer, ~0.1 s
+        assert "RICH=\n" in r.stderr + "\n", r.stderr[-2000:]
