@@ -1,0 +1,175 @@
+"""What an answer costs, counted in runs: the CPU time of `seqbench memory` on fixed tasks
+against the CPU time of one full-length run of the same TCN (the answer's largest context, its
+parameter budget, the same steps and data) — "the answer costs N runs" — for this checkout and,
+with --before DIR, another one, side by side in one run (issue 49's measure).
+
+The tasks:
+
+- readme: the README's example (the linear teacher at λ = 0.5, T = 16, 800 steps, a TCN beside
+  a GRU);
+- delay: the calibration's delay 3 (scripts/calibrate_memory.py: a file task whose target is
+  the input 3 steps back, T = 8, 300 steps, 3,000 parameters, a TCN alone);
+- teacher95: the linear teacher at λ = 0.95, T = 100 (its default 1,000 steps), a TCN beside a
+  GRU.
+
+Each `memory` runs in a fresh store; CPU time is user + system of the command and every
+process under it (its workers: read from /proc, see `timed`), so a busy neighbour changes it
+less than the wall time, which is printed beside it. The k* and interval of each
+answer are printed too: a cheaper answer must state the same.
+
+    .venv/bin/python benchmarks/answer_cost.py                       # ~25 min on 2 cores
+    .venv/bin/python benchmarks/answer_cost.py --tasks readme,delay  # ~5 min
+    .venv/bin/python benchmarks/answer_cost.py --before /tmp/before  # git worktree add ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+# each task: what names the data (train takes it too), its --set fields, and memory's own flags
+TEACHER = ["--task", "teacher"]
+TASKS: dict[str, tuple[list[str], list[str], list[str]]] = {
+    "readme": (TEACHER, ["teacher_kind=linear", "teacher_lam=0.5", "seq_len=16", "steps=800"],
+               ["--families", "tcn", "--references", "gru"]),
+    "delay": (["--task", "file", "--path", "{data}"], ["steps=300"],
+              ["--params", "3000", "--families", "tcn", "--references", "none"]),
+    "teacher95": (TEACHER, ["teacher_kind=linear", "teacher_lam=0.95", "seq_len=100"],
+                  ["--families", "tcn", "--references", "gru"]),
+}  # fmt: skip
+
+
+def delay_data(path: Path, m: int = 3, T: int = 8, n: int = 2000) -> None:
+    """The calibration's delay m (data seed 0): y = x[T − m]."""
+    rng = np.random.default_rng(100)
+    x = rng.standard_normal((n, T, 1)).astype("float32")
+    np.savez(path, x=x, y=x[:, T - m, 0].copy())
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stats() -> dict[int, tuple[int, int, float]]:
+    """pid -> (parent pid, start time, own user + system seconds) of every process."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        # fields after the name: state ppid … utime (14th field) stime … starttime (22nd)
+        out[int(d)] = (int(rest[1]), int(rest[19]), (int(rest[11]) + int(rest[12])) / TICK)
+    return out
+
+
+def timed(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
+    """CPU seconds of the command and every process under it, and its wall seconds. The
+    sweep's workers are children of multiprocessing's fork server, whose exit nobody waits
+    for, so getrusage(RUSAGE_CHILDREN) misses them: the process tree is read from /proc
+    every 50 ms instead, each process's own time at its last sighting (a process's last
+    50 ms can be missed)."""
+    t = time.perf_counter()
+    # outside the checkout: `python -m` puts the working directory first on sys.path, ahead
+    # of --before's PYTHONPATH
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env,
+                                cwd=tempfile.gettempdir())  # fmt: skip
+        seen: dict[tuple[int, int], float] = {}
+        tree = {proc.pid}
+        while proc.poll() is None:
+            stats = _stats()
+            for pid, (ppid, _, _) in stats.items():
+                if ppid in tree:
+                    tree.add(pid)
+            for pid in tree & stats.keys():
+                _, start, cpu = stats[pid]
+                seen[(pid, start)] = cpu
+            time.sleep(0.05)
+        wall = time.perf_counter() - t
+        out.seek(0), err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{stderr[-2000:]}")
+    return sum(seen.values()), wall, stdout, stderr
+
+
+def one(task: str, where: str | None, work: Path, workers: int) -> dict:
+    """The memory answer of `task` and one full-length run of its TCN, from checkout `where`
+    (None: this one)."""
+    env = dict(os.environ)
+    if where:
+        env["PYTHONPATH"] = where
+    data, sets, own = TASKS[task]
+    data = [a.replace("{data}", str(work / "delay.npz")) for a in data]
+    sets = [x for s in sets for x in ("--set", s)]
+    db = work / f"{task}-{'before' if where else 'now'}.db"
+    seqbench = [sys.executable, "-m", "seqbench", "--db", str(db)]
+    cpu, wall, stdout, stderr = timed(
+        [*seqbench, "memory", *data, *sets, *own, "--workers", str(workers), "--format", "json"],
+        env,
+    )
+    answer = json.loads(stdout)
+    ran = re.search(r"trained (\d+) run\(s\), (\d+) bisection", stderr)
+    # one full-length run of the same TCN: the largest context, the answer's budget, seed 0
+    run_cmd = [*seqbench, "train", "--model", "tcn", *data, *sets, "--k", str(answer["max_k"]),
+               "--params", str(answer["params"]), "--seed", "0", "--quiet"]  # fmt: skip
+    run_cpu, _, _, _ = timed(run_cmd, env)
+    return {
+        "task": task,
+        "checkout": where or "this",
+        "cpu": cpu,
+        "wall": wall,
+        "runs": int(ran.group(1)) if ran else None,
+        "rounds": int(ran.group(2)) if ran else None,
+        "run_cpu": run_cpu,
+        "n": cpu / run_cpu,
+        "k_star": answer["k_star"],
+        "interval": f"{answer['k_low']}–{answer['k_high']}",
+        "verdict": answer["verdict"],
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--tasks", default=",".join(TASKS))
+    p.add_argument("--before", default=None, help="a checkout of an earlier commit")
+    p.add_argument("--workers", type=int, default=2)
+    a = p.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        delay_data(work / "delay.npz")
+        for task in a.tasks.split(","):
+            for where in ([a.before] if a.before else []) + [None]:
+                rows.append(one(task, where, work, a.workers))
+                r = rows[-1]
+                print(f"{task} ({r['checkout']}): {r['cpu']:.0f} CPU s, {r['runs']} runs",
+                      file=sys.stderr)  # fmt: skip
+    print("| task | checkout | verdict | k* | interval | runs | rounds | CPU s | wall s "
+          "| one run CPU s | N = CPU / one run |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['task']} | {r['checkout']} | {r['verdict']} | {r['k_star']} | "
+              f"{r['interval']} | {r['runs']} | {r['rounds']} | {r['cpu']:.0f} | "
+              f"{r['wall']:.0f} | {r['run_cpu']:.1f} | {r['n']:.1f} |")  # fmt: skip
+    if a.before:
+        print("\n| task | N before | N now | now / before |\n|---|---|---|---|")
+        for task in a.tasks.split(","):
+            b, n = (r for r in rows if r["task"] == task)
+            print(f"| {task} | {b['n']:.1f} | {n['n']:.1f} | {n['n'] / b['n']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
