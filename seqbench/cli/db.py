@@ -89,7 +89,7 @@ def reader_role(
     Run it as a superuser (or as the store's owner with CREATEROLE, and have a superuser set
     the temp-file limit); --print-sql gives the statements to run by hand instead.
 
-    Example: READER_PW=s3cret seqbench --db postgresql+psycopg://admin@db/seqbench
+    Example: READER_PW=s3cret seqbench --db postgresql+psycopg://admin@db/seqbench \\
     db reader-role analyst --password-env READER_PW
     """
     password = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import typer
@@ -83,7 +84,13 @@ def _quiet_types(cmd) -> None:
             except Exception:
                 continue
             if label in ("<str>", "<list[str]>"):
-                p.display_type_rich = lambda ctx: ""  # the Arguments panel's type column
+                p.display_type_rich = lambda ctx: ""  # the Arguments section's type column
+    help_text = getattr(cmd, "help", None)
+    if isinstance(help_text, str) and not getattr(cmd, "_examples_kept", False):
+        # an example is printed as written, not re-wrapped at the terminal's width: a command
+        # broken over two lines would run as two when pasted (click's \b keeps a paragraph)
+        cmd.help = re.sub(r"(?m)^(Example: )", "\b\n\\1", help_text)
+        cmd._examples_kept = True
     if not getattr(cmd, "_quiet_help", False) and hasattr(cmd, "get_help_option"):
         made = cmd.get_help_option  # --help is made on demand: quiet it as it is made
 

@@ -50,7 +50,7 @@ def query(
     Tables: runs, metrics, summaries, curves, sweeps, baselines; views: v_results (archived
     runs left out), v_results_all, v_summaries.
 
-    Example: seqbench query "SELECT model, AVG(test_metric) FROM v_results
+    Example: seqbench query "SELECT model, AVG(test_metric) FROM v_results \\
     WHERE task = :task GROUP BY model" -p task=adding --format csv
     """
     if sql == "-":  # bytes, so that text that is not UTF-8 is one line from run_query

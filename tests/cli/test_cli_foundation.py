@@ -33,6 +33,14 @@ def test_every_command_has_help_with_an_example(cli, path):
     result = cli(*path, "--help")
     assert result.exit_code == 0
     assert "Example" in result.stdout, f"seqbench {' '.join(path)} --help lacks an example"
+    # each example is printed as written, as it is pasted into a shell: a line of it ends the
+    # example or continues it with a backslash, never as a command wrapped at the width
+    lines = result.stdout.splitlines()
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("Example: "):
+            while line.endswith(" \\") and i + 1 < len(lines):
+                i, line = i + 1, lines[i + 1]
+            assert i + 1 == len(lines) or not lines[i + 1].strip(), lines[i : i + 2]
 
 
 def test_version(cli):
