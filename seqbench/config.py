@@ -345,6 +345,28 @@ class TaskArgs(_Part):
     extra: tuple[tuple[str, Any], ...] = ()  # the task's options (RunConfig.extra)
 
 
+def _options_by_name(cls):
+    """Let a part be built with its options by name, as RunConfig is: ModelArgs(…, leak=0.5)
+    puts a declared option (OPTIONS) into `extra`; any other unknown name is the TypeError
+    the dataclass gives."""
+    init = cls.__init__
+    own = {f.name for f in fields(cls)}
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        named = {k: kw.pop(k) for k in list(kw) if k not in own and k in OPTIONS}
+        if named:
+            given = {**dict(kw.pop("extra", ())), **named}
+            kw["extra"] = tuple(sorted((k, v) for k, v in given.items() if v is not None))
+        init(self, *args, **kw)
+
+    __init__.__doc__ = init.__doc__
+    cls.__init__ = __init__
+    return cls
+
+
+_options_by_name(ModelArgs)
+_options_by_name(TaskArgs)
+
 MODEL_FIELDS = tuple(f.name for f in _group(MODEL))
 TASK_FIELDS = tuple(f.name for f in _group(TASK))
 # None is a value for these (no context given, no depth given, no forget-gate cap)

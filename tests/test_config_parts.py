@@ -31,3 +31,18 @@ def test_a_part_checks_its_positive_fields():
     with pytest.raises(UsageError, match="eval_size must be positive"):
         TaskArgs(eval_size=-1)
     assert ModelArgs().with_(hidden=3).hidden == 3
+
+
+def test_a_part_takes_its_options_by_name_as_a_config_does():
+    """memory-function's kernel and alpha are the task's options (TaskSpec.options): the task's
+    TaskArgs takes them by name, as RunConfig does, and carries them in `extra`; a name nobody
+    declared is still a TypeError."""
+    import seqbench.tasks  # noqa: F401  (declares the built-in tasks' options)
+
+    args = TaskArgs(seq_len=30, kernel="power", alpha=1.0)
+    assert (args.kernel, args.alpha, args.decay) == ("power", 1.0, None)
+    assert args.extra == (("alpha", 1.0), ("kernel", "power"))
+    assert args == TaskArgs(seq_len=30).with_(kernel="power", alpha=1.0)
+    assert args.with_(alpha=2.0).extra == (("alpha", 2.0), ("kernel", "power"))
+    with pytest.raises(TypeError, match="bogus"):
+        TaskArgs(bogus=1)

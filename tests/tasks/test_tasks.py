@@ -27,8 +27,7 @@ QUICK = {
 
 
 def _task(name, seed=0, **kw):
-    # with_ routes a task's own options (memory-function's kernel, alpha) into TaskArgs.extra
-    return make_task(name, TaskArgs(seed=seed, eval_size=64).with_(**{**QUICK.get(name, {}), **kw}))
+    return make_task(name, TaskArgs(seed=seed, eval_size=64, **{**QUICK.get(name, {}), **kw}))
 
 
 def _eval_set(task, split):
