@@ -189,12 +189,17 @@ def test_a_running_sweeps_page_updates_by_itself(browser, tmp_path):
     page = browser.new_page()
     try:
         page.wait_for_timeout(1500)
-        for _ in range(40):  # until the sweep row exists
+        # until the sweep row exists and a point is in flight: a sweep's status is read off
+        # its points, and before its first worker has started a run (a busy machine takes
+        # seconds) it has none running and reads "incomplete"
+        first: dict = {}
+        for _ in range(120):
             if page.goto(server.url + "sweep?name=live").status == 200:
-                break
+                first = dict(_cells(page, "counts"))
+                if first.get("status") == "running":
+                    break
             page.wait_for_timeout(500)
-        first = dict(_cells(page, "counts"))
-        assert first["status"] == "running"
+        assert first.get("status") == "running", first
         # no navigation from here: the page refreshes itself as points finish
         page.wait_for_function(
             "n => { const t = document.querySelector('#counts');"
