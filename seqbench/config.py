@@ -281,13 +281,30 @@ class _Part:
         return _extra_attr(self, name)
 
     def with_(self, **kw):
-        own = {f.name for f in fields(self)}
-        options = {k: kw.pop(k) for k in list(kw) if k not in own}
-        if options:
-            kw["extra"] = tuple(sorted({**dict(self.extra), **options}.items()))
+        """A copy with changes, options among them (__init__ routes them: _options_by_name)."""
         return replace(self, **kw)
 
 
+def _options_by_name(cls):
+    """Let a part be built with its options by name, as RunConfig is: ModelArgs(…, leak=0.5)
+    puts a declared option (OPTIONS) into `extra`; any other unknown name is the TypeError
+    the dataclass gives."""
+    init = cls.__init__
+    own = {f.name for f in fields(cls)}
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        named = {k: kw.pop(k) for k in list(kw) if k not in own and k in OPTIONS}
+        if named:
+            given = {**dict(kw.pop("extra", ())), **named}
+            kw["extra"] = tuple(sorted((k, v) for k, v in given.items() if v is not None))
+        init(self, *args, **kw)
+
+    __init__.__doc__ = init.__doc__
+    cls.__init__ = __init__
+    return cls
+
+
+@_options_by_name
 @dataclass(frozen=True)
 class ModelArgs(_Part):
     """The model's hyperparameters: RunConfig's model fields, with the same defaults (each
@@ -315,6 +332,7 @@ class ModelArgs(_Part):
     extra: tuple[tuple[str, Any], ...] = ()  # the family's options (RunConfig.extra)
 
 
+@_options_by_name
 @dataclass(frozen=True)
 class TaskArgs(_Part):
     """The task's options: RunConfig's task fields, with the same defaults (seq_len None: the
@@ -344,28 +362,6 @@ class TaskArgs(_Part):
     num_pairs: int | None = None
     extra: tuple[tuple[str, Any], ...] = ()  # the task's options (RunConfig.extra)
 
-
-def _options_by_name(cls):
-    """Let a part be built with its options by name, as RunConfig is: ModelArgs(…, leak=0.5)
-    puts a declared option (OPTIONS) into `extra`; any other unknown name is the TypeError
-    the dataclass gives."""
-    init = cls.__init__
-    own = {f.name for f in fields(cls)}
-
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        named = {k: kw.pop(k) for k in list(kw) if k not in own and k in OPTIONS}
-        if named:
-            given = {**dict(kw.pop("extra", ())), **named}
-            kw["extra"] = tuple(sorted((k, v) for k, v in given.items() if v is not None))
-        init(self, *args, **kw)
-
-    __init__.__doc__ = init.__doc__
-    cls.__init__ = __init__
-    return cls
-
-
-_options_by_name(ModelArgs)
-_options_by_name(TaskArgs)
 
 MODEL_FIELDS = tuple(f.name for f in _group(MODEL))
 TASK_FIELDS = tuple(f.name for f in _group(TASK))

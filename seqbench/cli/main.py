@@ -69,7 +69,8 @@ class _SeqbenchGroup(TyperGroup):
 
 def _quiet_types(cmd) -> None:
     """Help without type noise: flags and text options show no `<bool>` / `<str>` column (their
-    help says what they take); numbers keep `<int>` / `<float>`, which says something."""
+    help says what they take); numbers keep `<int>` / `<float>`, which says something. And
+    each example kept as written (below)."""
     for p in getattr(cmd, "params", []):
         if getattr(p, "param_type_name", "") == "option" and p.metavar is None:
             try:
