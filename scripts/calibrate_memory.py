@@ -122,7 +122,9 @@ def suite(which: str) -> list[Case]:
     return cases
 
 
-def run_case(case: Case, work: Path, workers: int, relative_to: str = "gap") -> dict:
+def run_case(
+    case: Case, work: Path, workers: int, relative_to: str = "gap", race: bool = True
+) -> dict:
     from seqbench import api
     from seqbench.store.opening import open_store
 
@@ -149,10 +151,10 @@ def run_case(case: Case, work: Path, workers: int, relative_to: str = "gap") -> 
     )
     store = open_store(str(work / f"{slug}.db"))
     try:
-        out = api.run_memory(store, plan, workers=workers)
+        out = api.run_memory(store, plan, workers=workers, race=race)
     finally:
         store.dispose()
-    return out.answer.to_dict()
+    return out.answer.to_dict() | {"spared": out.spared}
 
 
 def judge(case: Case, doc: dict) -> dict:
@@ -243,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--json", help="write the rows and rates as JSON to this file")
     ap.add_argument(
+        "--no-race", action="store_true", help="every cell every seed (memory --no-race)"
+    )
+    ap.add_argument(
         "--dir",
         help="keep the data and stores here: run again, every answer is re-derived from the "
         "stored runs in seconds (default: a temporary directory)",
@@ -255,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         for case in suite(args.slice):
             t0 = time.monotonic()
-            doc = run_case(case, work, args.workers, args.relative_to)
+            doc = run_case(case, work, args.workers, args.relative_to, not args.no_race)
             j = judge(case, doc)
             rows.append((case, doc, j, (time.monotonic() - t0) / 60))
             print(table(rows[-1:])[-1], flush=True)

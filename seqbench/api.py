@@ -630,20 +630,22 @@ def memory_plan(
     )
 
 
-def memory_cost(db: str | None, plan, workers: int | None = None) -> dict:
+def memory_cost(db: str | None, plan, workers: int | None = None, race: bool = True) -> dict:
     """What `memory --dry-run` shows: the first round's runs (how many the store at `db`
     already has; a store not made yet has none), the most the bisection can add, the training
     steps, and an estimate of the time: from the store's earlier runs of the same models and
     task, else from a short timing probe of each model here, shared among `workers`
-    (memory/plan.memory_cost)."""
+    (memory/plan.memory_cost). With `race`, cells the store's runs already settle in the race
+    are not counted to train."""
     from seqbench.memory.plan import memory_cost as cost
+    from seqbench.memory.runner import settled_in_store
     from seqbench.store.store import store_exists
 
     if not store_exists(db):
         return cost(None, plan, workers)
     store = open_store(db, "lean")
     try:
-        return cost(store, plan, workers)
+        return cost(store, plan, workers, settled_in_store(store, plan) if race else frozenset())
     finally:
         store.dispose()
 

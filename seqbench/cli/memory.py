@@ -91,6 +91,15 @@ DryRun = Annotated[
 Plot = Annotated[
     str | None, typer.Option(help="Draw the metric against k, k* marked, to this file.")
 ]
+Race = Annotated[
+    bool,
+    typer.Option(
+        "--race/--no-race",
+        help="Give each cell its seeds a round at a time, none more once they cannot change "
+        "the answer (a cell shown outside the tolerance, or within it above k*); --no-race: "
+        "every cell every seed.",
+    ),
+]
 
 
 @app.callback()
@@ -113,6 +122,7 @@ def memory(
     dry_run: DryRun = False,
     retry_failed: RetryFailedOption = False,
     plot: Plot = None,
+    race: Race = True,
     quiet: QuietOption = False,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -135,12 +145,13 @@ def memory(
         name=name,
     )  # fmt: skip
     if dry_run:
-        _dry_run(ctx, plan, fmt, workers)
+        _dry_run(ctx, plan, fmt, workers, race)
         return
     if not quiet:
-        cost = api.memory_cost(state(ctx).db, plan, workers)
-        typer.echo(f"memory {plan.name!r}: {cost['to_train']} runs to train, "
-                   f"{_estimate(cost)}", err=True)  # fmt: skip
+        cost = api.memory_cost(state(ctx).db, plan, workers, race)
+        most = "at most " if race else ""  # the race may spare some
+        typer.echo(f"memory {plan.name!r}: {most}{cost['to_train']} runs to train in the "
+                   f"first round, {_estimate(cost)}", err=True)  # fmt: skip
     rounds = _Rounds(plan.name, quiet)
     out, code = None, EXIT_INTERRUPTED
     try:
@@ -148,6 +159,7 @@ def memory(
             out = api.run_memory(
                 state(ctx).store, plan, executor=executor, address=address, workers=workers,
                 on_round=rounds.on_round, on_result=rounds.on_result, retry_failed=retry_failed,
+                race=race,
             )  # fmt: skip
     except KeyboardInterrupt as e:
         code = interrupt_exit_code(e)
@@ -201,7 +213,7 @@ def _say(out, plot: str | None, fmt: Format) -> None:
         _show(answer, fmt)
     typer.echo(
         f"memory {out.plan.name!r}: {out.plan.params:,} parameters per model; trained "
-        f"{out.ran} run(s), {out.rounds} bisection round(s); "
+        f"{out.ran} run(s), {out.rounds} bisection round(s){_spared(out)}; "
         f"answer {out.answer_id} stored" + (f"; plot in {plot}" if plot else ""),
         err=True,
     )
@@ -230,10 +242,16 @@ def _say_profile(out, plot: str | None, fmt: Format) -> None:
             typer.echo(out.profile["growth"]["sentence"])
     typer.echo(
         f"memory {out.plan.name!r}: {out.plan.params:,} parameters per model; trained "
-        f"{out.ran} run(s), {out.rounds} bisection round(s); {len(answers)} answers stored "
+        f"{out.ran} run(s), {out.rounds} bisection round(s){_spared(out)}; "
+        f"{len(answers)} answers stored "
         f"({', '.join(out.names)})" + (f"; plot in {plot}" if plot else ""),
         err=True,
     )
+
+
+def _spared(out) -> str:
+    """What the race left out, where it left anything."""
+    return f", {out.spared} spared by the race" if out.spared else ""
 
 
 def _show(answer: dict, fmt: Format) -> None:
@@ -245,14 +263,15 @@ def _show(answer: dict, fmt: Format) -> None:
     render(cols, rows, fmt, title=f"{answer['task']}: {answer['metric']} by context")
 
 
-def _dry_run(ctx: typer.Context, plan, fmt: Format, workers: int | None) -> None:
+def _dry_run(ctx: typer.Context, plan, fmt: Format, workers: int | None, race: bool) -> None:
     render(*api.sweep_grid(plan.points), fmt, title=f"{len(plan.points)} runs (first round)")
-    cost = api.memory_cost(state(ctx).db, plan, workers)
+    cost = api.memory_cost(state(ctx).db, plan, workers, race)
+    most = " at most" if race else ""  # the race may spare some
     typer.echo(
         f"memory {plan.name!r}: {cost['runs']} runs at {plan.params:,} parameters each in the "
-        f"first round ({cost['done']} already "
-        f"in the store, {cost['to_train']} to train, {cost['steps']:,} steps), and at most "
-        f"{cost['bisection_at_most']} more to bisect the boundary; " + _estimate(cost),
+        f"first round ({cost['done']} already in the store, {cost['to_train']} to train"
+        f"{most}, {cost['steps']:,} steps), and at most {cost['bisection_at_most']} more to "
+        "bisect the boundary; " + _estimate(cost),
         err=True,
     )
 

@@ -207,18 +207,19 @@ def cell_runs(runs: pd.DataFrame, sign: float) -> list[_Seeds]:
     return out
 
 
-def learned(cell: _Seeds, accuracy: bool, sign: float) -> bool:
-    """Beats the trivial baseline beyond the seeds' noise (a one-sided paired t-test at ALPHA)
-    and, for an accuracy, beyond what chance scores on a test set of the run's size."""
+def learned(cell: _Seeds, accuracy: bool, sign: float, alpha: float = ALPHA) -> bool:
+    """Beats the trivial baseline beyond the seeds' noise (a one-sided paired t-test at
+    `alpha`) and, for an accuracy, beyond what chance scores on a test set of the run's
+    size."""
     # > 0: better than the baseline (each seed in units of the mean baseline)
     gain = ((cell.base - cell.loss) * per_seed_scale(cell.base)).to_numpy(float)
-    if not _above(gain, 0.0):
+    if not _above(gain, 0.0, alpha):
         return False
     if accuracy and math.isfinite(cell.count) and cell.count > 0:
         p = float(np.clip(sign * cell.base.mean(), 1e-12, 1 - 1e-12))  # chance
         from scipy.stats import norm
 
-        margin = norm.ppf(1 - ALPHA) * math.sqrt(p * (1 - p) / cell.count)
+        margin = norm.ppf(1 - alpha) * math.sqrt(p * (1 - p) / cell.count)
         return bool(gain.mean() > margin)
     return True
 
@@ -316,11 +317,12 @@ def judge_cells(
     base_loss: float,
     epsilon: float,
     relative_to: str,
+    alpha: float = ALPHA,
 ) -> tuple[list[Cell], int, float]:
-    """Each cell judged over its seeds: learned, within or outside the tolerance of the best
-    (the best: the lowest mean loss among the cells that learned). Returns (cells, the best's
-    index, the tolerance δ in loss terms)."""
-    got = [learned(c, accuracy, sign) for c in seeds]
+    """Each cell judged over its seeds, each test at `alpha`: learned, within or outside the
+    tolerance of the best (the best: the lowest mean loss among the cells that learned).
+    Returns (cells, the best's index, the tolerance δ in loss terms)."""
+    got = [learned(c, accuracy, sign, alpha) for c in seeds]
     means = [float(c.loss.mean()) for c in seeds]
     pool = [i for i, ok in enumerate(got) if ok] or list(range(len(seeds)))
     b = min(pool, key=lambda i: means[i])  # the best cell: among those that learned
@@ -329,7 +331,7 @@ def judge_cells(
     # each against a best that is itself the winner of them all (biased low), so each test
     # runs at ALPHA over their number (Bonferroni)
     compared = sum(1 for i, c in enumerate(seeds) if c.k is not None and i != b)
-    alpha_out = ALPHA / max(compared, 1)
+    alpha_out = alpha / max(compared, 1)
     cells = []
     for i, c in enumerate(seeds):
         excess = paired_excess(c, seeds[b]) if i != b else np.zeros(1)
@@ -342,7 +344,7 @@ def judge_cells(
                 std=_std(c.loss.to_numpy(float)),
                 n=len(c.loss),
                 learned=bool(got[i]),
-                matches=bool(ff and got[i] and (i == b or _below(excess, delta))),
+                matches=bool(ff and got[i] and (i == b or _below(excess, delta, alpha))),
                 outside=bool(ff and i != b and _above(excess, delta, alpha_out)),
                 excess=sign * (means[i] - means[b]),
                 improving=c.improving,
@@ -364,21 +366,26 @@ def derive(
     units: str = "",
     label: str = "",
     train_size: int | None = None,
+    alpha: float = ALPHA,
 ) -> Answer:
     """The answer from `runs`: one row per run with columns run_id, model, k (None for a
     recurrent reference), seed, value (the metric) and baseline (the run's trivial baseline);
     optionally test_count (the scored test predictions: chance's binomial bound for an
     accuracy), improving (the run was still improving at its last evaluation) and persistence
     (a forecast's last-value predictor: a warning when no model beats it). Non-finite values
-    (a diverged run) count as the baseline: a run that blew up learned nothing."""
+    (a diverged run) count as the baseline: a run that blew up learned nothing. `alpha`: each
+    test's level (ALPHA; the race judges at a stricter one, memory/race.py)."""
     check_tolerance(epsilon, relative_to)
     if runs.empty:
         raise ValueError("no runs to derive an answer from")
     sign = -1.0 if higher_is_better else 1.0  # loss = sign * value: lower is better
-    base_loss = float(np.nanmean(sign * runs["baseline"].astype(float)))
+    # the trivial baseline: each seed's (a seed fixes the data), then their mean, so that a
+    # seed with more runs (cells the race settled have fewer) does not weigh more
+    per_seed = (sign * runs["baseline"].astype(float)).groupby(runs["seed"]).mean()
+    base_loss = float(np.nanmean(per_seed.to_numpy(float)))
     cells, b, delta = judge_cells(
         cell_runs(runs, sign), sign=sign, accuracy=metric in ACCURACIES, base_loss=base_loss,
-        epsilon=epsilon, relative_to=relative_to,
+        epsilon=epsilon, relative_to=relative_to, alpha=alpha,
     )  # fmt: skip
     k_star, lo, hi = k_interval(cells)
     verdict = verdict_of(cells, cells[b], k_star, whole_input)

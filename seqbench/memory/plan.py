@@ -279,15 +279,19 @@ def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top, re
     return f"memory-{task}-{digest[:8]}"
 
 
-def memory_cost(store, plan: MemoryPlan, workers: int | None = None) -> dict:
+def memory_cost(
+    store, plan: MemoryPlan, workers: int | None = None, settled: frozenset = frozenset()
+) -> dict:
     """The first round's runs, those the store already has, the most the bisection may add,
     the steps to train, and the seconds that would take: at the pace of this store's earlier
     runs of each model on the task (serial seconds, `how` "store"), else from a timing probe
     of each model and context on this machine divided among `workers` (default: one per
-    usable core, as a sweep runs them; `how` "probe")."""
+    usable core, as a sweep runs them; `how` "probe"). `settled`: the (model, k) cells the
+    store's runs already settle in the race (memory/race.py), whose missing seeds it would not
+    train; the rest is the most the race trains (it may spare more)."""
     import statistics
 
-    from seqbench.configure import config_hash
+    from seqbench.configure import config_hash, stored_k
 
     models = sorted({c.model for c in plan.points})
     history = store.trained(plan.task, models) if store is not None else []
@@ -296,7 +300,18 @@ def memory_cost(store, plan: MemoryPlan, workers: int | None = None) -> dict:
     for m, _h, _s, secs, steps in history:
         if secs and steps:
             pace.setdefault(m, []).append(secs / steps)
-    todo = [c for c in plan.points if config_hash(c) not in done]
+    todo = [
+        c
+        for c in plan.points
+        if config_hash(c) not in done
+        and (c.model, None if c.model in plan.references else stored_k(c)) not in settled
+    ]
+    asked = len(plan.points) - sum(
+        1
+        for c in plan.points
+        if config_hash(c) not in done
+        and (c.model, None if c.model in plan.references else stored_k(c)) in settled
+    )
     widest = max((b - a for a, b in itertools.pairwise(plan.ks)), default=1)
     rounds = math.ceil(math.log2(widest)) if widest > 1 else 0  # to narrow it to one step
     bisect = rounds * len(plan.families) * len(plan.seeds) * len(plan.tolerances)
@@ -309,8 +324,8 @@ def memory_cost(store, plan: MemoryPlan, workers: int | None = None) -> dict:
         seconds = probe_cost(todo, workers)
     return {
         "name": plan.name,
-        "runs": len(plan.points),
-        "done": len(plan.points) - len(todo),
+        "runs": asked,
+        "done": asked - len(todo),
         "to_train": len(todo),
         "bisection_at_most": bisect,
         "steps": steps,

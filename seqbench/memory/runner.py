@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from seqbench.errors import NotFoundError, SeqbenchError
-from seqbench.memory.answer import Answer, derive, still_improving
+from seqbench.memory.answer import ALPHA, Answer, derive, still_improving
 from seqbench.memory.plan import ROUNDS, MemoryPlan, next_k, with_points
+from seqbench.memory.race import RACE_SEEDS, looks
 
 if TYPE_CHECKING:
+    from seqbench.config import RunConfig
     from seqbench.store.store import Store
 
 
@@ -30,6 +32,7 @@ class MemoryOutcome:
     answers: list[Answer] = field(default_factory=list)
     answer_ids: list[int] = field(default_factory=list)
     profile: dict | None = None
+    spared: int = 0  # the plan's runs the race left out: cells settled before their last seed
 
     @property
     def names(self) -> list[str]:
@@ -48,34 +51,34 @@ def run_memory(
     on_result: Callable[[str], None] = lambda status: None,
     stale_after: float = 60.0,
     retry_failed: bool = False,
+    race: bool = True,
 ) -> MemoryOutcome:
     """Train what the plan needs (skipping what the store has), bisect, derive and store the
-    answer. Raises SeqbenchError when points are left without a result (the same command
-    resumes them)."""
-    from seqbench.sweep import runner
+    answer. `race`: each cell's seeds come a round at a time, and a cell the evidence has
+    settled gets no more (memory/race.py); else every cell gets every seed at once. Raises
+    SeqbenchError when points are left without a result (the same command resumes them)."""
+    from seqbench.configure import config_hash
 
     ran, rounds = 0, 0
-    answer = None
-    while True:
+    asked: dict[str, RunConfig] = {}  # the points the answer rests on, by config hash
+    settled: frozenset = frozenset()
+    while True:  # the grid, then each bisection's new contexts
         what = "grid" if rounds == 0 else f"bisection {rounds}"
-        sweep_id = runner.plan_sweep(store, plan.name, plan.spec(), plan.points, False, True)
-        out = runner.run_sweep(
-            store,
-            sweep_id,
-            make_executor,
-            stale_after=stale_after,
-            retry_failed=retry_failed,
-            on_start=lambda total, todo, what=what: on_round(what, total, todo),
-            on_result=on_result,
-        )
-        ran += out.ran
-        if out.unfinished:
-            raise SeqbenchError(
-                f"{out.unfinished} of {out.total} run(s) of {plan.name!r} have no result "
-                "(failed or crashed): see `seqbench runs --status failed`; the same command "
-                "resumes (--retry-failed runs failed ones again)"
-            )
-        answers = derive_answers(store, plan)
+        n = min(RACE_SEEDS, len(plan.seeds)) if race else len(plan.seeds)
+        while True:  # the race: a seed more for every cell still open
+            want = wanted(plan, n, settled)
+            new = {h: c for h, c in ((config_hash(c), c) for c in want) if h not in asked}
+            if new or not asked:
+                asked |= new
+                stage = what if n == len(plan.seeds) and not race else f"{what}, {n} seeds"
+                ran += _run_points(store, plan, list(asked.values()), make_executor, stage,
+                                   on_round, on_result, stale_after, retry_failed)  # fmt: skip
+                now = replace(plan, points=list(asked.values()))
+                answers = derive_answers(store, now)
+                settled = race_settled(store, now) if race else frozenset()
+            elif n >= len(plan.seeds):
+                break
+            n = min(n + 1, len(plan.seeds))
         # every tolerance bisects its own boundary; a round trains all their midpoints at once
         ks = {next_k(list(plan.ks), a.k_star) for a in answers if a.verdict == "matches"}
         ks.discard(None)
@@ -83,10 +86,12 @@ def run_memory(
             break
         rounds += 1
         plan = with_points(plan, [*plan.ks, *ks])
+    spared = len(plan.points) - len(asked)
+    plan = replace(plan, points=list(asked.values()))
     if not plan.epsilons:
         (answer,) = answers
         answer_id = store.save_answer(plan.name, answer_columns(answer, plan), answer.run_ids)
-        return MemoryOutcome(answer, plan, answer_id, ran, rounds)
+        return MemoryOutcome(answer, plan, answer_id, ran, rounds, spared=spared)
     from seqbench.memory.profile import profile_facts
 
     profile = profile_facts(plan, answers)
@@ -96,7 +101,61 @@ def run_memory(
         )
         for a in answers
     ]
-    return MemoryOutcome(answers[0], plan, ids[0], ran, rounds, answers, ids, profile)
+    return MemoryOutcome(answers[0], plan, ids[0], ran, rounds, answers, ids, profile, spared)
+
+
+def race_settled(store, plan: MemoryPlan) -> frozenset:
+    """The cells the race has settled, judged at ALPHA over the looks it may take."""
+    from seqbench.memory.race import settled
+
+    return settled(derive_answers(store, plan, ALPHA / looks(len(plan.seeds))))
+
+
+def settled_in_store(store, plan: MemoryPlan) -> frozenset:
+    """The cells the race would settle from the runs of `plan` the store has (none without
+    any): what a dry run leaves out of what is to train."""
+    try:
+        return race_settled(store, plan)
+    except SeqbenchError:  # no run of the plan yet
+        return frozenset()
+
+
+def wanted(plan: MemoryPlan, n: int, settled: frozenset) -> list[RunConfig]:
+    """The plan's points of its first `n` seeds, those of settled cells left out."""
+    from seqbench.configure import stored_k
+
+    first = set(plan.seeds[:n])
+    out = []
+    for c in plan.points:
+        key = (c.model, None if c.model in plan.references else stored_k(c))
+        if c.seed in first and key not in settled:
+            out.append(c)
+    return out
+
+
+def _run_points(
+    store, plan, points, make_executor, what, on_round, on_result, stale_after, retry_failed
+) -> int:
+    """Plan `points` as the memory's sweep and run those without a result; the runs trained."""
+    from seqbench.sweep import runner
+
+    sweep_id = runner.plan_sweep(store, plan.name, plan.spec(), points, False, True)
+    out = runner.run_sweep(
+        store,
+        sweep_id,
+        make_executor,
+        stale_after=stale_after,
+        retry_failed=retry_failed,
+        on_start=lambda total, todo: on_round(what, total, todo),
+        on_result=on_result,
+    )
+    if out.unfinished:
+        raise SeqbenchError(
+            f"{out.unfinished} of {out.total} run(s) of {plan.name!r} have no result "
+            "(failed or crashed): see `seqbench runs --status failed`; the same command "
+            "resumes (--retry-failed runs failed ones again)"
+        )
+    return out.ran
 
 
 def profile_name(name: str, epsilon: float) -> str:
@@ -152,9 +211,10 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     )
 
 
-def derive_answers(store, plan: MemoryPlan) -> list[Answer]:
+def derive_answers(store, plan: MemoryPlan, alpha: float = ALPHA) -> list[Answer]:
     """The answer at each of the plan's tolerances (plan.tolerances), from one read of its
-    runs: the cells are the same, the tolerance decides what they show."""
+    runs: the cells are the same, the tolerance decides what they show; each test at
+    `alpha`."""
     from seqbench.report.frames import data_label, metric_direction
     from seqbench.tasks import TASKS
 
@@ -174,7 +234,7 @@ def derive_answers(store, plan: MemoryPlan) -> list[Answer]:
         "label": data_label(plan.task, plan.points[0].to_dict()),
         "train_size": train_size(plan),
     }
-    return [derive(runs, epsilon=eps, **facts) for eps in plan.tolerances]
+    return [derive(runs, epsilon=eps, alpha=alpha, **facts) for eps in plan.tolerances]
 
 
 def train_size(plan: MemoryPlan) -> int | None:
