@@ -645,7 +645,8 @@ def memory_cost(db: str | None, plan, workers: int | None = None, race: bool = T
         return cost(None, plan, workers)
     store = open_store(db, "lean")
     try:
-        return cost(store, plan, workers, settled_in_store(store, plan) if race else frozenset())
+        settled = settled_in_store(store, plan) if race else (frozenset(), 1)
+        return cost(store, plan, workers, settled)
     finally:
         store.dispose()
 

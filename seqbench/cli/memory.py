@@ -150,8 +150,8 @@ def memory(
     if not quiet:
         cost = api.memory_cost(state(ctx).db, plan, workers, race)
         most = "at most " if race else ""  # the race may spare some
-        typer.echo(f"memory {plan.name!r}: {most}{cost['to_train']} runs to train in the "
-                   f"first round, {_estimate(cost)}", err=True)  # fmt: skip
+        typer.echo(f"memory {plan.name!r}: {most}{cost['to_train']} runs to train, "
+                   f"{_estimate(cost)}", err=True)  # fmt: skip
     rounds = _Rounds(plan.name, quiet)
     out, code = None, EXIT_INTERRUPTED
     try:

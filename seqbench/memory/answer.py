@@ -318,10 +318,13 @@ def judge_cells(
     epsilon: float,
     relative_to: str,
     alpha: float = ALPHA,
+    planned: int = 0,
 ) -> tuple[list[Cell], int, float]:
     """Each cell judged over its seeds, each test at `alpha`: learned, within or outside the
     tolerance of the best (the best: the lowest mean loss among the cells that learned).
-    Returns (cells, the best's index, the tolerance δ in loss terms)."""
+    `planned`: the feedforward cells the question planned (the race may leave some untrained:
+    the Bonferroni count is then still theirs). Returns (cells, the best's index, the tolerance
+    δ in loss terms)."""
     got = [learned(c, accuracy, sign, alpha) for c in seeds]
     means = [float(c.loss.mean()) for c in seeds]
     pool = [i for i, ok in enumerate(got) if ok] or list(range(len(seeds)))
@@ -331,6 +334,7 @@ def judge_cells(
     # each against a best that is itself the winner of them all (biased low), so each test
     # runs at ALPHA over their number (Bonferroni)
     compared = sum(1 for i, c in enumerate(seeds) if c.k is not None and i != b)
+    compared = max(compared, planned - (seeds[b].k is not None))
     alpha_out = alpha / max(compared, 1)
     cells = []
     for i, c in enumerate(seeds):
@@ -367,6 +371,7 @@ def derive(
     label: str = "",
     train_size: int | None = None,
     alpha: float = ALPHA,
+    planned: int = 0,
 ) -> Answer:
     """The answer from `runs`: one row per run with columns run_id, model, k (None for a
     recurrent reference), seed, value (the metric) and baseline (the run's trivial baseline);
@@ -374,7 +379,8 @@ def derive(
     accuracy), improving (the run was still improving at its last evaluation) and persistence
     (a forecast's last-value predictor: a warning when no model beats it). Non-finite values
     (a diverged run) count as the baseline: a run that blew up learned nothing. `alpha`: each
-    test's level (ALPHA; the race judges at a stricter one, memory/race.py)."""
+    test's level (ALPHA; the race judges at a stricter one, memory/race.py); `planned`: the
+    feedforward cells planned, for the Bonferroni count where some were not trained."""
     check_tolerance(epsilon, relative_to)
     if runs.empty:
         raise ValueError("no runs to derive an answer from")
@@ -385,7 +391,7 @@ def derive(
     base_loss = float(np.nanmean(per_seed.to_numpy(float)))
     cells, b, delta = judge_cells(
         cell_runs(runs, sign), sign=sign, accuracy=metric in ACCURACIES, base_loss=base_loss,
-        epsilon=epsilon, relative_to=relative_to, alpha=alpha,
+        epsilon=epsilon, relative_to=relative_to, alpha=alpha, planned=planned,
     )  # fmt: skip
     k_star, lo, hi = k_interval(cells)
     verdict = verdict_of(cells, cells[b], k_star, whole_input)

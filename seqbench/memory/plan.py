@@ -280,15 +280,19 @@ def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top, re
 
 
 def memory_cost(
-    store, plan: MemoryPlan, workers: int | None = None, settled: frozenset = frozenset()
+    store,
+    plan: MemoryPlan,
+    workers: int | None = None,
+    settled: tuple[frozenset, int] = (frozenset(), 1),
 ) -> dict:
     """The first round's runs, those the store already has, the most the bisection may add,
     the steps to train, and the seconds that would take: at the pace of this store's earlier
     runs of each model on the task (serial seconds, `how` "store"), else from a timing probe
     of each model and context on this machine divided among `workers` (default: one per
     usable core, as a sweep runs them; `how` "probe"). `settled`: the (model, k) cells the
-    store's runs already settle in the race (memory/race.py), whose missing seeds it would not
-    train; the rest is the most the race trains (it may spare more)."""
+    store's runs already settle in the race (memory/race.py), and the context below which
+    every cell is settled, whose missing runs it would not train; the rest is the most the
+    race trains (it may spare more)."""
     import statistics
 
     from seqbench.configure import config_hash, stored_k
@@ -300,18 +304,17 @@ def memory_cost(
     for m, _h, _s, secs, steps in history:
         if secs and steps:
             pace.setdefault(m, []).append(secs / steps)
-    todo = [
-        c
-        for c in plan.points
-        if config_hash(c) not in done
-        and (c.model, None if c.model in plan.references else stored_k(c)) not in settled
-    ]
-    asked = len(plan.points) - sum(
-        1
-        for c in plan.points
-        if config_hash(c) not in done
-        and (c.model, None if c.model in plan.references else stored_k(c)) in settled
-    )
+    cells, low = settled
+
+    def spared(c: RunConfig) -> bool:
+        if c.model in plan.references:
+            return False
+        k = stored_k(c)
+        return k < low or (c.model, k) in cells
+
+    missing = [c for c in plan.points if config_hash(c) not in done]
+    todo = [c for c in missing if not spared(c)]
+    asked = len(plan.points) - (len(missing) - len(todo))
     widest = max((b - a for a, b in itertools.pairwise(plan.ks)), default=1)
     rounds = math.ceil(math.log2(widest)) if widest > 1 else 0  # to narrow it to one step
     bisect = rounds * len(plan.families) * len(plan.seeds) * len(plan.tolerances)

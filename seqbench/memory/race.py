@@ -14,6 +14,10 @@ cell is *settled*, and gets no further seed, when in every tolerance's answer it
 - shown within the tolerance at a context above k*: the smallest context within is k*, and a
   larger one's seeds cannot make it smaller.
 
+A context below the largest one shown outside below k* (in the answer itself, at ALPHA: the
+statement k*'s interval makes) is not trained at all (`floor`); the runner takes the grid's
+upper half first, so that such a context is known before the lower half is trained.
+
 The best cell and the recurrent references (the ceiling every cell is measured against) are
 never settled, nor is any cell of an answer that learned nothing yet: they get every seed. A
 settled cell keeps the seeds it has, and the answer is derived from the runs the race asked for
@@ -44,22 +48,32 @@ def settled(answers: list[Answer]) -> frozenset[tuple[str, int]]:
     return frozenset(out or ())
 
 
-def _settled_in(a: Answer) -> set[tuple[str, int]]:
+def floor(answers: list[Answer]) -> int:
+    """The context below which every cell is settled, tried or not, in every answer of
+    `answers`: one past the largest k shown outside below k* (1 where there is none)."""
+    return min((_floor_in(a) for a in answers), default=1)
+
+
+def _floor_in(a: Answer) -> int:
     if a.verdict == "nothing-learned":
-        return set()
+        return 1
     ff = [c for c in a.cells if c.k is not None]
     # a context below k* every cell of which is outside: k*'s interval starts one past the
     # largest (answer.k_interval)
     below = {c.k for c in ff if c.outside and (a.k_star is None or c.k < a.k_star)}
-    low = max((k for k in below if all(c.outside for c in ff if c.k == k)), default=None)
+    low = max((k for k in below if all(c.outside for c in ff if c.k == k)), default=0)
+    return low + 1
+
+
+def _settled_in(a: Answer) -> set[tuple[str, int]]:
+    if a.verdict == "nothing-learned":
+        return set()
+    ff = [c for c in a.cells if c.k is not None]
+    low = _floor_in(a) - 1
     out = set()
     for c in ff:
         if c.label == a.best_cell:
             continue
-        if (
-            c.outside
-            or (low is not None and c.k < low)
-            or (c.matches and a.k_star is not None and c.k > a.k_star)
-        ):
+        if c.outside or c.k < low or (c.matches and a.k_star is not None and c.k > a.k_star):
             out.add((c.model, c.k))
     return out

@@ -61,24 +61,29 @@ def run_memory(
 
     ran, rounds = 0, 0
     asked: dict[str, RunConfig] = {}  # the points the answer rests on, by config hash
-    settled: frozenset = frozenset()
+    settled: tuple[frozenset, int] = (frozenset(), 1)  # the race's: cells, and k below which all
     while True:  # the grid, then each bisection's new contexts
         what = "grid" if rounds == 0 else f"bisection {rounds}"
-        n = min(RACE_SEEDS, len(plan.seeds)) if race else len(plan.seeds)
-        while True:  # the race: a seed more for every cell still open
-            want = wanted(plan, n, settled)
-            new = {h: c for h, c in ((config_hash(c), c) for c in want) if h not in asked}
-            if new or not asked:
-                asked |= new
-                stage = what if n == len(plan.seeds) and not race else f"{what}, {n} seeds"
-                ran += _run_points(store, plan, list(asked.values()), make_executor, stage,
-                                   on_round, on_result, stale_after, retry_failed)  # fmt: skip
-                now = replace(plan, points=list(asked.values()))
-                answers = derive_answers(store, now)
-                settled = race_settled(store, now) if race else frozenset()
-            elif n >= len(plan.seeds):
-                break
-            n = min(n + 1, len(plan.seeds))
+        # the race takes the grid's upper half first: a context shown outside there settles
+        # every shorter one, untrained
+        upper = plan.ks[len(plan.ks) // 2 :]
+        phases = [(f"{what} k ≥ {upper[0]}", upper), (what, plan.ks)]
+        for label, ks in phases if race and rounds == 0 and len(upper) > 1 else phases[1:]:
+            n = min(RACE_SEEDS, len(plan.seeds)) if race else len(plan.seeds)
+            while True:  # the race: a seed more for every cell still open
+                want = wanted(plan, n, settled, ks)
+                new = {h: c for h, c in ((config_hash(c), c) for c in want) if h not in asked}
+                if new or not asked:
+                    asked |= new
+                    stage = label if not race else f"{label}, {n} seeds"
+                    ran += _run_points(store, plan, list(asked.values()), make_executor, stage,
+                                       on_round, on_result, stale_after, retry_failed)  # fmt: skip
+                    now = replace(plan, points=list(asked.values()))
+                    answers = derive_answers(store, now, planned=ff_cells(plan))
+                    settled = race_settled(store, now, answers) if race else (frozenset(), 1)
+                elif n >= len(plan.seeds):
+                    break
+                n = min(n + 1, len(plan.seeds))
         # every tolerance bisects its own boundary; a round trains all their midpoints at once
         ks = {next_k(list(plan.ks), a.k_star) for a in answers if a.verdict == "matches"}
         ks.discard(None)
@@ -87,6 +92,7 @@ def run_memory(
         rounds += 1
         plan = with_points(plan, [*plan.ks, *ks])
     spared = len(plan.points) - len(asked)
+    answers = [untried_note(a, plan) for a in answers]
     plan = replace(plan, points=list(asked.values()))
     if not plan.epsilons:
         (answer,) = answers
@@ -104,31 +110,74 @@ def run_memory(
     return MemoryOutcome(answers[0], plan, ids[0], ran, rounds, answers, ids, profile, spared)
 
 
-def race_settled(store, plan: MemoryPlan) -> frozenset:
-    """The cells the race has settled, judged at ALPHA over the looks it may take."""
-    from seqbench.memory.race import settled
+def race_settled(store, plan: MemoryPlan, answers: list[Answer]) -> tuple[frozenset, int]:
+    """The cells the race has settled, judged at ALPHA over the looks it may take (they get no
+    more seeds), and the context below which no cell is trained: one past the largest shown
+    outside below k* in `answers` (the answers at ALPHA: the statement k*'s interval makes,
+    which stops no seed of the cell it is about)."""
+    from seqbench.memory.race import floor, settled
 
-    return settled(derive_answers(store, plan, ALPHA / looks(len(plan.seeds))))
-
-
-def settled_in_store(store, plan: MemoryPlan) -> frozenset:
-    """The cells the race would settle from the runs of `plan` the store has (none without
-    any): what a dry run leaves out of what is to train."""
-    try:
-        return race_settled(store, plan)
-    except SeqbenchError:  # no run of the plan yet
-        return frozenset()
+    strict = derive_answers(store, plan, ALPHA / looks(len(plan.seeds)), ff_cells(plan))
+    return settled(strict), floor(answers)
 
 
-def wanted(plan: MemoryPlan, n: int, settled: frozenset) -> list[RunConfig]:
-    """The plan's points of its first `n` seeds, those of settled cells left out."""
+def ff_cells(plan: MemoryPlan) -> int:
+    """The feedforward cells of the plan's points: (model, k as stored) pairs."""
     from seqbench.configure import stored_k
 
+    return len({(c.model, stored_k(c)) for c in plan.points if c.model not in plan.references})
+
+
+def untried_note(a: Answer, plan: MemoryPlan) -> Answer:
+    """The answer with a line naming the contexts of the plan (its every point) the race left
+    untrained (below one shown outside), where it left any."""
+    from seqbench.configure import stored_k
+
+    tried = {c.k for c in a.cells if c.k is not None}
+    planned = {stored_k(c) for c in plan.points if c.model not in plan.references}
+    skipped = sorted(planned - tried)
+    if not skipped:
+        return a
+    from seqbench.memory.race import floor
+
+    low = floor([a]) - 1  # the largest context shown outside below k*
+    why = f"k = {low} is" if low > skipped[-1] else "a longer context was"
+    ks = f"k = {skipped[0]}" if len(skipped) == 1 else f"k = {', '.join(map(str, skipped))}"
+    note = (
+        f"{ks} not trained: {why} shown outside the tolerance, and a shorter context does no "
+        "better (the race; --no-race trains them)"
+    )
+    return replace(a, warnings=[*a.warnings, note])
+
+
+def settled_in_store(store, plan: MemoryPlan) -> tuple[frozenset, int]:
+    """What the race would settle from the runs of `plan` the store has (nothing without
+    any): what a dry run leaves out of what is to train."""
+    try:
+        return race_settled(store, plan, derive_answers(store, plan, planned=ff_cells(plan)))
+    except SeqbenchError:  # no run of the plan yet
+        return frozenset(), 1
+
+
+def wanted(
+    plan: MemoryPlan, n: int, settled: tuple[frozenset, int], ks: tuple[int, ...] | None = None
+) -> list[RunConfig]:
+    """The plan's points of its first `n` seeds at contexts `ks` (default: all) and of every
+    reference, those the race settled left out (`settled`: its cells, and the context below
+    which every cell is settled)."""
+    from seqbench.configure import stored_k
+
+    cells, low = settled
     first = set(plan.seeds[:n])
     out = []
     for c in plan.points:
-        key = (c.model, None if c.model in plan.references else stored_k(c))
-        if c.seed in first and key not in settled:
+        if c.seed not in first:
+            continue
+        if c.model in plan.references:
+            out.append(c)
+            continue
+        k = stored_k(c)  # as the cells know it (ks: as the plan asks for it)
+        if (ks is None or c.k in ks) and k >= low and (c.model, k) not in cells:
             out.append(c)
     return out
 
@@ -211,10 +260,11 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     )
 
 
-def derive_answers(store, plan: MemoryPlan, alpha: float = ALPHA) -> list[Answer]:
+def derive_answers(store, plan: MemoryPlan, alpha: float = ALPHA, planned: int = 0) -> list[Answer]:
     """The answer at each of the plan's tolerances (plan.tolerances), from one read of its
     runs: the cells are the same, the tolerance decides what they show; each test at
-    `alpha`."""
+    `alpha`. `planned`: the feedforward cells the question planned, where the race left some
+    untrained (answer.judge_cells)."""
     from seqbench.report.frames import data_label, metric_direction
     from seqbench.tasks import TASKS
 
@@ -234,7 +284,9 @@ def derive_answers(store, plan: MemoryPlan, alpha: float = ALPHA) -> list[Answer
         "label": data_label(plan.task, plan.points[0].to_dict()),
         "train_size": train_size(plan),
     }
-    return [derive(runs, epsilon=eps, alpha=alpha, **facts) for eps in plan.tolerances]
+    return [
+        derive(runs, epsilon=eps, alpha=alpha, planned=planned, **facts) for eps in plan.tolerances
+    ]
 
 
 def train_size(plan: MemoryPlan) -> int | None:

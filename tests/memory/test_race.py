@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from seqbench.memory.answer import ALPHA, derive
-from seqbench.memory.race import RACE_SEEDS, looks, settled
+from seqbench.memory.race import RACE_SEEDS, floor, looks, settled
 from tests.memory.test_answer import runs
 from tests.memory.test_memory_command import TRAIN, lag_data
 
@@ -54,11 +54,20 @@ def test_a_cell_below_one_shown_outside_is_settled_whatever_it_shows():
     assert settled([a]) == {("tcn", 1), ("tcn", 2), ("tcn", 8)}
 
 
+def test_the_floor_is_one_past_the_largest_context_shown_outside_below_k_star():
+    """Every cell below it is settled, tried or not: the race need not train them at all."""
+    a = answer({("tcn", 8): FAR, ("tcn", 16): BEST, ("tcn", 32): NEAR})
+    assert floor([a]) == 9 and a.k_low == 9
+    noisy = answer({("tcn", 8): NOISY, ("tcn", 16): BEST, ("tcn", 32): NEAR})
+    assert floor([noisy]) == 1  # nothing shown outside: every shorter context may matter
+    assert floor([a, noisy]) == 1  # a profile: every tolerance's floor
+
+
 def test_nothing_learned_settles_nothing():
     """Where no cell beats the baseline yet, another seed may show one that does."""
     a = answer({("tcn", 1): FAR, ("tcn", 2): [0.99, 1.02], ("tcn", 4): [1.01, 0.97]})
     assert a.verdict == "nothing-learned"
-    assert settled([a]) == frozenset()
+    assert settled([a]) == frozenset() and floor([a]) == 1
 
 
 def test_a_profile_settles_only_what_every_tolerance_settles():
@@ -98,16 +107,47 @@ def test_cells_clearly_out_get_no_more_seeds_and_the_answer_is_every_seeds(cli, 
     assert seeds[1] == seeds[2] == 2 and seeds[3] == seeds[None] == 3
     spared = sum(3 - n for n in seeds.values())
     assert spared >= 2 and f"{spared} spared by the race" in raced.stderr
-    con = sqlite3.connect(db)
-    ((n_runs,),) = con.execute("SELECT count(*) FROM runs")
-    con.close()
-    assert n_runs == len(doc["run_ids"]) == sum(seeds.values())  # it trained nothing else
+    assert n_runs(db) == len(doc["run_ids"]) == sum(seeds.values())  # it trained nothing else
     full = cli(*args, "--no-race")  # the same store: trains the seeds the race spared
     assert full.exit_code == 0, full.output
     assert f"trained {spared} run(s)" in full.stderr and "spared" not in full.stderr
     every = json.loads(full.stdout)
     assert all(c["seeds"] == 3 for c in every["cells"])
-    assert (every["verdict"], every["k_star"], every["k_low"], every["k_high"]) == (
-        doc["verdict"], doc["k_star"], doc["k_low"], doc["k_high"],
-    )  # fmt: skip
+    assert same_answer(doc, every)
     assert [c["outside"] for c in every["cells"]] == [c["outside"] for c in doc["cells"]]
+
+
+@pytest.mark.slow
+def test_contexts_below_one_shown_outside_are_never_trained(cli, db, tmp_path):
+    """A delay of 5 at T = 8: the race takes the grid's upper half (k = 4, 8) first; k = 4 is
+    shown outside, so k = 1 and 2 cannot change the answer and are not trained at all."""
+    data = lag_data(tmp_path / "lag.npz", 5)
+    args = ["memory", "--task", "file", "--path", data, *TRAIN, "--format", "json"]
+    raced = cli(*args)
+    assert raced.exit_code == 0, raced.output
+    doc = json.loads(raced.stdout)
+    assert (doc["k_star"], doc["k_low"], doc["k_high"]) == (5, 5, 5)
+    ks = sorted(c["k"] for c in doc["cells"] if c["k"] is not None)
+    assert ks[0] == 4 and 1 not in ks and 2 not in ks
+    assert any(
+        w.startswith("k = 1, 2 not trained: k = 4 is shown outside the tolerance")
+        for w in doc["warnings"]
+    )
+    assert n_runs(db) == len(doc["run_ids"])
+    full = cli(*args, "--no-race")
+    assert full.exit_code == 0, full.output
+    every = json.loads(full.stdout)
+    assert {1, 2} <= {c["k"] for c in every["cells"]} and same_answer(doc, every)
+    assert not any("not trained" in w for w in every["warnings"])
+
+
+def n_runs(db) -> int:
+    con = sqlite3.connect(db)
+    ((n,),) = con.execute("SELECT count(*) FROM runs")
+    con.close()
+    return n
+
+
+def same_answer(a: dict, b: dict) -> bool:
+    keys = ("verdict", "k_star", "k_low", "k_high", "best_cell", "best", "baseline")
+    return all(a[k] == b[k] for k in keys)
