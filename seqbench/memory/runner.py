@@ -57,6 +57,45 @@ def run_memory(
     answer. `race`: each cell's seeds come a round at a time, and a cell the evidence has
     settled gets no more (memory/race.py); else every cell gets every seed at once. Raises
     SeqbenchError when points are left without a result (the same command resumes them)."""
+    pool = _OnePool(make_executor)
+    try:
+        return _run(store, plan, pool.factory, on_round, on_result, stale_after, retry_failed, race)
+    finally:
+        pool.close()
+
+
+class _OnePool:
+    """One executor for every stage of a memory command (the race's seeds, the bisection's
+    rounds), started when first needed and shut down at the end: a fresh pool each stage
+    paid its workers' start and their first run's warm-up every time."""
+
+    def __init__(self, make: Callable[[], object]) -> None:
+        self.make, self.executor = make, None
+
+    def factory(self) -> object:
+        if self.executor is None:
+            self.executor = self.make()
+        return _Kept(self.executor)
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown()
+
+
+class _Kept:
+    """An executor whose shutdown is left to its _OnePool."""
+
+    def __init__(self, executor: object) -> None:
+        self._executor = executor
+
+    def __getattr__(self, name: str):
+        return getattr(self._executor, name)
+
+    def shutdown(self) -> None:
+        pass
+
+
+def _run(store, plan, make_executor, on_round, on_result, stale_after, retry_failed, race):
     from seqbench.configure import config_hash
 
     ran, rounds = 0, 0
