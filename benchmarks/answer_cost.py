@@ -125,7 +125,8 @@ def one(task: str, where: str | None, work: Path, workers: int) -> dict:
     # one full-length run of the same TCN: the largest context, the answer's budget, seed 0
     run_cmd = [*seqbench, "train", "--model", "tcn", *data, *sets, "--k", str(answer["max_k"]),
                "--params", str(answer["params"]), "--seed", "0", "--quiet"]  # fmt: skip
-    run_cpu, _, _, _ = timed(run_cmd, env)
+    # its CPU time varies by a third from one run to the next (threads): the median of three
+    run_cpu = float(np.median([timed(run_cmd, env)[0] for _ in range(3)]))
     return {
         "task": task,
         "checkout": where or "this",
@@ -165,10 +166,12 @@ def main() -> None:
               f"{r['interval']} | {r['runs']} | {r['rounds']} | {r['cpu']:.0f} | "
               f"{r['wall']:.0f} | {r['run_cpu']:.1f} | {r['n']:.1f} |")  # fmt: skip
     if a.before:
-        print("\n| task | N before | N now | now / before |\n|---|---|---|---|")
+        print("\n| task | N before | N now | N now / before | CPU now / before |")
+        print("|---|---|---|---|---|")
         for task in a.tasks.split(","):
             b, n = (r for r in rows if r["task"] == task)
-            print(f"| {task} | {b['n']:.1f} | {n['n']:.1f} | {n['n'] / b['n']:.2f} |")
+            print(f"| {task} | {b['n']:.1f} | {n['n']:.1f} | {n['n'] / b['n']:.2f} | "
+                  f"{n['cpu'] / b['cpu']:.2f} |")  # fmt: skip
 
 
 if __name__ == "__main__":
