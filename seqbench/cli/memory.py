@@ -96,8 +96,8 @@ Race = Annotated[
     typer.Option(
         "--race/--no-race",
         help="Give each cell its seeds a round at a time, none more once they cannot change "
-        "the answer (a cell shown outside the tolerance, or within it above k*); --no-race: "
-        "every cell every seed.",
+        "the answer (a cell shown outside the tolerance, or within it above k*), and train no "
+        "context below one shown outside; --no-race: every cell every seed.",
     ),
 ]
 
