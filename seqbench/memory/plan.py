@@ -90,6 +90,14 @@ class MemoryPlan:
         return out
 
 
+def cell_key(plan: MemoryPlan, c: RunConfig) -> tuple[str, int | None]:
+    """The cell a point of the plan belongs to: its model and k as the run stores it (None
+    for a recurrent reference), as the answer's cells know it."""
+    from seqbench.configure import stored_k
+
+    return c.model, None if c.model in plan.references else stored_k(c)
+
+
 def k_grid(max_k: int) -> list[int]:
     """1, 2, 4, … below max_k, and max_k itself."""
     out, k = [], 1
@@ -295,7 +303,7 @@ def memory_cost(
     race trains (it may spare more)."""
     import statistics
 
-    from seqbench.configure import config_hash, stored_k
+    from seqbench.configure import config_hash
 
     models = sorted({c.model for c in plan.points})
     history = store.trained(plan.task, models) if store is not None else []
@@ -307,10 +315,8 @@ def memory_cost(
     cells, low = settled
 
     def spared(c: RunConfig) -> bool:
-        if c.model in plan.references:
-            return False
-        k = stored_k(c)
-        return k < low or (c.model, k) in cells
+        key = cell_key(plan, c)
+        return key[1] is not None and (key[1] < low or key in cells)
 
     missing = [c for c in plan.points if config_hash(c) not in done]
     todo = [c for c in missing if not spared(c)]

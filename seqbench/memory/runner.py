@@ -13,7 +13,7 @@ import pandas as pd
 
 from seqbench.errors import NotFoundError, SeqbenchError
 from seqbench.memory.answer import ALPHA, Answer, derive, still_improving
-from seqbench.memory.plan import ROUNDS, MemoryPlan, next_k, with_points
+from seqbench.memory.plan import ROUNDS, MemoryPlan, cell_key, next_k, with_points
 from seqbench.memory.race import RACE_SEEDS, looks
 
 if TYPE_CHECKING:
@@ -118,8 +118,9 @@ def _run(store, plan, make_executor, on_round, on_result, stale_after, retry_fai
                     ran += _run_points(store, plan, list(asked.values()), make_executor, stage,
                                        on_round, on_result, stale_after, retry_failed)  # fmt: skip
                     now = replace(plan, points=list(asked.values()))
-                    answers = derive_answers(store, now, planned=ff_cells(plan))
-                    settled = race_settled(store, now, answers) if race else (frozenset(), 1)
+                    runs, facts = plan_runs(store, now), answer_facts(now, ff_cells(plan))
+                    answers = answers_from(runs, now, facts)
+                    settled = race_settled(runs, now, facts, answers) if race else (frozenset(), 1)
                 elif n >= len(plan.seeds):
                     break
                 n = min(n + 1, len(plan.seeds))
@@ -149,31 +150,29 @@ def _run(store, plan, make_executor, on_round, on_result, stale_after, retry_fai
     return MemoryOutcome(answers[0], plan, ids[0], ran, rounds, answers, ids, profile, spared)
 
 
-def race_settled(store, plan: MemoryPlan, answers: list[Answer]) -> tuple[frozenset, int]:
+def race_settled(
+    runs: pd.DataFrame, plan: MemoryPlan, facts: dict, answers: list[Answer]
+) -> tuple[frozenset, int]:
     """The cells the race has settled, judged at ALPHA over the looks it may take (they get no
     more seeds), and the context below which no cell is trained: one past the largest shown
     outside below k* in `answers` (the answers at ALPHA: the statement k*'s interval makes,
     which stops no seed of the cell it is about)."""
     from seqbench.memory.race import floor, settled
 
-    strict = derive_answers(store, plan, ALPHA / looks(len(plan.seeds)), ff_cells(plan))
+    strict = answers_from(runs, plan, facts, ALPHA / looks(len(plan.seeds)))
     return settled(strict), floor(answers)
 
 
 def ff_cells(plan: MemoryPlan) -> int:
-    """The feedforward cells of the plan's points: (model, k as stored) pairs."""
-    from seqbench.configure import stored_k
-
-    return len({(c.model, stored_k(c)) for c in plan.points if c.model not in plan.references})
+    """The feedforward cells of the plan's points."""
+    return len({cell_key(plan, c) for c in plan.points} - {(m, None) for m in plan.references})
 
 
 def untried_note(a: Answer, plan: MemoryPlan) -> Answer:
     """The answer with a line naming the contexts of the plan (its every point) the race left
     untrained (below one shown outside), where it left any."""
-    from seqbench.configure import stored_k
-
     tried = {c.k for c in a.cells if c.k is not None}
-    planned = {stored_k(c) for c in plan.points if c.model not in plan.references}
+    planned = {cell_key(plan, c)[1] for c in plan.points} - {None}
     skipped = sorted(planned - tried)
     if not skipped:
         return a
@@ -192,10 +191,11 @@ def untried_note(a: Answer, plan: MemoryPlan) -> Answer:
 def settled_in_store(store, plan: MemoryPlan) -> tuple[frozenset, int]:
     """What the race would settle from the runs of `plan` the store has (nothing without
     any): what a dry run leaves out of what is to train."""
-    try:
-        return race_settled(store, plan, derive_answers(store, plan, planned=ff_cells(plan)))
-    except SeqbenchError:  # no run of the plan yet
+    runs = plan_runs(store, plan)
+    if runs.empty:  # no run of the plan yet
         return frozenset(), 1
+    facts = answer_facts(plan, ff_cells(plan))
+    return race_settled(runs, plan, facts, answers_from(runs, plan, facts))
 
 
 def wanted(
@@ -204,19 +204,14 @@ def wanted(
     """The plan's points of its first `n` seeds at contexts `ks` (default: all) and of every
     reference, those the race settled left out (`settled`: its cells, and the context below
     which every cell is settled)."""
-    from seqbench.configure import stored_k
-
     cells, low = settled
     first = set(plan.seeds[:n])
     out = []
     for c in plan.points:
-        if c.seed not in first:
-            continue
-        if c.model in plan.references:
-            out.append(c)
-            continue
-        k = stored_k(c)  # as the cells know it (ks: as the plan asks for it)
-        if (ks is None or c.k in ks) and k >= low and (c.model, k) not in cells:
+        key = cell_key(plan, c)  # k as the cells know it (ks: as the plan asks for it)
+        if c.seed in first and (
+            key[1] is None or ((ks is None or c.k in ks) and key[1] >= low and key not in cells)
+        ):
             out.append(c)
     return out
 
@@ -255,7 +250,6 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     """One row per point of the plan with a result: run_id, model, k, seed, value, baseline,
     test_count (the predictions its test scored), improving (its validation curve was still
     improving at the last evaluation), and persistence where the task stores it."""
-    from seqbench.configure import stored_k
     from seqbench.report.frames import curves_frame, metric_direction, results_frame
 
     statuses = ("completed", "diverged")
@@ -265,9 +259,7 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     # this plan's points only: a concurrent command on the same store may have added its
     # bisection's points to the sweep, still running; this command waits for them when its own
     # bisection reaches them, and meanwhile answers from what it planned
-    mine = {
-        (c.model, None if c.model in plan.references else stored_k(c), c.seed) for c in plan.points
-    }
+    mine = {(*cell_key(plan, c), c.seed) for c in plan.points}
     keys = [
         (m, None if m in plan.references else int(k), int(s))
         for m, k, s in zip(metric["model"], metric["k"], metric["seed"], strict=True)
@@ -299,33 +291,35 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     )
 
 
-def derive_answers(store, plan: MemoryPlan, alpha: float = ALPHA, planned: int = 0) -> list[Answer]:
-    """The answer at each of the plan's tolerances (plan.tolerances), from one read of its
-    runs: the cells are the same, the tolerance decides what they show; each test at
-    `alpha`. `planned`: the feedforward cells the question planned, where the race left some
-    untrained (answer.judge_cells)."""
+def answer_facts(plan: MemoryPlan, planned: int = 0) -> dict:
+    """What every answer of the plan is derived with, whatever its runs: the task, the
+    metric and its direction, the largest k, the units, the label, the training size."""
     from seqbench.report.frames import data_label, metric_direction
     from seqbench.tasks import TASKS
 
-    runs = plan_runs(store, plan)
-    if runs.empty:
-        raise SeqbenchError(f"no completed run of {plan.name!r} to answer from")
-    higher = metric_direction("test_metric", plan.task) == "higher"
-    metric = TASKS.get(plan.task).metric if plan.task in TASKS else "test_metric"
-    facts = {
+    return {
         "task": plan.task,
-        "higher_is_better": higher,
+        "higher_is_better": metric_direction("test_metric", plan.task) == "higher",
         "max_k": plan.max_k,
         "relative_to": plan.relative_to,
         "whole_input": plan.max_k >= plan.steps,
-        "metric": metric,
+        "metric": TASKS.get(plan.task).metric if plan.task in TASKS else "test_metric",
         "units": metric_units(plan),
         "label": data_label(plan.task, plan.points[0].to_dict()),
         "train_size": train_size(plan),
+        "planned": planned,
     }
-    return [
-        derive(runs, epsilon=eps, alpha=alpha, planned=planned, **facts) for eps in plan.tolerances
-    ]
+
+
+def answers_from(
+    runs: pd.DataFrame, plan: MemoryPlan, facts: dict, alpha: float = ALPHA
+) -> list[Answer]:
+    """The answer at each of the plan's tolerances (plan.tolerances) from one read of its runs
+    (`runs`, plan_runs): the cells are the same, the tolerance decides what they show; each
+    test at `alpha`."""
+    if runs.empty:
+        raise SeqbenchError(f"no completed run of {plan.name!r} to answer from")
+    return [derive(runs, epsilon=eps, alpha=alpha, **facts) for eps in plan.tolerances]
 
 
 def train_size(plan: MemoryPlan) -> int | None:
