@@ -670,7 +670,8 @@ def run_memory(
     uses_cuda = any(sweeps.runs_on_cuda(p.device) for p in plan.points)
     make_executor = sweeps.executor_factory(executor, address, workers, uses_cuda=uses_cuda)
     store = store() if callable(store) else store
-    return runner.run_memory(store, runner.plan_with_tried(plan, store), make_executor, **options)
+    plan = runner.check_memory_sweep(plan, store)
+    return runner.run_memory(store, plan, make_executor, **options)
 
 
 def memory_answers(store: Store, name: str | None = None, task: str | None = None) -> list[dict]:

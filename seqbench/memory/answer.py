@@ -462,7 +462,8 @@ def caveats(a: Answer, persistence: float | None) -> list[str]:
     if slow:
         out.append(f"under-trained; train longer (--set steps=...): {', '.join(slow)}")
     if a.k_star is not None and a.k_low is not None and a.k_low < a.k_star:
-        undecided = [c.k for c in ff if c.status == "undecided" and c.k < a.k_star]
+        # those below a context shown outside do not widen the interval (it starts past it)
+        undecided = [c.k for c in ff if c.status == "undecided" and a.k_low <= c.k < a.k_star]
         if undecided:
             lo, hi = min(undecided), a.k_star - 1
             ks = f"k = {lo}" if lo == hi else f"k = {lo} … {hi}"

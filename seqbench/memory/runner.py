@@ -374,18 +374,17 @@ def answer_columns(a: Answer, plan: MemoryPlan, profile: dict | None = None) -> 
     }
 
 
-def plan_with_tried(plan: MemoryPlan, store) -> MemoryPlan:
-    """The plan extended by the contexts an earlier invocation's bisection added (its sweep's
-    stored spec), so that a rerun reads every run it rests on."""
+def check_memory_sweep(plan: MemoryPlan, store) -> MemoryPlan:
+    """The plan, once its name is known to be free or a memory sweep's (a rerun, which replays
+    the race from the grid on the runs stored: the same stages ask for the same points, trains
+    none of them again and reaches the same answer; starting from the contexts an earlier
+    bisection added would halve another grid and ask other points). SeqbenchError when the
+    name is a plain sweep's."""
 
     try:
         (sweep,) = store.list_sweeps(plan.name)
     except NotFoundError:
         return plan
-    spec = sweep.spec or {}
-    mem = spec.get("memory")
-    if not isinstance(mem, dict):
+    if not isinstance((sweep.spec or {}).get("memory"), dict):
         raise SeqbenchError(f"sweep {plan.name!r} is not a memory sweep; give another --name")
-    ks = [k for g in spec.get("grids", []) for k in (g.get("k") or [])]
-    extra = [k for k in ks if isinstance(k, int) and 1 <= k <= plan.max_k]
-    return with_points(plan, [*plan.ks, *extra]) if set(extra) - set(plan.ks) else plan
+    return plan

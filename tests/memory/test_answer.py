@@ -86,6 +86,20 @@ def test_noise_cannot_make_a_cell_match_and_widens_the_interval():
     assert any("cannot tell whether k = 2" in w for w in a.warnings)
 
 
+def test_the_undecided_warning_names_only_contexts_inside_the_interval():
+    """k = 1 is undecided but k = 2 is shown outside: the interval starts at 3, past it, and
+    the warning names the undecided k = 4 … 7 below k* = 8, never k = 1 (the λ = 0.95
+    teacher of benchmarks/answer_cost.py, run twice, said "k = 1 … 26" where k = 4 … 16 were
+    shown outside)."""
+    NOISY = [0.05, 0.9, 0.04]
+    a = answer({("tcn", 1): NOISY, ("tcn", 2): FLAT, ("tcn", 4): NOISY, ("tcn", 8): LOW,
+                ("tcn", 16): LOW})  # fmt: skip
+    assert (a.verdict, a.k_star, a.k_low, a.k_high) == ("matches", 8, 3, 8)
+    assert [c.status for c in a.cells[:3]] == ["undecided", "outside", "undecided"]
+    (line,) = [w for w in a.warnings if "cannot tell" in w]
+    assert "whether k = 4 … 7 is within" in line, line
+
+
 def test_truly_equal_cells_give_an_interval_that_holds_the_smallest_k():
     """Every cell drawn from one distribution (0.94 ± 0.02, baseline 1): the honest answer is
     k = 1. Over 200 draws no cell is shown outside often enough to exclude it."""

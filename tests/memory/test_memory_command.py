@@ -157,6 +157,31 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, db, tmp_path, args, messa
     assert not db.exists()
 
 
+def test_a_plain_sweeps_name_is_refused_and_its_runs_kept(cli, db, tmp_path):
+    data = lag_data(tmp_path / "lag.npz", 2, T=4)
+    made = cli("sweep", "--models", "tcn", "--task", "file", "--set", f"path={data}", "--k", "2",
+               "--seeds", "0", "--set", "steps=5", "--name", "mine", "--quiet")  # fmt: skip
+    assert made.exit_code == 0, made.output
+    before = _rows(db)
+    r = cli("memory", "--task", "file", "--path", data, *TRAIN, "--name", "mine")
+    assert r.exit_code != 0
+    out = r.output.strip()
+    assert "sweep 'mine' is not a memory sweep; give another --name" in out, out
+    assert len(out.splitlines()) == 1
+    assert _rows(db) == before  # nothing trained, the sweep's points as they were
+
+
+def _rows(db) -> tuple:
+    con = sqlite3.connect(db)
+    try:
+        return tuple(
+            con.execute(q).fetchall()
+            for q in ("SELECT * FROM runs", "SELECT * FROM sweeps", "SELECT * FROM sweep_points")
+        )
+    finally:
+        con.close()
+
+
 def test_the_verdicts_from_the_command(cli, db, tmp_path):
     """A context capped below what the data needs, beside a GRU that learns: the GRU beats
     every finite context tried beyond noise. One step of training: nothing learned."""

@@ -134,6 +134,15 @@ def test_contexts_below_one_shown_outside_are_never_trained(cli, db, tmp_path):
         for w in doc["warnings"]
     )
     assert n_runs(db) == len(doc["run_ids"])
+    # the same command again, on its own store: it replays the race on the stored runs (the
+    # bisection's contexts are no part of the grid it halves), trains nothing and states the
+    # same answer on the same runs
+    again = cli(*args)
+    assert again.exit_code == 0, again.output
+    assert "trained 0 run(s)" in again.stderr and n_runs(db) == len(doc["run_ids"])
+    redone = json.loads(again.stdout)
+    assert sorted(redone["run_ids"]) == sorted(doc["run_ids"]) and same_answer(doc, redone)
+    assert redone["warnings"] == doc["warnings"]
     full = cli(*args, "--no-race")
     assert full.exit_code == 0, full.output
     every = json.loads(full.stdout)
