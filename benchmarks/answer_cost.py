@@ -105,25 +105,29 @@ def timed(cmd: list[str], env: dict) -> tuple[float, float, str, str]:
     return sum(seen.values()), wall, stdout, stderr
 
 
-def one(task: str, where: str | None, work: Path, workers: int) -> dict:
+def one(task: str, where: str | None, work: Path, workers: int, extra: list[str]) -> dict:
     """The memory answer of `task` and one full-length run of its TCN, from checkout `where`
-    (None: this one)."""
+    (None: this one); `extra`: --set fields for memory alone (the reference run stays the
+    full-length one). The same memory command is then run again on its own store, where it
+    trains nothing: its CPU time is the answer's floor (start-up, plan, the answer from the
+    stored runs), what no racing or stopping can take away."""
     env = dict(os.environ)
     if where:
         env["PYTHONPATH"] = where
     data, sets, own = TASKS[task]
     data = [a.replace("{data}", str(work / "delay.npz")) for a in data]
     sets = [x for s in sets for x in ("--set", s)]
-    db = work / f"{task}-{'before' if where else 'now'}.db"
+    db = work / f"{task}-{'before' if where else 'now'}-{len(extra)}.db"
+    sets += [x for s in extra for x in ("--set", s)]
     seqbench = [sys.executable, "-m", "seqbench", "--db", str(db)]
-    cpu, wall, stdout, stderr = timed(
-        [*seqbench, "memory", *data, *sets, *own, "--workers", str(workers), "--format", "json"],
-        env,
-    )
+    memory = [*seqbench, "memory", *data, *sets, *own, "--workers", str(workers)]
+    cpu, wall, stdout, stderr = timed([*memory, "--format", "json"], env)
     answer = json.loads(stdout)
+    floor = timed([*memory, "--format", "json"], env)[0]
     ran = re.search(r"trained (\d+) run\(s\), (\d+) bisection", stderr)
     # one full-length run of the same TCN: the largest context, the answer's budget, seed 0
-    run_cmd = [*seqbench, "train", "--model", "tcn", *data, *sets, "--k", str(answer["max_k"]),
+    run_sets = [x for s in TASKS[task][1] for x in ("--set", s)]
+    run_cmd = [*seqbench, "train", "--model", "tcn", *data, *run_sets, "--k", str(answer["max_k"]),
                "--params", str(answer["params"]), "--seed", "0", "--quiet"]  # fmt: skip
     # its CPU time varies by a third from one run to the next (threads): the median of three
     run_cpu = float(np.median([timed(run_cmd, env)[0] for _ in range(3)]))
@@ -136,6 +140,8 @@ def one(task: str, where: str | None, work: Path, workers: int) -> dict:
         "rounds": int(ran.group(2)) if ran else None,
         "run_cpu": run_cpu,
         "n": cpu / run_cpu,
+        "floor": floor,
+        "with": " ".join(extra) or "-",
         "k_star": answer["k_star"],
         "interval": f"{answer['k_low']}–{answer['k_high']}",
         "verdict": answer["verdict"],
@@ -147,31 +153,39 @@ def main() -> None:
     p.add_argument("--tasks", default=",".join(TASKS))
     p.add_argument("--before", default=None, help="a checkout of an earlier commit")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument(
+        "--with", dest="extra", action="append", default=[], metavar="FIELD=VALUE",
+        help="a --set for memory alone, measured beside the plain answer (repeat)",
+    )  # fmt: skip
     a = p.parse_args()
+    variants = [[]] + ([a.extra] if a.extra else [])
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         delay_data(work / "delay.npz")
         for task in a.tasks.split(","):
             for where in ([a.before] if a.before else []) + [None]:
-                rows.append(one(task, where, work, a.workers))
-                r = rows[-1]
-                print(f"{task} ({r['checkout']}): {r['cpu']:.0f} CPU s, {r['runs']} runs",
-                      file=sys.stderr)  # fmt: skip
-    print("| task | checkout | verdict | k* | interval | runs | rounds | CPU s | wall s "
-          "| one run CPU s | N = CPU / one run |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+                for extra in variants if where is None else [[]]:
+                    rows.append(one(task, where, work, a.workers, extra))
+                    r = rows[-1]
+                    print(f"{task} ({r['checkout']}, {r['with']}): {r['cpu']:.0f} CPU s, "
+                          f"{r['runs']} runs", file=sys.stderr)  # fmt: skip
+    print("| task | checkout | with | verdict | k* | interval | runs | rounds | CPU s | wall s "
+          "| one run CPU s | N = CPU / one run | floor CPU s | floor N |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['task']} | {r['checkout']} | {r['verdict']} | {r['k_star']} | "
+        print(f"| {r['task']} | {r['checkout']} | {r['with']} | {r['verdict']} | {r['k_star']} | "
               f"{r['interval']} | {r['runs']} | {r['rounds']} | {r['cpu']:.0f} | "
-              f"{r['wall']:.0f} | {r['run_cpu']:.1f} | {r['n']:.1f} |")  # fmt: skip
+              f"{r['wall']:.0f} | {r['run_cpu']:.1f} | {r['n']:.1f} | {r['floor']:.1f} | "
+              f"{r['floor'] / r['run_cpu']:.2f} |")  # fmt: skip
     if a.before:
-        print("\n| task | N before | N now | N now / before | CPU now / before |")
-        print("|---|---|---|---|---|")
+        print("\n| task | with | N before | N now | N now / before | CPU now / before |")
+        print("|---|---|---|---|---|---|")
         for task in a.tasks.split(","):
-            b, n = (r for r in rows if r["task"] == task)
-            print(f"| {task} | {b['n']:.1f} | {n['n']:.1f} | {n['n'] / b['n']:.2f} | "
-                  f"{n['cpu'] / b['cpu']:.2f} |")  # fmt: skip
+            b, *now = (r for r in rows if r["task"] == task)
+            for n in now:
+                print(f"| {task} | {n['with']} | {b['n']:.1f} | {n['n']:.1f} | "
+                      f"{n['n'] / b['n']:.2f} | {n['cpu'] / b['cpu']:.2f} |")  # fmt: skip
 
 
 if __name__ == "__main__":
