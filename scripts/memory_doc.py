@@ -221,10 +221,10 @@ def write(rows) -> None:
     by hand, the reading of the table and the calibration, is kept)."""
     lines = [
         MARK[0],
-        "Regenerate with `.venv/bin/python scripts/memory_doc.py` (about 35 minutes on 2 cores "
-        "with\n`--workers 2`; `--dir D` keeps the stores, and a second run re-derives every "
-        "answer from them\nin a minute). Minutes: the wall time of the run that trained the "
-        "answer's runs, 2 workers,\nbeside other work.",
+        "Regenerate with `.venv/bin/python scripts/memory_doc.py --only answers` (13 minutes "
+        "on an idle\n2-core machine with `--workers 2`, 2026-12-04; `--dir D` keeps the stores, "
+        "and a second run\nre-derives every answer from them in a minute, training nothing). "
+        "Minutes: the wall time of\nthe run that trained the answer's runs, 2 workers.",
         "",
         "| task | verdict | k\\* | interval | best (metric) | trivial baseline | theory | "
         "minutes |",
