@@ -670,7 +670,7 @@ def run_memory(
     uses_cuda = any(sweeps.runs_on_cuda(p.device) for p in plan.points)
     make_executor = sweeps.executor_factory(executor, address, workers, uses_cuda=uses_cuda)
     store = store() if callable(store) else store
-    plan = runner.check_memory_sweep(plan, store)
+    runner.check_memory_sweep(plan, store)
     return runner.run_memory(store, plan, make_executor, **options)
 
 

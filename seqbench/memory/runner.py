@@ -374,17 +374,14 @@ def answer_columns(a: Answer, plan: MemoryPlan, profile: dict | None = None) -> 
     }
 
 
-def check_memory_sweep(plan: MemoryPlan, store) -> MemoryPlan:
-    """The plan, once its name is known to be free or a memory sweep's (a rerun, which replays
-    the race from the grid on the runs stored: the same stages ask for the same points, trains
-    none of them again and reaches the same answer; starting from the contexts an earlier
-    bisection added would halve another grid and ask other points). SeqbenchError when the
-    name is a plain sweep's."""
+def check_memory_sweep(plan: MemoryPlan, store) -> None:
+    """SeqbenchError when the plan's name is a plain sweep's. A memory sweep's name is a rerun:
+    the runner replays the race from the grid on the stored runs (it asks for the same points,
+    trains none again, and reaches the same answer)."""
 
     try:
         (sweep,) = store.list_sweeps(plan.name)
     except NotFoundError:
-        return plan
+        return
     if not isinstance((sweep.spec or {}).get("memory"), dict):
         raise SeqbenchError(f"sweep {plan.name!r} is not a memory sweep; give another --name")
-    return plan
