@@ -114,7 +114,11 @@ class Mamba(Backbone):
         return {"max_decay": self.max_decay(), "decay_bound": self.max_decay()}
 
     def forward(self, x: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
-        x = self.encoder(x)
+        # the residual stream in the weights' dtype (fp32 under bf16 autocast), as the
+        # reference's Block with residual_in_fp32=True (MambaConfig's default), which norms
+        # residual.to(norm.weight.dtype): the norms never see a bf16 input beside an fp32
+        # weight (torch's unfused path, which warns)
+        x = self.encoder(x).to(self.norm_f.weight.dtype)
         states = []
         for i, mixer in enumerate(self.mixers):
             y, s = mixer(self.norms[i](x), None if state is None else state[i])
