@@ -635,16 +635,29 @@ def memory_cost(db: str | None, plan, workers: int | None = None, race: bool = T
     already has; a store not made yet has none), the most the bisection can add, the training
     steps, and an estimate of the time: from the store's earlier runs of the same models and
     task, else from a short timing probe of each model here, shared among `workers`
-    (memory/plan.memory_cost). With `race`, cells the store's runs already settle in the race
-    are not counted to train."""
+    (memory/plan.memory_cost). The command is first replayed on the stored runs, training
+    nothing (memory/runner.dry_replay): where they take it to the end, the cost is nothing
+    ("complete": True, "runs": the runs the answer rests on); where it stops in a bisection
+    round, that round's runs and the rounds after it are what is counted. With `race`, cells
+    the store's runs already settle in the race are not counted to train."""
+    from seqbench.memory.plan import cell_key
     from seqbench.memory.plan import memory_cost as cost
-    from seqbench.memory.runner import settled_in_store
+    from seqbench.memory.runner import dry_replay, settled_in_store
     from seqbench.store.store import store_exists
 
     if not store_exists(db):
         return cost(None, plan, workers)
     store = open_store(db, "lean")
     try:
+        stop = dry_replay(store, plan, race)
+        if stop.complete:
+            return {"name": plan.name, "complete": True, "runs": stop.asked,
+                    "done": stop.asked, "to_train": 0, "bisection_at_most": 0, "steps": 0,
+                    "seconds": 0.0, "how": "store", "round": stop.rounds}  # fmt: skip
+        if stop.rounds > 0:  # every seed of each cell this round lacks
+            cells = {cell_key(stop.plan, c) for c in stop.missing}
+            points = [c for c in stop.plan.points if cell_key(stop.plan, c) in cells]
+            return cost(store, plan, workers, bisecting=(stop.rounds, points))
         settled = settled_in_store(store, plan) if race else (frozenset(), 1)
         return cost(store, plan, workers, settled)
     finally:

@@ -150,8 +150,9 @@ def memory(
     if not quiet:
         cost = api.memory_cost(state(ctx).db, plan, workers, race)
         most = "at most " if race else ""  # the race may spare some
-        typer.echo(f"memory {plan.name!r}: {most}{cost['to_train']} runs to train, "
-                   f"{_estimate(cost)}", err=True)  # fmt: skip
+        said = (_complete(cost) if cost.get("complete")
+                else f"{most}{cost['to_train']} runs to train, {_estimate(cost)}")  # fmt: skip
+        typer.echo(f"memory {plan.name!r}: {said}", err=True)
     rounds = _Rounds(plan.name, quiet)
     out, code = None, EXIT_INTERRUPTED
     try:
@@ -267,12 +268,31 @@ def _dry_run(ctx: typer.Context, plan, fmt: Format, workers: int | None, race: b
     render(*api.sweep_grid(plan.points), fmt, title=f"{len(plan.points)} runs (first round)")
     cost = api.memory_cost(state(ctx).db, plan, workers, race)
     most = " at most" if race else ""  # the race may spare some
-    typer.echo(
-        f"memory {plan.name!r}: {cost['runs']} runs at {plan.params:,} parameters each in the "
-        f"first round ({cost['done']} already in the store, {cost['to_train']} to train"
-        f"{most}, {cost['steps']:,} steps), and at most {cost['bisection_at_most']} more to "
-        "bisect the boundary; " + _estimate(cost),
-        err=True,
+    if cost.get("complete"):
+        said = _complete(cost)
+    elif cost["round"]:  # the replay on the stored runs stopped in a bisection round
+        said = (
+            f"the first round is in the store; bisection round "
+            f"{cost['round']} has {cost['to_train']} to train{most} ({cost['steps']:,} steps), "
+            f"and at most {cost['bisection_at_most']} more to bisect the boundary; "
+            + _estimate(cost)
+        )
+    else:
+        said = (
+            f"{cost['runs']} runs at {plan.params:,} parameters each in the first round "
+            f"({cost['done']} already in the store, {cost['to_train']} to train{most}, "
+            f"{cost['steps']:,} steps), and at most {cost['bisection_at_most']} more to bisect "
+            "the boundary; " + _estimate(cost)
+        )
+    typer.echo(f"memory {plan.name!r}: {said}", err=True)
+
+
+def _complete(cost: dict) -> str:
+    """The store has every run the answer rests on (the command replayed on them)."""
+    rounds = f", {cost['round']} bisection round(s)" if cost["round"] else ""
+    return (
+        f"nothing to train: the store has all {cost['runs']} runs the answer rests on"
+        f"{rounds}; the command re-derives the answer from them"
     )
 
 

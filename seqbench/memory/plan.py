@@ -292,6 +292,7 @@ def memory_cost(
     plan: MemoryPlan,
     workers: int | None = None,
     settled: tuple[frozenset, int] = (frozenset(), 1),
+    bisecting: tuple[int, list[RunConfig]] | None = None,
 ) -> dict:
     """The first round's runs, those the store already has, the most the bisection may add,
     the steps to train, and the seconds that would take: at the pace of this store's earlier
@@ -300,7 +301,10 @@ def memory_cost(
     usable core, as a sweep runs them; `how` "probe"). `settled`: the (model, k) cells the
     store's runs already settle in the race (memory/race.py), and the context below which
     every cell is settled, whose missing runs it would not train; the rest is the most the
-    race trains (it may spare more)."""
+    race trains (it may spare more). `bisecting`: the store has the whole first round and the
+    replay (memory/runner.dry_replay) stopped in this bisection round, whose points these are
+    (every seed of each cell it lacks): they are what is to train, and the rounds after it
+    what the bisection may add."""
     import statistics
 
     from seqbench.configure import config_hash
@@ -318,11 +322,18 @@ def memory_cost(
         key = cell_key(plan, c)
         return key[1] is not None and (key[1] < low or key in cells)
 
-    missing = [c for c in plan.points if config_hash(c) not in done]
-    todo = [c for c in missing if not spared(c)]
-    asked = len(plan.points) - (len(missing) - len(todo))
     widest = max((b - a for a, b in itertools.pairwise(plan.ks)), default=1)
     rounds = math.ceil(math.log2(widest)) if widest > 1 else 0  # to narrow it to one step
+    rounds = min(rounds, ROUNDS)
+    if bisecting is None:
+        missing = [c for c in plan.points if config_hash(c) not in done]
+        todo = [c for c in missing if not spared(c)]
+        asked = len(plan.points) - (len(missing) - len(todo))
+    else:  # the grid is in the store: this round's points, and the rounds after it
+        now, points = bisecting
+        todo = [c for c in points if config_hash(c) not in done]
+        asked = len(points)
+        rounds = max(rounds - now, 0)
     bisect = rounds * len(plan.families) * len(plan.seeds) * len(plan.tolerances)
     steps = sum(c.steps or 0 for c in todo)
     if all(c.model in pace for c in todo):
@@ -337,6 +348,7 @@ def memory_cost(
         "done": asked - len(todo),
         "to_train": len(todo),
         "bisection_at_most": bisect,
+        "round": 0 if bisecting is None else bisecting[0],
         "steps": steps,
         "seconds": seconds,
         "how": how,

@@ -58,10 +58,60 @@ def run_memory(
     settled gets no more (memory/race.py); else every cell gets every seed at once. Raises
     SeqbenchError when points are left without a result (the same command resumes them)."""
     pool = _OnePool(make_executor)
+
+    def train(now: MemoryPlan, points: list[RunConfig], stage: str, rounds: int) -> int:
+        return _run_points(store, now, points, pool.factory, stage, on_round, on_result,
+                           stale_after, retry_failed)  # fmt: skip
+
     try:
-        return _run(store, plan, pool.factory, on_round, on_result, stale_after, retry_failed, race)
+        return _save(store, *_replay(store, plan, train, race))
     finally:
         pool.close()
+
+
+@dataclass
+class Stop:
+    """Where a dry replay stopped: the bisection round (0: the grid), the plan as it stood
+    then, the points that stage asks for that have no stored result (none: the replay went
+    to the end) and the points asked for up to then."""
+
+    rounds: int
+    plan: MemoryPlan
+    missing: list[RunConfig]
+    asked: int
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+
+class _Stopped(Exception):
+    def __init__(self, stop: Stop) -> None:
+        self.stop = stop
+
+
+def dry_replay(store, plan: MemoryPlan, race: bool = True) -> Stop:
+    """What the same memory command would do on this store, training and writing nothing:
+    the race and the bisection replayed on the stored runs of the plan's sweep as far as they
+    go, to the end (`complete`: a rerun trains nothing and re-derives the answer) or to the
+    first stage with a point the sweep has no result for."""
+
+    def check(now: MemoryPlan, points: list[RunConfig], stage: str, rounds: int) -> int:
+        runs = plan_runs(store, replace(now, points=points))
+        have = {  # k is NaN in the frame where a reference has none
+            (m, None if m in now.references else int(k), int(seed))
+            for m, k, seed in zip(runs["model"], runs["k"], runs["seed"], strict=True)
+        }
+        missing = [c for c in points if (*cell_key(now, c), c.seed) not in have]
+        if missing:
+            raise _Stopped(Stop(rounds, now, missing, len(points)))
+        return 0
+
+    try:
+        now, asked, _answers, _ran, rounds = _replay(store, plan, check, race)
+    except _Stopped as e:
+        return e.stop
+    return Stop(rounds, now, [], len(asked))
 
 
 class _OnePool:
@@ -95,7 +145,12 @@ class _Kept:
         pass
 
 
-def _run(store, plan, make_executor, on_round, on_result, stale_after, retry_failed, race):
+def _replay(store, plan, train, race):
+    """The race and the bisection over `plan`, each stage's points handed to `train(plan,
+    points, stage, rounds)` (which trains those without a result and returns how many it
+    trained) and the answers derived from the store after it. Returns the plan with every
+    context tried, the points asked for by config hash, the answers, the runs trained and
+    the bisection rounds."""
     from seqbench.configure import config_hash
 
     ran, rounds = 0, 0
@@ -115,8 +170,7 @@ def _run(store, plan, make_executor, on_round, on_result, stale_after, retry_fai
                 if new or not asked:
                     asked |= new
                     stage = label if not race else f"{label}, {n} seeds"
-                    ran += _run_points(store, plan, list(asked.values()), make_executor, stage,
-                                       on_round, on_result, stale_after, retry_failed)  # fmt: skip
+                    ran += train(plan, list(asked.values()), stage, rounds)
                     now = replace(plan, points=list(asked.values()))
                     runs, facts = plan_runs(store, now), answer_facts(now, ff_cells(plan))
                     answers = answers_from(runs, now, facts)
@@ -131,6 +185,11 @@ def _run(store, plan, make_executor, on_round, on_result, stale_after, retry_fai
             break
         rounds += 1
         plan = with_points(plan, [*plan.ks, *ks])
+    return plan, asked, answers, ran, rounds
+
+
+def _save(store, plan, asked, answers, ran, rounds) -> MemoryOutcome:
+    """Store the answer (or a profile's answers) with the runs they rest on."""
     spared = len(plan.points) - len(asked)
     answers = [untried_note(a, plan) for a in answers]
     plan = replace(plan, points=list(asked.values()))

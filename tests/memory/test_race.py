@@ -143,6 +143,21 @@ def test_contexts_below_one_shown_outside_are_never_trained(cli, db, tmp_path):
     redone = json.loads(again.stdout)
     assert sorted(redone["run_ids"]) == sorted(doc["run_ids"]) and same_answer(doc, redone)
     assert redone["warnings"] == doc["warnings"]
+    # the dry run replays it too: nothing to train, not a bound on the bisection
+    dry = cli(*args, "--dry-run").stderr
+    n = len(doc["run_ids"])
+    said = f"nothing to train: the store has all {n} runs the answer rests on, 2 bisection"
+    assert said in dry and "more to bisect" not in dry
+    # a run of the last bisection round deleted: the replay stops there and counts it alone
+    con = sqlite3.connect(db)
+    ((victim,),) = con.execute("SELECT min(id) FROM runs WHERE json_extract(config, '$.k') = 5")
+    con.close()
+    assert cli("runs", "delete", victim, "--yes").exit_code == 0
+    dry = cli(*args, "--dry-run").stderr
+    assert "the first round is in the store" in dry
+    assert "bisection round 2 has 1 to train at most" in dry and "at most 0 more" in dry
+    again = cli(*args)
+    assert "trained 1 run(s)" in again.stderr and same_answer(doc, json.loads(again.stdout))
     full = cli(*args, "--no-race")
     assert full.exit_code == 0, full.output
     every = json.loads(full.stdout)
