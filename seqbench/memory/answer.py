@@ -57,7 +57,7 @@ class Cell:
     matches: bool  # within the tolerance of the best, shown over seeds
     outside: bool = False  # beyond the tolerance of the best, shown over seeds
     excess: float = math.nan  # its mean's excess over the best's, in the metric's own terms
-    improving: bool = False  # most of its seeds were still improving at their last evaluation
+    improving: bool = False  # at least half its seeds were still improving at their last evaluation
 
     @property
     def label(self) -> str:
@@ -198,7 +198,9 @@ def cell_runs(runs: pd.DataFrame, sign: float) -> list[_Seeds]:
             float(g["test_count"].astype(float).min()) if "test_count" in g.columns else math.nan
         )
         improving = (
-            bool(g["improving"].fillna(False).astype(bool).mean() > 0.5)
+            # at least half: the race stops a cell at two seeds, where one of two improving
+            # could have been two of three
+            bool(g["improving"].fillna(False).astype(bool).mean() >= 0.5)
             if ("improving" in g.columns)
             else False
         )

@@ -197,6 +197,17 @@ def test_cells_still_improving_are_flagged_under_trained():
     assert "under-trained; train longer (--set steps=...): tcn at k=1, tcn at k=4" in a.warnings
 
 
+def test_a_cell_the_race_left_at_two_seeds_one_improving_is_flagged():
+    """Half its seeds still improving flags a cell: the race stops a cell at two seeds, and
+    one improving of two could have been two of three had it gone on. One of three is not."""
+    a = answer(
+        {("tcn", 1): FLAT[:2], ("tcn", 4): LOW, ("tcn", 8): LOW},
+        columns={"improving": [True, False] + [True, False, False] + [False] * 3},
+    )
+    assert [c.improving for c in a.cells] == [True, False, False]
+    assert "under-trained; train longer (--set steps=...): tcn at k=1" in a.warnings
+
+
 @pytest.mark.parametrize(
     ("curve", "improving"),
     [
