@@ -6,6 +6,10 @@
 # goes to the log as it is printed (Python unbuffered), and a step that does not fit is skipped
 # with a line saying so: a run cut short still brings back every number it measured.
 #   bash benchmarks/gpu_check.sh        (repo root, after scripts/setup.sh)
+# On a machine with its own CUDA torch and Triton and no package index (the lent H200's
+# image, 2026-12-04: torch 2.11, Triton 3.6, Python 3.12), PY=python3 and seqbench's other
+# dependencies it lacks (SQLAlchemy, Alembic, Mako, greenlet, Typer >= 0.24, pydantic and
+# theirs) installed from carried wheels with PYTHONPATH=<them>:<repo root>.
 # The log: $GPU_CHECK_LOG, default ./gpu_check-<host>-<time>.txt (under $OUT on the device).
 set -uo pipefail
 PY=${PY:-.venv/bin/python}
@@ -57,6 +61,9 @@ bench() {
   # the element-wise scan (LRU complex, selective SSM per-step a): triton against the naive
   # loop and the chunked path, and against this GPU's copy bandwidth
   "$PY" benchmarks/scan_kernels.py --device cuda --seq-len 1000 5000 --batch 64 --channels 1024
+  # at the IndRNN run's B = 256 (2026-12-04 the scan reached 27-39% of copy at B = 64, where
+  # the IndRNN kernel, with four times the lanes, reached 89%): latency or a slower kernel?
+  "$PY" benchmarks/scan_kernels.py --device cuda --seq-len 5000 --batch 256 --channels 1024
 }
 export -f bench
 step "2. kernel benchmark (targets: triton ≥ 70% of copy bandwidth, ≥ 20× the autograd loop)" 40 bench
