@@ -219,9 +219,9 @@ def learned(cell: _Seeds, accuracy: bool, sign: float, alpha: float = ALPHA) -> 
         return False
     if accuracy and math.isfinite(cell.count) and cell.count > 0:
         p = float(np.clip(sign * cell.base.mean(), 1e-12, 1 - 1e-12))  # chance
-        from scipy.stats import norm
+        from scipy.special import ndtri  # norm.ppf
 
-        margin = norm.ppf(1 - alpha) * math.sqrt(p * (1 - p) / cell.count)
+        margin = ndtri(1 - alpha) * math.sqrt(p * (1 - p) / cell.count)
         return bool(gain.mean() > margin)
     return True
 
@@ -243,9 +243,10 @@ def _below(x: np.ndarray, bound: float, alpha: float = ALPHA) -> bool:
 
 
 def _t(n: int, alpha: float) -> float:
-    from scipy.stats import t
+    """The one-sided Student-t quantile (scipy.stats.t.ppf's own stdtrit: see t_quantile)."""
+    from scipy.special import stdtrit
 
-    return float(t.ppf(1 - alpha, n - 1))
+    return float(stdtrit(n - 1, 1 - alpha))
 
 
 def paired_excess(cell: _Seeds, best: _Seeds) -> np.ndarray:

@@ -67,7 +67,7 @@ def slope_interval(
 
 def fit(name: str, xs: list[float], ks: list[float]) -> tuple[float, float, float, float]:
     """(slope, its 90% t-interval's ends, rms error of ln k) of law `name` by least squares."""
-    from scipy.stats import t
+    from scipy.special import stdtrit  # t.ppf(q, df)
 
     x = np.asarray(xs)
     y = np.asarray(ks, dtype=float) if name == "logarithmic" else np.log(ks)
@@ -77,7 +77,7 @@ def fit(name: str, xs: list[float], ks: list[float]) -> tuple[float, float, floa
     resid = y - fitted
     sxx = float(((x - x.mean()) ** 2).sum())
     se = math.sqrt(float((resid**2).sum()) / (n - 2) / sxx) if n > 2 and sxx > 0 else math.inf
-    half = float(t.ppf(0.95, n - 2)) * se if n > 2 else math.inf
+    half = float(stdtrit(n - 2, 0.95)) * se if n > 2 else math.inf
     pred_k = np.maximum(fitted, 0.5) if name == "logarithmic" else np.exp(fitted)
     rms = float(np.sqrt(np.mean((np.log(pred_k) - np.log(ks)) ** 2)))
     return float(slope), float(slope - half), float(slope + half), rms

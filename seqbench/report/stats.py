@@ -14,10 +14,12 @@ LEVEL = 0.95
 
 
 def t_quantile(n: int, level: float = LEVEL) -> float:
-    """The two-sided Student-t quantile for n observations (n − 1 degrees of freedom)."""
-    from scipy.stats import t
+    """The two-sided Student-t quantile for n observations (n − 1 degrees of freedom).
+    scipy.special's stdtrit is what scipy.stats.t.ppf computes, without the 0.6 s import of
+    scipy.stats (tests/report/test_stats.py holds them equal)."""
+    from scipy.special import stdtrit
 
-    return float(t.ppf(0.5 + level / 2, n - 1))
+    return float(stdtrit(n - 1, 0.5 + level / 2))
 
 
 def interval(mean: float, std: float, n: int, level: float = LEVEL) -> tuple[float, float]:
@@ -59,9 +61,9 @@ def paired(values_a: pd.Series, values_b: pd.Series, level: float = LEVEL) -> Pa
     if sd == 0:
         p = 1.0 if mean == 0 else 0.0
     else:
-        from scipy.stats import t
+        from scipy.special import stdtr  # t.sf(x, df) = stdtr(df, −x)
 
-        p = float(2 * t.sf(abs(mean / (sd / math.sqrt(n))), n - 1))
+        p = float(2 * stdtr(n - 1, -abs(mean / (sd / math.sqrt(n)))))
     return Paired(mean, lo, hi, n, p)
 
 
@@ -75,7 +77,15 @@ def clearly_ahead(best: tuple, other: tuple, alpha: float = 1 - LEVEL) -> bool:
     s1, s2 = (0.0 if not math.isfinite(s) else s for s in (s1, s2))
     if s1 == 0 and s2 == 0:
         return m1 != m2
-    from scipy import stats
+    return bool(welch_p(m1, s1, n1, m2, s2, n2) < alpha)
 
-    p = stats.ttest_ind_from_stats(m1, s1, n1, m2, s2, n2, equal_var=False).pvalue
-    return bool(p < alpha)
+
+def welch_p(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int) -> float:
+    """The two-sided p-value of Welch's t-test from each sample's mean, std and size, as
+    scipy.stats.ttest_ind_from_stats(equal_var=False) computes it (the Welch–Satterthwaite
+    degrees of freedom), without importing scipy.stats (tests/report/test_stats.py)."""
+    from scipy.special import stdtr
+
+    v1, v2 = s1 * s1 / n1, s2 * s2 / n2
+    df = (v1 + v2) ** 2 / (v1 * v1 / (n1 - 1) + v2 * v2 / (n2 - 1))
+    return float(2 * stdtr(df, -abs((m1 - m2) / math.sqrt(v1 + v2))))
