@@ -18,6 +18,17 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def loads_module(code: str, module: str) -> bool:
+    """Whether a fresh Python process that runs `code` ends with `module` imported: what a
+    code path costs in imports, measured from the outside."""
+    import subprocess
+    import sys
+
+    probe = f"{code}\nimport sys\nprint({module!r} in sys.modules)\n"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()[-1] == "True"
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
