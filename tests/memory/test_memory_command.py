@@ -212,6 +212,10 @@ def test_memory_on_a_postgresql_store(cli, pg_url, tmp_path):
     assert q.exit_code == 0, q.output
     (row,) = json.loads(q.stdout)
     assert row["k_star"] == 2 and row["n"] == len(json.loads(r.stdout)["run_ids"])
+    # the dry run replays the answer on the server's runs: nothing to train
+    dry = cli("--db", pg_url, "memory", "--task", "file", "--path", data, *TRAIN, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert f"nothing to train: the store has all {row['n']} runs" in dry.stderr
 
 
 def test_two_memory_commands_on_one_store_both_answer(tmp_path):
