@@ -48,8 +48,27 @@ def kernels(
     )
     render(
         ["name", "ms", "GB/s", "of copy BW", "x torch"],
-        [(r.name, r.ms, r.gbps, r.copy_fraction, r.speedup_vs_torch) for r in rows],
+        [_shown(r, fmt) for r in rows],
         fmt,
         title=f"IndRNN fwd+bwd B={batch} T={seq_len} N={hidden} on {dev} "
         f"(copy {copy_gbps:.1f} GB/s)",
+    )
+
+
+def _shown(r, fmt: Format) -> tuple:
+    """A row as numbers for json and csv; for people (table, markdown) at three significant
+    digits, the copy fraction as a percentage and the speed-up with its ×."""
+    raw = (r.name, r.ms, r.gbps, r.copy_fraction, r.speedup_vs_torch)
+    if fmt not in (Format.table, Format.markdown):
+        return raw
+
+    def num(v, spec: str = "{:.3g}") -> str:
+        return "" if v is None else spec.format(v)
+
+    return (
+        r.name,
+        num(r.ms),
+        num(r.gbps),
+        num(None if r.copy_fraction is None else 100 * r.copy_fraction, "{:.3g}%"),
+        num(r.speedup_vs_torch, "{:.3g}×"),
     )

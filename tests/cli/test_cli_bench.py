@@ -28,6 +28,13 @@ def test_bench_kernels_prints_and_stores_each_backend(cli, tmp_path):
     assert {r.model for r in runs} >= {"indrnn[torch]", "indrnn[cpu]"}
     s = store.summaries(runs[0].id)
     assert s["ms"] > 0 and s["copy_gbps"] > 0
+    # for people: three significant digits, the copy fraction in %, the speed-up with its ×
+    md = cli("bench", "kernels", "--seq-len", "50", "--batch", "2", "--hidden", "8",
+             "--repeat", "1", "--format", "markdown").stdout  # fmt: skip
+    (torch_row,) = [line for line in md.splitlines() if line.startswith("| indrnn[torch]")]
+    _, ms, _, share, speedup = (c.strip() for c in torch_row.strip("|").split("|"))
+    assert speedup == "1×" and share.endswith("%")
+    assert len(ms.replace(".", "").lstrip("0")) <= 3, ms  # 3 significant digits
 
 
 def test_bench_bad_input(cli):
