@@ -59,7 +59,7 @@ def run_memory(
     SeqbenchError when points are left without a result (the same command resumes them)."""
     pool = _OnePool(make_executor)
 
-    def train(now: MemoryPlan, points: list[RunConfig], stage: str, rounds: int) -> int:
+    def train(now: MemoryPlan, points: list[RunConfig], stage: str) -> int:
         return _run_points(store, now, points, pool.factory, stage, on_round, on_result,
                            stale_after, retry_failed)  # fmt: skip
 
@@ -96,19 +96,20 @@ def dry_replay(store, plan: MemoryPlan, race: bool = True) -> Stop:
     go, to the end (`complete`: a rerun trains nothing and re-derives the answer) or to the
     first stage with a point the sweep has no result for."""
 
-    def check(now: MemoryPlan, points: list[RunConfig], stage: str, rounds: int) -> int:
-        runs = plan_runs(store, replace(now, points=points))
+    def check(now: MemoryPlan, runs: pd.DataFrame, rounds: int) -> None:
+        """After each stage's read of the store (nothing trained): stop at a point it lacks."""
         have = {  # k is NaN in the frame where a reference has none
             (m, None if m in now.references else int(k), int(seed))
             for m, k, seed in zip(runs["model"], runs["k"], runs["seed"], strict=True)
         }
-        missing = [c for c in points if (*cell_key(now, c), c.seed) not in have]
+        missing = [c for c in now.points if (*cell_key(now, c), c.seed) not in have]
         if missing:
-            raise _Stopped(Stop(rounds, now, missing, len(points)))
-        return 0
+            raise _Stopped(Stop(rounds, now, missing, len(now.points)))
 
     try:
-        now, asked, _answers, _ran, rounds = _replay(store, plan, check, race)
+        now, asked, _answers, _ran, rounds = _replay(
+            store, plan, lambda now, points, stage: 0, race, seen=check
+        )
     except _Stopped as e:
         return e.stop
     return Stop(rounds, now, [], len(asked))
@@ -145,10 +146,11 @@ class _Kept:
         pass
 
 
-def _replay(store, plan, train, race):
+def _replay(store, plan, train, race, seen=None):
     """The race and the bisection over `plan`, each stage's points handed to `train(plan,
-    points, stage, rounds)` (which trains those without a result and returns how many it
-    trained) and the answers derived from the store after it. Returns the plan with every
+    points, stage)` (which trains those without a result and returns how many it trained)
+    and the answers derived from the store after it; `seen(plan, runs, rounds)`, if given,
+    is shown each stage's runs as read (the dry replay's check). Returns the plan with every
     context tried, the points asked for by config hash, the answers, the runs trained and
     the bisection rounds."""
     from seqbench.configure import config_hash
@@ -170,9 +172,11 @@ def _replay(store, plan, train, race):
                 if new or not asked:
                     asked |= new
                     stage = label if not race else f"{label}, {n} seeds"
-                    ran += train(plan, list(asked.values()), stage, rounds)
+                    ran += train(plan, list(asked.values()), stage)
                     now = replace(plan, points=list(asked.values()))
                     runs, facts = plan_runs(store, now), answer_facts(now, ff_cells(plan))
+                    if seen is not None:
+                        seen(now, runs, rounds)
                     answers = answers_from(runs, now, facts)
                     settled = race_settled(runs, now, facts, answers) if race else (frozenset(), 1)
                 elif n >= len(plan.seeds):
