@@ -47,8 +47,9 @@ def query(
     per call in a read-only transaction (use a reader role for shared stores: seqbench db
     reader-role). Comments may precede the statement.
 
-    Tables: runs, metrics, summaries, curves, sweeps, baselines; views: v_results (archived
-    runs left out), v_results_all, v_summaries.
+    Tables: runs, metrics, summaries, curves, sweeps, sweep_points, baselines, answers,
+    answer_runs (docs/schema.md); views: v_results (archived runs left out), v_results_all,
+    v_summaries.
 
     Example: seqbench query "SELECT model, AVG(test_metric) FROM v_results \\
     WHERE task = :task GROUP BY model" -p task=adding --format csv

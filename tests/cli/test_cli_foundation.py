@@ -132,6 +132,18 @@ def test_query_formats_params_and_stdin(cli, runs_db):
     assert cli("query", "SELECT 1", "-p", "novalue").exit_code == 2
 
 
+def test_query_help_names_every_table_and_each_can_be_read(cli):
+    """The help's list of tables is the schema's, and query reads each of them."""
+    from seqbench.store.schema import Base
+
+    help_text = " ".join(cli("query", "--help").stdout.split())
+    assert cli("db", "current").exit_code == 0  # a fresh store at head
+    for table in Base.metadata.tables:
+        assert f" {table}," in help_text or f" {table} (" in help_text, table
+        result = cli("query", f"SELECT COUNT(*) AS n FROM {table}", "--format", "json")
+        assert result.exit_code == 0 and json.loads(result.stdout) == [{"n": 0}], result.output
+
+
 def test_python_dash_m_and_fast_help():
     """`python -m seqbench` works and --help does not import torch/pandas/triton."""
     code = (
