@@ -125,6 +125,33 @@ def connect_readonly(path: Path, timeout: float = 5.0) -> sqlite3.Connection:
         raise StoreError(f"cannot open {str(path)!r}: {e}") from e
 
 
+def tidy_wal(path: Path | None) -> None:
+    """Remove the empty -wal and -shm files that reading a WAL store left beside it.
+
+    SQLite deletes them when the last connection to the file closes, but only a connection
+    that may write does: a read-only one (mode=ro, every read command's) leaves an empty -wal
+    and a 32 KB -shm behind. So once a reader is closed, an empty WAL gets one connection
+    that may write, which reads the schema version and closes: where it is the last, SQLite
+    deletes both files; where another connection is open (a writer, another reader), it
+    leaves them to that one, as SQLite would. A WAL with frames in it is left alone: its
+    checkpoint writes to the file, and a read writes no byte of it. A file the user may not
+    write is opened read-only by SQLite and nothing changes."""
+    if path is None:
+        return
+    try:
+        if os.stat(f"{path}-wal").st_size != 0:
+            return
+        con = sqlite3.connect(sqlite_uri(path, "rw"), uri=True, timeout=0)
+    except (OSError, sqlite3.Error):  # no WAL: nothing to tidy
+        return
+    try:
+        con.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.Error:
+        pass
+    finally:
+        con.close()
+
+
 def sqlite_revision_readonly(
     path: Path, con: sqlite3.Connection | None = None
 ) -> tuple[str | None, set[str]]:
@@ -154,7 +181,7 @@ def sqlite_revision_readonly(
             con.close()
 
 
-def _plain_sqlite_path(db: str | os.PathLike | None) -> Path | None:
+def plain_sqlite_path(db: str | os.PathLike | None) -> Path | None:
     """The file behind `db` when it is a plain path or a plain sqlite:/// URL, else None."""
     db = str(db) if db is not None else DEFAULT_DB
     if "://" not in db:
@@ -171,7 +198,7 @@ def readable_sqlite(db: str | os.PathLike | None) -> Path | None:
     """The SQLite file behind `db` if it is a seqbench store at head, checked read-only and
     without SQLAlchemy; None when `store.open_store` must decide (a URL of another kind, a
     missing or empty file, a store at another revision). Bad files raise StoreError."""
-    path = _plain_sqlite_path(db)
+    path = plain_sqlite_path(db)
     if path is None or not check_sqlite_file(path, writable=False):
         return None
     rev, _tables = sqlite_revision_readonly(path)
@@ -182,7 +209,7 @@ def open_readable_sqlite(db: str | os.PathLike | None) -> tuple[Path, sqlite3.Co
     """readable_sqlite's check on the connection the reads will use: (path, an open
     read-only connection) for a SQLite store at head, its revision read once; None where
     store.open_store must decide."""
-    path = _plain_sqlite_path(db)
+    path = plain_sqlite_path(db)
     if path is None or not check_sqlite_file(path, writable=False):
         return None
     con = connect_readonly(path, timeout=30)

@@ -22,7 +22,7 @@ import threading
 from typing import Any
 
 from seqbench.errors import UsageError
-from seqbench.store.common import decode_json, join_float
+from seqbench.store.common import decode_json, join_float, plain_sqlite_path, tidy_wal
 from seqbench.store.query import Reader, run_query
 
 # the runs of a sweep's points, whichever sweep (or plain train) produced them
@@ -89,8 +89,13 @@ class ReadStore:
             reader.close()
 
     def dispose(self) -> None:
-        """Close everything this store holds (a Store: its engine too)."""
+        """Close everything this store holds (a Store: its engine too), and tidy the empty
+        -wal and -shm files its read-only connections leave (common.tidy_wal)."""
         self.close()
+        self._tidy()
+
+    def _tidy(self) -> None:
+        tidy_wal(plain_sqlite_path(self.url))
 
     def __enter__(self) -> ReadStore:
         return self

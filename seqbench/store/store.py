@@ -82,6 +82,8 @@ class Store(ReadStore, SweepRows):
     def dispose(self) -> None:
         self.close()  # the read connection
         self.engine.dispose()
+        if self.readonly:  # a writer's connection removed the WAL as it closed
+            self._tidy()
 
     def _identity(self) -> tuple[int, int] | None:
         """(device, inode) of the SQLite file, None for other backends or no file yet."""
