@@ -12,6 +12,12 @@ The tasks:
 - teacher95: the linear teacher at λ = 0.95, T = 100 (its default 1,000 steps), a TCN beside a
   GRU.
 
+Beside each answer, its **oracle**: the least CPU time a race told the answer beforehand could
+spend to state it by the answer's own rules (`oracle_share`: the floor, and the share of the
+training in the runs it cannot do without, by their recorded run times). `--with=--no-race`
+adds an answer with every cell at every seed, issue 49's "before": its oracle / CPU is the
+least fraction of before that any racing or search could reach.
+
 Each `memory` runs in a fresh store; CPU time is user + system of the command and every
 process under it (its workers: read from /proc, see `timed`), so a busy neighbour changes it
 less than the wall time, which is printed beside it. The k* and interval of each
@@ -20,6 +26,7 @@ answer are printed too: a cheaper answer must state the same.
     .venv/bin/python benchmarks/answer_cost.py                       # ~25 min on 2 cores
     .venv/bin/python benchmarks/answer_cost.py --tasks readme,delay  # ~5 min
     .venv/bin/python benchmarks/answer_cost.py --before /tmp/before  # git worktree add ...
+    .venv/bin/python benchmarks/answer_cost.py --with=--no-race      # the oracle's bound
 """
 
 from __future__ import annotations
@@ -118,12 +125,18 @@ def one(task: str, where: str | None, work: Path, workers: int, extra: list[str]
     data = [a.replace("{data}", str(work / "delay.npz")) for a in data]
     sets = [x for s in sets for x in ("--set", s)]
     db = work / f"{task}-{'before' if where else 'now'}-{len(extra)}.db"
-    sets += [x for s in extra for x in ("--set", s)]
+    sets += [x for s in extra if not s.startswith("--") for x in ("--set", s)]
+    own = own + [s for s in extra if s.startswith("--")]
     seqbench = [sys.executable, "-m", "seqbench", "--db", str(db)]
     memory = [*seqbench, "memory", *data, *sets, *own, "--workers", str(workers)]
     cpu, wall, stdout, stderr = timed([*memory, "--format", "json"], env)
     answer = json.loads(stdout)
     floor = timed([*memory, "--format", "json"], env)[0]
+    ids = ",".join(str(i) for i in answer["run_ids"])
+    runs = json.loads(timed([*seqbench, "query", "--format", "json",
+                             f"SELECT model, k, seed, wall_seconds FROM runs WHERE id IN ({ids})"],
+                            env)[2])  # fmt: skip
+    share, kept = oracle_share(answer, runs)
     ran = re.search(r"trained (\d+) run\(s\), (\d+) bisection", stderr)
     # one full-length run of the same TCN: the largest context, the answer's budget, seed 0
     run_sets = [x for s in TASKS[task][1] for x in ("--set", s)]
@@ -141,11 +154,46 @@ def one(task: str, where: str | None, work: Path, workers: int, extra: list[str]
         "run_cpu": run_cpu,
         "n": cpu / run_cpu,
         "floor": floor,
+        # the least this command could have spent had its race known the answer beforehand
+        "oracle": None if share is None else floor + (cpu - floor) * share,
+        "oracle_runs": kept,
         "with": " ".join(extra) or "-",
         "k_star": answer["k_star"],
         "interval": f"{answer['k_low']}–{answer['k_high']}",
         "verdict": answer["verdict"],
     }
+
+
+def oracle_share(answer: dict, runs: list[dict]) -> tuple[float | None, str]:
+    """The share of an answer's training that even a race told the answer beforehand must
+    spend to state it, by the answer's own rules (docs/science.md, "How much context: k*"):
+    the references and the best cell at every seed (the ceiling and the best are never
+    settled); two seeds (the fewest a paired test takes) for every model at k*, where a
+    cell must be shown within, at k* − 1 (the bisection ends at adjacent contexts, without
+    which k* is only an upper end) and at the interval's k_low − 1 (shown outside, where the
+    interval does not reach down to 1); nothing else. Measured in the runs' own recorded wall
+    seconds (None where the answer states no k*), and the runs it keeps, cell by cell."""
+    if answer["k_star"] is None:
+        return None, "-"
+    need = {answer["k_star"], answer["k_star"] - 1, answer["k_low"] - 1} - {0}
+    best = answer["best_cell"]
+    by_cell: dict[tuple[str, int | None], list[dict]] = {}
+    for r in runs:
+        by_cell.setdefault((r["model"], r["k"]), []).append(r)
+    keep = []
+    for (model, k), rs in by_cell.items():
+        label = model if k is None else f"{model} at k={k}"
+        if k is None or label == best:
+            keep += rs
+        elif k in need:
+            keep += sorted(rs, key=lambda r: r["seed"])[:2]
+    total = sum(r["wall_seconds"] for r in runs)
+    cells: dict[str, int] = {}
+    for r in keep:
+        label = r["model"] if r["k"] is None else f"{r['model']} k={r['k']}"
+        cells[label] = cells.get(label, 0) + 1
+    kept = f"{len(keep)}: " + ", ".join(f"{c} ×{n}" for c, n in cells.items())
+    return sum(r["wall_seconds"] for r in keep) / total, kept
 
 
 def main() -> None:
@@ -155,7 +203,8 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument(
         "--with", dest="extra", action="append", default=[], metavar="FIELD=VALUE",
-        help="a --set for memory alone, measured beside the plain answer (repeat)",
+        help="a --set for memory alone, or one of its flags (--with=--no-race), measured beside "
+        "the plain answer (repeat)",
     )  # fmt: skip
     a = p.parse_args()
     variants = [[]] + ([a.extra] if a.extra else [])
@@ -171,13 +220,16 @@ def main() -> None:
                     print(f"{task} ({r['checkout']}, {r['with']}): {r['cpu']:.0f} CPU s, "
                           f"{r['runs']} runs", file=sys.stderr)  # fmt: skip
     print("| task | checkout | with | verdict | k* | interval | runs | rounds | CPU s | wall s "
-          "| one run CPU s | N = CPU / one run | floor CPU s | floor N |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| one run CPU s | N = CPU / one run | floor CPU s | floor N | oracle CPU s "
+          "| oracle / CPU | oracle's runs |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['task']} | {r['checkout']} | {r['with']} | {r['verdict']} | {r['k_star']} | "
               f"{r['interval']} | {r['runs']} | {r['rounds']} | {r['cpu']:.0f} | "
               f"{r['wall']:.0f} | {r['run_cpu']:.1f} | {r['n']:.1f} | {r['floor']:.1f} | "
-              f"{r['floor'] / r['run_cpu']:.2f} |")  # fmt: skip
+              f"{r['floor'] / r['run_cpu']:.2f} | {_num(r['oracle'], '.0f')} | "
+              f"{_num(r['oracle'] and r['oracle'] / r['cpu'], '.2f')} | "
+              f"{r['oracle_runs']} |")  # fmt: skip
     if a.before:
         print("\n| task | with | N before | N now | N now / before | CPU now / before |")
         print("|---|---|---|---|---|---|")
@@ -186,6 +238,10 @@ def main() -> None:
             for n in now:
                 print(f"| {task} | {n['with']} | {b['n']:.1f} | {n['n']:.1f} | "
                       f"{n['n'] / b['n']:.2f} | {n['cpu'] / b['cpu']:.2f} |")  # fmt: skip
+
+
+def _num(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
 
 
 if __name__ == "__main__":
