@@ -140,9 +140,16 @@ def one(task: str, where: str | None, work: Path, workers: int, extra: list[str]
     ran = re.search(r"trained (\d+) run\(s\), (\d+) bisection", stderr)
     # one full-length run of the same TCN: the largest context, the answer's budget, seed 0
     run_sets = [x for s in TASKS[task][1] for x in ("--set", s)]
+    # at a memory worker's threads (the sweep's share of the cores): left to choose, the run
+    # took one or two threads by how busy the cores looked, and its CPU time moved from 17 to
+    # 38 s between rows of one benchmark
+    from seqbench.sweep.executors import threads_per_worker
+
+    threads = threads_per_worker(workers)
     run_cmd = [*seqbench, "train", "--model", "tcn", *data, *run_sets, "--k", str(answer["max_k"]),
-               "--params", str(answer["params"]), "--seed", "0", "--quiet"]  # fmt: skip
-    # its CPU time varies by a third from one run to the next (threads): the median of three
+               "--params", str(answer["params"]), "--seed", "0", "--quiet",
+               "--threads", str(threads)]  # fmt: skip
+    # the median of three
     run_cpu = float(np.median([timed(run_cmd, env)[0] for _ in range(3)]))
     return {
         "task": task,
