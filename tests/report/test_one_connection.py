@@ -1,5 +1,7 @@
 """A SQLite report is one connection: the store's revision read once, on the connection that
-then reads the runs, the baselines and the rest (store/query.Reader)."""
+then reads the runs, the baselines and the rest (store/query.Reader). Once it is closed, one
+connection that may write opens and closes only to remove the empty -wal and -shm files the
+read left (store/common.tidy_wal)."""
 
 import sqlite3
 
@@ -46,5 +48,9 @@ def test_a_report_opens_one_connection_and_reads_the_revision_once(cli, filled, 
     monkeypatch.setattr(common, "sqlite_revision_readonly", revision)
     r = cli("--db", filled, *args)
     assert r.exit_code == 0, r.output
-    assert len(connects) == 1 and "mode=ro" in connects[0], connects
+    assert len(connects) == 2 and connects[0].endswith("mode=ro"), connects
+    assert connects[1].endswith("mode=rw")  # tidy_wal's, after the reads
+    assert {p.name for p in filled.parent.iterdir() if p.name.startswith(filled.name)} == {
+        filled.name
+    }
     assert len(revisions) == 1
