@@ -57,6 +57,9 @@ def compile_source(
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    from seqbench.ops.common import keep_fp_fusion
+
+    keep_fp_fusion()  # as the kernels run (a spawned worker imports no kernel module first)
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
     kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": warps})
     with tempfile.TemporaryDirectory() as d:

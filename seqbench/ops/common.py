@@ -19,6 +19,14 @@ def numba_available(device: torch.device) -> tuple[bool, str]:
     return True, ""
 
 
+def keep_fp_fusion() -> None:
+    """Keep Triton fusing a·b + c into one FMA, as the kernels were tested and measured with
+    (benchmarks/RESULTS.md): Triton 3.9 fuses by default and warns, on every first compile,
+    that 3.10 will not. A user's own TRITON_DEFAULT_FP_FUSION (or
+    TRITON_FORCE_DISABLE_FP_FUSION) still decides."""
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+
+
 def triton_available(device: torch.device) -> tuple[bool, str]:
     """(usable, reason if not) for the Triton backend on tensors of `device`."""
     try:

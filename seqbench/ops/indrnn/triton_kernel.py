@@ -17,6 +17,10 @@ import torch
 import triton
 import triton.language as tl
 
+from seqbench.ops.common import keep_fp_fusion
+
+keep_fp_fusion()
+
 
 def _configs(interpret: bool) -> list:
     """The launch shapes autotuning chooses from, per (B·N) size: lanes per program and warps.

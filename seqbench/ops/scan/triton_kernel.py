@@ -16,6 +16,10 @@ import torch
 import triton
 import triton.language as tl
 
+from seqbench.ops.common import keep_fp_fusion
+
+keep_fp_fusion()
+
 
 def _configs(interpret: bool) -> list:
     """Lanes per program and warps. One config in the interpreter (autotuning there would
