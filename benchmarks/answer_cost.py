@@ -175,14 +175,15 @@ def oracle_share(answer: dict, runs: list[dict]) -> tuple[float | None, str]:
     """The share of an answer's training that even a race told the answer beforehand must
     spend to state it, by the answer's own rules (docs/science.md, "How much context: k*"):
     the references and the best cell at every seed (the ceiling and the best are never
-    settled); two seeds (the fewest a paired test takes) for every model at k*, where a
-    cell must be shown within, at k* − 1 (the bisection ends at adjacent contexts, without
-    which k* is only an upper end) and at the interval's k_low − 1 (shown outside, where the
-    interval does not reach down to 1); nothing else. Measured in the runs' own recorded wall
-    seconds (None where the answer states no k*), and the runs it keeps, cell by cell."""
+    settled); two seeds (the fewest a paired test takes) for every other context the answer
+    tried (no context is left untrained on monotonicity: the sequence from the longest context
+    down must pass each one above k*, and the one from the shortest up each one below the
+    interval); nothing else. Measured in the runs' own recorded wall seconds (None where the
+    answer states no k*), and the runs it keeps, cell by cell. (Before 2026-12-04's error-rate
+    rules the oracle trained only k*, k* − 1 and k_low − 1 at two seeds: those rules took the
+    contexts below one shown outside as too short without training them.)"""
     if answer["k_star"] is None:
         return None, "-"
-    need = {answer["k_star"], answer["k_star"] - 1, answer["k_low"] - 1} - {0}
     best = answer["best_cell"]
     by_cell: dict[tuple[str, int | None], list[dict]] = {}
     for r in runs:
@@ -192,7 +193,7 @@ def oracle_share(answer: dict, runs: list[dict]) -> tuple[float | None, str]:
         label = model if k is None else f"{model} at k={k}"
         if k is None or label == best:
             keep += rs
-        elif k in need:
+        else:
             keep += sorted(rs, key=lambda r: r["seed"])[:2]
     total = sum(r["wall_seconds"] for r in runs)
     cells: dict[str, int] = {}

@@ -658,7 +658,7 @@ def memory_cost(db: str | None, plan, workers: int | None = None, race: bool = T
             cells = {cell_key(stop.plan, c) for c in stop.missing}
             points = [c for c in stop.plan.points if cell_key(stop.plan, c) in cells]
             return cost(store, plan, workers, bisecting=(stop.rounds, points))
-        settled = settled_in_store(store, plan) if race else (frozenset(), 1)
+        settled = settled_in_store(store, plan) if race else frozenset()
         return cost(store, plan, workers, settled)
     finally:
         store.dispose()

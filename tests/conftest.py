@@ -1,6 +1,9 @@
+import contextlib
 import hashlib
+import importlib.util
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,21 @@ def loads_module(code: str, module: str) -> bool:
     probe = f"{code}\nimport sys\nprint({module!r} in sys.modules)\n"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     return out.stdout.strip().splitlines()[-1] == "True"
+
+
+@contextlib.contextmanager
+def script_module(name: str):
+    """scripts/NAME.py loaded as module NAME, in sys.modules while the block runs (its
+    dataclasses look their module up, and a process pool's workers unpickle by it)."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(name, None)
 
 
 def sha256(path: Path) -> str:

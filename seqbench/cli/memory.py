@@ -95,9 +95,9 @@ Race = Annotated[
     bool,
     typer.Option(
         "--race/--no-race",
-        help="Give each cell its seeds a round at a time, none more once they cannot change "
-        "the answer (a cell shown outside the tolerance, or within it above k*), and train no "
-        "context below one shown outside; --no-race: every cell every seed.",
+        help="Give each cell its seeds a round at a time, none more once its part in the "
+        "answer is decided away from k* and the interval's ends (shown outside the tolerance, "
+        "or within it above k*); --no-race: every cell every seed.",
     ),
 ]
 

@@ -22,3 +22,24 @@ def check_tolerance(epsilon: float, relative_to: str) -> None:
         raise ValueError(f"--epsilon must lie in (0, 1), got {epsilon}")
     if relative_to not in RELATIVE_TO:
         raise ValueError(f"--relative-to must be gap or best, got {relative_to!r}")
+
+
+def k_grid(max_k: int) -> list[int]:
+    """The contexts a k-sweep starts from: 1, 2, 4, … below max_k, and max_k itself."""
+    out, k = [], 1
+    while k < max_k:
+        out.append(k)
+        k *= 2
+    return [*out, max_k]
+
+
+def gap_tests(k: int, max_k: int) -> int:
+    """How many contexts of the grid gap [l, u) holding k a search for the boundary may test
+    there: l itself (the grid's) and the bisection's, ⌈log₂(u − l)⌉ rounds to make the ends
+    adjacent. 1 at the largest context (its own gap)."""
+    grid = k_grid(max_k)
+    lower = [g for g in grid if g <= k]
+    upper = [g for g in grid if g > k]
+    if not lower or not upper:
+        return 1
+    return 1 + math.ceil(math.log2(upper[0] - lower[-1]))

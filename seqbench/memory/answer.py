@@ -1,30 +1,32 @@
 """The answer to "how much context does this task need?", derived from a k-sweep's runs.
 
 Pure pandas, NumPy and SciPy over one row per run; no store, no torch. A *cell* is one model at
-one context k (or a recurrent reference, k None) over its seeds. Every statement is a test
-over the seeds, each one-sided at level ALPHA, on per-seed differences (the cells of one sweep
-run the same seeds, so a seed's data and draws are shared and pairing removes them):
+one context k (or a recurrent reference, k None) over its seeds. The cells of one sweep run the
+same seeds, and a seed fixes the data and the draws, so cells are compared seed by seed. The
+answer is one procedure whose error rates hold as a whole at ALPHA (memory/stats.py has the
+tests; scripts/simulate_answer.py measures the rates by simulating it):
 
-- a cell has *learned* when its improvement over the trivial baseline, run by run, is above
-  zero by a one-sided t-test, and, for an accuracy, its mean is above chance by more than a
-  binomial draw of the run's test-set size would give (z at ALPHA);
+- a cell has *learned* when it beats the trivial baseline (learned_p: over seeds, beyond chance
+  on an accuracy's test set, beyond a shared test split's noise), Holm's step-down over every
+  cell;
 - the *tolerance* δ is ε times the gap between the trivial baseline and the best cell
-  (`relative_to="gap"`, the default) or ε times the best cell's own value ("best");
-- a feedforward cell is *within* the tolerance when it learned and the upper confidence bound
-  of its excess over the best is at most δ (non-inferiority), and *outside* when the lower
-  bound is above δ; a cell that is neither is undecided at these seeds;
-- k* is the smallest k with a cell within; its interval runs from one past the largest k
-  below k* that is outside (every k up to that one too, more context never hurting the best
-  predictor) to k*;
+  (`relative_to="gap"`, the default) or ε times the best cell's own value ("best"); the best is
+  the cell with the best mean among those that learned;
+- a feedforward cell is *within* the tolerance when it is shown within that of the best cell
+  (shown_within; the best itself against the runner-up), tested in a fixed sequence from each
+  family's largest context down; it is *outside* when its excess over the best is above δ at
+  the lower bound, Bonferroni over the comparator the data chose; a cell that is neither is
+  undecided;
+- k* is the smallest k with a cell within; its interval runs from one past the contexts shown
+  outside in a fixed sequence from the smallest up, to k*;
 - the verdict: `nothing-learned` when no cell learned (a k* is only ever a cell that learned);
-  `matches` with a k*;
-  `needs-recurrence` when a recurrent reference is the best and every context tried is
-  outside its tolerance (`family-gap` when the largest context was the whole input: then the
-  gap is one of model family or training, not of memory); `undecided` when the seeds cannot
-  tell.
+  `matches` with a k*; `needs-recurrence` when a recurrent reference is the best and every
+  context tried is outside its tolerance (`family-gap` when the largest context was the whole
+  input: then the gap is one of model family or training, not of memory); `undecided` when
+  the seeds cannot tell.
 
-docs/science.md ("How much context: k*") says the same for users, with the calibration that
-chose the defaults (docs/memory.md).
+docs/science.md ("How much context: k*") says the same for users, with the rates the
+simulation measured and the calibration on trained tasks (docs/memory.md).
 """
 
 from __future__ import annotations
@@ -35,10 +37,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from seqbench.memory import EPSILON, check_tolerance
+from seqbench.memory import EPSILON, check_tolerance, gap_tests
+from seqbench.memory.stats import (
+    ALPHA,
+    holm,
+    lower_bound,
+    narrowing,
+    p_above,
+    p_normal,
+    upper_bound,
+)
 
-VERDICTS = ("matches", "nothing-learned", "needs-recurrence", "family-gap", "undecided")
-ALPHA = 0.05  # each one-sided test's level (two of them bound k*'s interval: 90% together)
 ACCURACIES = ("acc",)  # metrics that are a share of right answers: chance is binomial
 # the last share of a run's evaluations that must not improve on the earlier ones by more than
 # IMPROVING of the run's whole improvement, for the run to count as trained out
@@ -173,100 +182,126 @@ def _label(model: str, k: int | None) -> str:
 # -- the steps of an answer -------------------------------------------------------------------
 @dataclass
 class _Seeds:
-    """One cell's runs in loss terms (lower is better), indexed by seed."""
+    """One cell's runs in loss terms (lower is better), one entry per seed, seeds ascending."""
 
     model: str
     k: int | None
-    loss: pd.Series  # per seed; a diverged run counts as its baseline
-    base: pd.Series  # the trivial baseline's loss, per seed
+    seeds: np.ndarray  # the seeds it ran
+    loss: np.ndarray  # per seed; a diverged run counts as its baseline
+    base: np.ndarray  # the trivial baseline's loss, per seed
     count: float  # the smallest test set of its runs (nan where unknown)
     improving: bool
+    # a shared test split's best constant predictor (loss terms) and the sampling noise of a
+    # gain over it (the standard error over test sequences), per seed; None where not stored
+    const: np.ndarray | None = None
+    const_se: np.ndarray | None = None
+
+    @property
+    def mean(self) -> float:
+        return float(self.loss.mean())
 
 
 def cell_runs(runs: pd.DataFrame, sign: float) -> list[_Seeds]:
-    """Group `runs` into cells, in the order k ascending then references, by model."""
-    df = runs.assign(k=[None if _unset(k) else int(k) for k in runs["k"]])
-    df["kk"] = df["k"].fillna(-1).astype(int)
+    """Group `runs` into cells, in the order k ascending then references, by model (one run
+    per seed: the last)."""
+    col = {c: runs[c].to_numpy() for c in runs.columns}
+    groups: dict[tuple[str, int], dict[int, int]] = {}
+    for i, (model, k, seed) in enumerate(zip(col["model"], col["k"], col["seed"], strict=True)):
+        kk = -1 if _unset(k) else int(k)
+        groups.setdefault((str(model), kk), {})[int(seed)] = i
     out = []
-    for (model, kk), g in df.groupby(["model", "kk"], sort=True):
-        g = g.drop_duplicates("seed", keep="last").set_index("seed")
-        base = sign * g["baseline"].astype(float)
-        base = base.fillna(float(base.mean()))
-        value = sign * g["value"].astype(float)
-        loss = value.where(np.isfinite(value), base)  # a blow-up learned nothing
+    for (model, kk), by_seed in groups.items():
+        seeds = np.array(sorted(by_seed), dtype=int)
+        rows = [by_seed[s] for s in seeds]
+        base = sign * col["baseline"][rows].astype(float)
+        if np.isnan(base).any() and not np.isnan(base).all():
+            base = np.where(np.isnan(base), np.nanmean(base), base)
+        value = sign * col["value"][rows].astype(float)
+        loss = np.where(np.isfinite(value), value, base)  # a blow-up learned nothing
         count = (
-            float(g["test_count"].astype(float).min()) if "test_count" in g.columns else math.nan
+            float(col["test_count"][rows].astype(float).min()) if "test_count" in col else math.nan
         )
+        # at least half: the race stops a cell at two seeds, where one of two improving could
+        # have been two of three
         improving = (
-            # at least half: the race stops a cell at two seeds, where one of two improving
-            # could have been two of three
-            bool(g["improving"].fillna(False).astype(bool).mean() >= 0.5)
-            if ("improving" in g.columns)
-            else False
+            "improving" in col and np.mean([_true(v) for v in col["improving"][rows]]) >= 0.5
         )
-        out.append(_Seeds(model, None if kk == -1 else int(kk), loss, base, count, improving))
+        const = se = None
+        if sign > 0 and "test_const" in col and "test_gain_se" in col:
+            c, s = (col[k][rows].astype(float) for k in ("test_const", "test_gain_se"))
+            if np.isfinite(c).any() and np.isfinite(s).any():  # a diverged run stores none
+                const = np.where(np.isfinite(c), c, np.nanmean(c))  # one split: one constant
+                se = np.where(np.isfinite(s), s, np.nanmean(s))
+        cell = _Seeds(model, None if kk == -1 else kk, seeds, loss, base, count, bool(improving),
+                      const, se)  # fmt: skip
+        out.append(cell)
     out.sort(key=lambda c: (c.k is None, c.k or 0, c.model))
     return out
 
 
-def learned(cell: _Seeds, accuracy: bool, sign: float, alpha: float = ALPHA) -> bool:
-    """Beats the trivial baseline beyond the seeds' noise (a one-sided paired t-test at
-    `alpha`) and, for an accuracy, beyond what chance scores on a test set of the run's
-    size."""
-    # > 0: better than the baseline (each seed in units of the mean baseline)
-    gain = ((cell.base - cell.loss) * per_seed_scale(cell.base)).to_numpy(float)
-    if not _above(gain, 0.0, alpha):
-        return False
+def _true(v) -> bool:
+    return bool(v) if v is not None and v == v else False
+
+
+def learned_p(cell: _Seeds, accuracy: bool, sign: float) -> float:
+    """The p-value of "this cell beats the trivial baseline": the largest of the tests it must
+    pass (each one-sided):
+
+    - over seeds, its gain on the baseline run by run (Student's t on the paired gains, each
+      seed's in units of the mean baseline);
+    - for an accuracy, its mean gain on what chance scores on a test set of the run's size
+      (binomial: sd √(p(1 − p)/n) at chance p);
+    - where the seeds share one test split (own data, regression), its gain on the best
+      constant predictor of that split, over seeds and beyond the split's own sampling noise
+      (the standard error of the gain over test sequences, which every seed shares).
+    """
+    w = per_seed_scale(cell.base)
+    gain = (cell.base - cell.loss) * w  # > 0: better than the baseline
+    p = p_above(gain)
     if accuracy and math.isfinite(cell.count) and cell.count > 0:
-        p = float(np.clip(sign * cell.base.mean(), 1e-12, 1 - 1e-12))  # chance
-        from scipy.special import ndtri  # norm.ppf
-
-        margin = ndtri(1 - alpha) * math.sqrt(p * (1 - p) / cell.count)
-        return bool(gain.mean() > margin)
-    return True
-
-
-def _above(x: np.ndarray, bound: float, alpha: float = ALPHA) -> bool:
-    """A one-sided t-test at `alpha` that the mean of `x` is above `bound` (at least 2 values;
-    with no spread at all, the mean itself decides)."""
-    n = len(x)
-    if n < 2:
-        return False
-    mean, sd = float(x.mean()), float(x.std(ddof=1))
-    if sd == 0:
-        return bool(mean > bound)
-    return bool(mean - _t(n, alpha) * sd / math.sqrt(n) > bound)
+        chance = float(np.clip(sign * cell.base.mean(), 1e-12, 1 - 1e-12))
+        p = max(p, p_normal(float(gain.mean()) / math.sqrt(chance * (1 - chance) / cell.count)))
+    if cell.const is not None:
+        over = (cell.const - cell.loss) * w
+        se = math.sqrt(float(np.mean((cell.const_se * w) ** 2)))
+        shared = p_normal(float(over.mean()) / se) if se > 0 else float(over.mean() <= 0)
+        p = max(p, p_above(over), shared)
+    return p
 
 
-def _below(x: np.ndarray, bound: float, alpha: float = ALPHA) -> bool:
-    return _above(-x, -bound, alpha)
-
-
-def _t(n: int, alpha: float) -> float:
-    """The one-sided Student-t quantile (scipy.stats.t.ppf's own stdtrit: see t_quantile)."""
-    from scipy.special import stdtrit
-
-    return float(stdtrit(n - 1, 1 - alpha))
-
-
-def paired_excess(cell: _Seeds, best: _Seeds) -> np.ndarray:
-    """cell − best per seed both ran (loss terms), each seed's in units of the mean baseline
-    (per_seed_scale)."""
-    both = pd.concat([cell.loss.rename("a"), best.loss.rename("b")], axis=1, join="inner")
-    scale = per_seed_scale(cell.base).reindex(both.index)
-    return ((both["a"] - both["b"]) * scale).to_numpy(float)
-
-
-def per_seed_scale(base: pd.Series) -> pd.Series:
+def per_seed_scale(base: np.ndarray) -> np.ndarray:
     """B̄ / B_s per seed: a seed's differences in units of the mean trivial baseline. Where
-    each seed draws another task (the teacher's seeds draw other teachers, a file's seeds
-    other splits) its baseline, and every error with it, has its own scale; the tests are
-    about the share of the baseline a context leaves, not about which teacher was louder.
-    1 where the baselines are not all positive (an accuracy's: chance is one number)."""
-    b = base.astype(float)
+    each seed draws another task (the teacher's seeds draw other teachers) its baseline, and
+    every error with it, has its own scale; the tests are about the share of the baseline a
+    context leaves, not about which teacher was louder. 1 where the baselines are not all
+    positive (an accuracy's: chance is one number)."""
+    b = np.asarray(base, float)
     if not (b > 0).all():
-        return pd.Series(1.0, index=base.index)
+        return np.ones_like(b)
     return float(b.mean()) / b
+
+
+def contrast(a: _Seeds, b: _Seeds, epsilon: float, relative_to: str, cap: str = "") -> np.ndarray:
+    """Per seed both cells ran, a's excess over b beyond b's tolerance, in units of the mean
+    baseline: a − b − ε(B − b) relative to the gap (B: the seed's trivial baseline), a − b −
+    ε|b| relative to the best. Its mean is ≤ 0 exactly when a is within the tolerance taken
+    from b. The tolerance moves with b seed by seed, so its own noise is in the test.
+
+    `cap` "below": a seed on which a beats b counts as a tie (−ε(B − a), or −ε|a|), so that a
+    comparator far behind on one seed (a diverged run) cannot widen the bound of a test that a
+    is within; the capped contrast is never below the plain one, so its mean shown below zero
+    shows the plain one's. "above": a seed on which a is behind b by more than twice the
+    tolerance counts as exactly that, for the test that a is outside (never above the plain
+    one)."""
+    _, ia, ib = np.intersect1d(a.seeds, b.seeds, assume_unique=True, return_indices=True)
+    la, lb, base = a.loss[ia], b.loss[ib], a.base[ia]
+    room = (base - lb) if relative_to == "gap" else np.abs(lb)
+    d = la - lb - epsilon * room
+    if cap == "below":
+        d = np.maximum(d, -epsilon * ((base - la) if relative_to == "gap" else np.abs(la)))
+    elif cap == "above":
+        d = np.minimum(d, epsilon * room)
+    return d * per_seed_scale(a.base)[ia]
 
 
 def tolerance(epsilon: float, relative_to: str, base_loss: float, best_loss: float) -> float:
@@ -276,15 +311,106 @@ def tolerance(epsilon: float, relative_to: str, base_loss: float, best_loss: flo
     return epsilon * abs(best_loss)
 
 
+def shown_within(i: int, b: int, cells: list[_Seeds], epsilon: float, relative_to: str,
+                 alpha: float) -> bool:  # fmt: skip
+    """Cell i shown within the tolerance of the best cell b: the upper bound of their contrast
+    below zero at `alpha`. b, the cell with the best mean, is the hardest cell to be within
+    the tolerance of (its mean is the lowest; a true best that looks worse than b is easier),
+    so the data's choice of b makes the test stricter, not looser. b itself is tested against
+    the runner-up, the cell it must have beaten: no cell is within by being chosen."""
+    if i == b:
+        rest = [j for j in range(len(cells)) if j != i]
+        if not rest:
+            return True
+        b = min(rest, key=lambda j: cells[j].mean)
+    d = contrast(cells[i], cells[b], epsilon, relative_to, cap="below")
+    return upper_bound(d, alpha) < 0
+
+
+def judge_cells(
+    seeds: list[_Seeds],
+    *,
+    sign: float,
+    accuracy: bool,
+    base_loss: float,
+    epsilon: float,
+    relative_to: str,
+    alpha: float = ALPHA,
+    max_k: int | None = None,
+) -> tuple[list[Cell], int, float]:
+    """Each cell judged over its seeds, the answer's error rates held as a whole at `alpha`
+    (docs/science.md, "How much context: k*"):
+
+    - learned: Holm's step-down over every cell, so that a cell is wrongly called learned at
+      most `alpha` of the time, however many cells there are;
+    - within: each family's contexts in a fixed sequence from the largest down, each test at
+      `alpha` over the number of families, the first that fails ending its sequence (a cell
+      below it is not tested); a test is shown_within's, against the best cell;
+    - outside: the cell's excess over the best cell (the lowest mean among the cells that
+      learned) above the tolerance at the lower bound, at `alpha` over the cells it could have
+      been compared with (the best is chosen by the data: Bonferroni over the choice).
+
+    Returns (cells, the best's index, the tolerance δ in loss terms)."""
+    got = holm([learned_p(c, accuracy, sign) for c in seeds], alpha)
+    means = [c.mean for c in seeds]
+    pool = [i for i, ok in enumerate(got) if ok] or list(range(len(seeds)))
+    b = min(pool, key=lambda i: means[i])  # the best cell: among those that learned
+    delta = tolerance(epsilon, relative_to, base_loss, means[b])
+    ff = [i for i, c in enumerate(seeds) if c.k is not None]
+    families = sorted({seeds[i].model for i in ff})
+    within: set[int] = set()
+    for family in families:  # a fixed sequence each, from the largest context down
+        for i in sorted((i for i in ff if seeds[i].model == family), key=lambda i: -seeds[i].k):
+            level = alpha / len(families) / (gap_tests(seeds[i].k, max_k) if max_k else 1)
+            if not (got[i] and shown_within(i, b, seeds, epsilon, relative_to, level)):
+                break
+            within.add(i)
+    alpha_out = alpha / max(len(seeds) - 1, 1)
+    cells = []
+    for i, c in enumerate(seeds):
+        outside = c.k is not None and i != b and i not in within
+        if outside:
+            d = contrast(c, seeds[b], epsilon, relative_to, cap="above")
+            outside = lower_bound(d, alpha_out) > 0
+        cells.append(
+            Cell(
+                model=c.model,
+                k=c.k,
+                mean=sign * means[i],
+                std=_std(c.loss),
+                n=len(c.loss),
+                learned=bool(got[i]),
+                matches=i in within,
+                outside=bool(outside),
+                excess=sign * (means[i] - means[b]),
+                improving=c.improving,
+            )
+        )
+    return cells, b, delta
+
+
 def k_interval(cells: list[Cell]) -> tuple[int | None, int | None, int | None]:
-    """k*, and its interval's ends: one past the largest k below k* that is outside, and k*."""
+    """k*, and its interval's ends. k*: the smallest context shown within. The low end: one
+    past the contexts shown outside in a fixed sequence from the smallest up (every cell of a
+    context outside, the first context that is not ending it): each context below the low end
+    was tried and shown too short, or lies between two that were."""
     within = sorted({c.k for c in cells if c.k is not None and c.matches})
     if not within:
         return None, None, None
     k_star = within[0]
-    ks = {c.k for c in cells if c.k is not None and c.k < k_star}
-    out = [k for k in ks if all(c.outside for c in cells if c.k == k)]
-    return k_star, (max(out) + 1 if out else 1), k_star
+    return k_star, shown_short(cells, k_star) + 1, k_star
+
+
+def shown_short(cells: list[Cell], below: int | None = None) -> int:
+    """The largest context of the fixed sequence from the smallest up in which every context
+    tried (below `below`) has every cell shown outside; 0 where the smallest is not."""
+    ks = sorted({c.k for c in cells if c.k is not None and (below is None or c.k < below)})
+    out = 0
+    for k in ks:
+        if not all(c.outside for c in cells if c.k == k):
+            break
+        out = k
+    return out
 
 
 def verdict_of(cells: list[Cell], best: Cell, k_star: int | None, whole_input: bool) -> str:
@@ -293,7 +419,7 @@ def verdict_of(cells: list[Cell], best: Cell, k_star: int | None, whole_input: b
         return "nothing-learned"
     if k_star is not None:
         return "matches"
-    if best.k is None and all(c.outside for c in ff):
+    if best.k is None and ff and shown_short(cells) == max(c.k for c in ff):
         return "family-gap" if whole_input else "needs-recurrence"
     return "undecided"
 
@@ -312,54 +438,6 @@ def still_improving(curve: list[float], higher_is_better: bool) -> bool:
     return bool(whole > 0 and head.min() - end.min() > IMPROVING * whole)
 
 
-def judge_cells(
-    seeds: list[_Seeds],
-    *,
-    sign: float,
-    accuracy: bool,
-    base_loss: float,
-    epsilon: float,
-    relative_to: str,
-    alpha: float = ALPHA,
-    planned: int = 0,
-) -> tuple[list[Cell], int, float]:
-    """Each cell judged over its seeds, each test at `alpha`: learned, within or outside the
-    tolerance of the best (the best: the lowest mean loss among the cells that learned).
-    `planned`: the feedforward cells the question planned (the race may leave some untrained:
-    the Bonferroni count is then still theirs). Returns (cells, the best's index, the tolerance
-    δ in loss terms)."""
-    got = [learned(c, accuracy, sign, alpha) for c in seeds]
-    means = [float(c.loss.mean()) for c in seeds]
-    pool = [i for i, ok in enumerate(got) if ok] or list(range(len(seeds)))
-    b = min(pool, key=lambda i: means[i])  # the best cell: among those that learned
-    delta = tolerance(epsilon, relative_to, base_loss, means[b])
-    # the interval's low end is the largest k shown outside: a union of one test per cell,
-    # each against a best that is itself the winner of them all (biased low), so each test
-    # runs at ALPHA over their number (Bonferroni)
-    compared = sum(1 for i, c in enumerate(seeds) if c.k is not None and i != b)
-    compared = max(compared, planned - (seeds[b].k is not None))
-    alpha_out = alpha / max(compared, 1)
-    cells = []
-    for i, c in enumerate(seeds):
-        excess = paired_excess(c, seeds[b]) if i != b else np.zeros(1)
-        ff = c.k is not None
-        cells.append(
-            Cell(
-                model=c.model,
-                k=c.k,
-                mean=sign * means[i],
-                std=_std(c.loss.to_numpy(float)),
-                n=len(c.loss),
-                learned=bool(got[i]),
-                matches=bool(ff and got[i] and (i == b or _below(excess, delta, alpha))),
-                outside=bool(ff and i != b and _above(excess, delta, alpha_out)),
-                excess=sign * (means[i] - means[b]),
-                improving=c.improving,
-            )
-        )
-    return cells, b, delta
-
-
 def derive(
     runs: pd.DataFrame,
     *,
@@ -374,27 +452,31 @@ def derive(
     label: str = "",
     train_size: int | None = None,
     alpha: float = ALPHA,
-    planned: int = 0,
 ) -> Answer:
     """The answer from `runs`: one row per run with columns run_id, model, k (None for a
     recurrent reference), seed, value (the metric) and baseline (the run's trivial baseline);
     optionally test_count (the scored test predictions: chance's binomial bound for an
-    accuracy), improving (the run was still improving at its last evaluation) and persistence
-    (a forecast's last-value predictor: a warning when no model beats it). Non-finite values
-    (a diverged run) count as the baseline: a run that blew up learned nothing. `alpha`: each
-    test's level (ALPHA; the race judges at a stricter one, memory/race.py); `planned`: the
-    feedforward cells planned, for the Bonferroni count where some were not trained."""
+    accuracy), test_const and test_gain_se (a shared test split's best constant and the noise
+    of a gain over it), improving (the run was still improving at its last evaluation) and
+    persistence (a forecast's last-value predictor: a warning when no model beats it).
+    Non-finite values (a diverged run) count as the baseline: a run that blew up learned
+    nothing. `alpha`: the answer's level (ALPHA; the race judges at a stricter one,
+    memory/race.py)."""
     check_tolerance(epsilon, relative_to)
     if runs.empty:
         raise ValueError("no runs to derive an answer from")
     sign = -1.0 if higher_is_better else 1.0  # loss = sign * value: lower is better
     # the trivial baseline: each seed's (a seed fixes the data), then their mean, so that a
     # seed with more runs (cells the race settled have fewer) does not weigh more
-    per_seed = (sign * runs["baseline"].astype(float)).groupby(runs["seed"]).mean()
-    base_loss = float(np.nanmean(per_seed.to_numpy(float)))
+    seeds, where = np.unique(runs["seed"].to_numpy(), return_inverse=True)
+    base = sign * runs["baseline"].to_numpy(float)
+    ok = ~np.isnan(base)
+    total = np.bincount(where[ok], base[ok], len(seeds))
+    count = np.bincount(where[ok], minlength=len(seeds))
+    base_loss = float(np.mean(total[count > 0] / count[count > 0])) if ok.any() else math.nan
     cells, b, delta = judge_cells(
         cell_runs(runs, sign), sign=sign, accuracy=metric in ACCURACIES, base_loss=base_loss,
-        epsilon=epsilon, relative_to=relative_to, alpha=alpha, planned=planned,
+        epsilon=epsilon, relative_to=relative_to, alpha=alpha, max_k=max_k,
     )  # fmt: skip
     k_star, lo, hi = k_interval(cells)
     verdict = verdict_of(cells, cells[b], k_star, whole_input)
@@ -464,29 +546,64 @@ def caveats(a: Answer, persistence: float | None) -> list[str]:
     slow = [c.label for c in ff if c.improving]
     if slow:
         out.append(f"under-trained; train longer (--set steps=...): {', '.join(slow)}")
+    more = _more_seeds(a)
     if a.k_star is not None and a.k_low is not None and a.k_low < a.k_star:
         # those below a context shown outside do not widen the interval (it starts past it)
         undecided = [c.k for c in ff if c.status == "undecided" and a.k_low <= c.k < a.k_star]
         if undecided:
             lo, hi = min(undecided), a.k_star - 1
             ks = f"k = {lo}" if lo == hi else f"k = {lo} … {hi}"
-            out.append(
-                f"the seeds cannot tell whether {ks} is within the tolerance: more seeds "
-                "(--seeds 0:6:+1) narrow the interval"
-            )
+            out.append(f"the seeds cannot tell whether {ks} is within the tolerance: {more}")
+    out += _longer_does_worse(a, sign)
     if a.k_star is not None and a.k_star == a.max_k and not a.whole_input:
         out.append(
             f"k* is the largest context tried ({a.max_k}): a larger one may do better still "
             "(--max-k)"
         )
     if a.verdict == "undecided":
-        out.append("more seeds (--seeds 0:6:+1) may tell")
+        out.append(f"more seeds may tell: {more}")
     if persistence is not None and sign * persistence <= sign * a.best:
         out.append(
             f"no model beats persistence (the last value: {persistence:.4g} against the "
             f"best {a.best:.4g}): k* is measured from the mean forecast "
             f"{a.baseline:.4g}, and repeating the last value already does as well"
         )
+    return out
+
+
+def _more_seeds(a: Answer) -> str:
+    """What twice the seeds would buy: each test's bound that much tighter at the same spread
+    (memory/stats.narrowing)."""
+    n = max((c.n for c in a.cells), default=0)
+    if n < 2:
+        return f"more seeds (--seeds 0:{2 * max(n, 3)}:+1) narrow the interval"
+    return (
+        f"{2 * n} seeds (--seeds 0:{2 * n}:+1) make each test's bound about "
+        f"{narrowing(n):.1f}× tighter than {n} at the same spread"
+    )
+
+
+def _longer_does_worse(a: Answer, sign: float) -> list[str]:
+    """A family whose fixed sequence from the longest context down stopped at a context that a
+    shorter one of the same family beats to within the tolerance: more context did worse
+    (overfitting, or training that did not reach it), and the answer's tests, which stop at
+    the first context not shown within, cannot reach the shorter one."""
+    out = []
+    for family in sorted({c.model for c in a.cells if c.k is not None}):
+        seq = sorted((c for c in a.cells if c.model == family and c.k is not None),
+                     key=lambda c: -c.k)  # fmt: skip
+        stop = next((c for c in seq if not c.matches), None)
+        if stop is None:
+            continue
+        better = [c for c in seq if c.k < stop.k and sign * c.excess <= a.tolerance
+                  and sign * c.mean < sign * stop.mean]  # fmt: skip
+        if better:
+            out.append(
+                f"{stop.label} is not shown within the tolerance, but {better[0].label} "
+                f"({better[0].mean:.4g}) does better: a longer context does worse here "
+                "(overfitting, or under-training), and the answer's tests, from the longest "
+                "context down, stop at the first not shown within"
+            )
     return out
 
 

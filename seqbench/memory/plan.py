@@ -13,7 +13,7 @@ from typing import Any
 
 from seqbench.config import FIELDS, RunConfig
 from seqbench.errors import UnknownNameError, UsageError
-from seqbench.memory import EPSILON, RELATIVE_TO, check_tolerance
+from seqbench.memory import EPSILON, RELATIVE_TO, check_tolerance, k_grid
 from seqbench.parsing import coerce, split_assignment, split_list
 from seqbench.sweep.cost import probe_cost
 from seqbench.sweep.spec import BUDGET as PARAMS  # where the search for one budget starts
@@ -96,15 +96,6 @@ def cell_key(plan: MemoryPlan, c: RunConfig) -> tuple[str, int | None]:
     from seqbench.configure import stored_k
 
     return c.model, None if c.model in plan.references else stored_k(c)
-
-
-def k_grid(max_k: int) -> list[int]:
-    """1, 2, 4, … below max_k, and max_k itself."""
-    out, k = [], 1
-    while k < max_k:
-        out.append(k)
-        k *= 2
-    return [*out, max_k]
 
 
 def next_k(tried: list[int], k_star: int | None) -> int | None:
@@ -291,7 +282,7 @@ def memory_cost(
     store,
     plan: MemoryPlan,
     workers: int | None = None,
-    settled: tuple[frozenset, int] = (frozenset(), 1),
+    settled: frozenset = frozenset(),
     bisecting: tuple[int, list[RunConfig]] | None = None,
 ) -> dict:
     """The first round's runs, those the store already has, the most the bisection may add,
@@ -299,8 +290,8 @@ def memory_cost(
     runs of each model on the task (serial seconds, `how` "store"), else from a timing probe
     of each model and context on this machine divided among `workers` (default: one per
     usable core, as a sweep runs them; `how` "probe"). `settled`: the (model, k) cells the
-    store's runs already settle in the race (memory/race.py), and the context below which
-    every cell is settled, whose missing runs it would not train; the rest is the most the
+    store's runs already settle in the race (memory/race.py), whose missing runs it would
+    not train; the rest is the most the
     race trains (it may spare more). `bisecting`: the store has the whole first round and the
     replay (memory/runner.dry_replay) stopped in this bisection round, whose points these are
     (every seed of each cell it lacks): they are what is to train, and the rounds after it
@@ -316,11 +307,9 @@ def memory_cost(
     for m, _h, _s, secs, steps in history:
         if secs and steps:
             pace.setdefault(m, []).append(secs / steps)
-    cells, low = settled
 
     def spared(c: RunConfig) -> bool:
-        key = cell_key(plan, c)
-        return key[1] is not None and (key[1] < low or key in cells)
+        return cell_key(plan, c) in settled
 
     widest = max((b - a for a, b in itertools.pairwise(plan.ks)), default=1)
     rounds = math.ceil(math.log2(widest)) if widest > 1 else 0  # to narrow it to one step

@@ -3,16 +3,17 @@ tightens, and, for a task whose optimal truncated error is known in closed form,
 closed form gives beside each.
 
 The growth law. Exponential memory (error λ^{2k}) makes k*(ε) grow like log(1/ε); power-law
-memory (error ~ k^{1−2α}) like ε^{−1/(2α−1)}. Each law is fitted by least squares over the
-tolerances that have a k*: k = a + b·ln(1/ε) (logarithmic) or ln k = c + d·ln(1/ε) (a power),
-its rate (b or d) with a 90% t-interval (n − 2 degrees of freedom). Each answer's interval says
-where the true boundary lies: k* is the smallest integer context within the tolerance, so the
-continuous threshold lies in (k_low − 1, k_high]. A law *passes* when one of its curves goes
-through every interval (decided exactly: each pair of tolerances bounds the slope). The data
-tell the laws apart when exactly one passes, or when neither does (at finite T the tail of a
-memory is cut, and k* only approaches its law) and one misfits by at most half as much as
-the other (root-mean-square error of ln k); otherwise the profile says, in one line, that it
-cannot tell.
+memory (error ~ k^{1−2α}) like ε^{−1/(2α−1)}. Each answer's interval says where the true
+boundary lies: k* is the smallest integer context within the tolerance, so the continuous
+threshold lies in (k_low − 1, k_high]. A law *passes* when one of its curves goes through every
+interval (decided exactly: each pair of tolerances bounds the slope): k = a + b·ln(1/ε)
+(logarithmic), or k + c = A·ε^{−d} for an offset c in [−1, 1] (a power; a law of the tail
+fixes k only up to a step, the kernels (s+1)^{−α} and s^{−α} having the same memory). The
+rate's uncertainty is the range of slopes (b, or d) of the curves that pass, not a fit's
+t-interval: the k* are integers read off intervals, not measurements with normal errors. The
+data name a law only when it passes and the other does not; where both pass, or neither, the
+profile says in one line that it cannot tell (and which law the stated k* lie closer to, by
+the root-mean-square misfit of ln k of a least-squares fit, without concluding).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 
 MIN_POINTS = 3  # tolerances with a k* needed to fit a law
 LAWS = ("logarithmic", "power")
+OFFSETS = tuple(i / 10 for i in range(-10, 11))  # the power law's offsets c tried, in steps
 
 
 @dataclass(frozen=True)
@@ -32,13 +34,16 @@ class Law:
     name: str  # "logarithmic" or "power"
     passes: bool  # one curve of it goes through every answer's interval
     rate: float  # the least-squares slope: b (k per unit of ln(1/ε)) or d (the exponent)
-    low: float  # its 90% t-interval
+    low: float  # the slopes of the curves through every interval (nan where none passes)
     high: float
-    rms: float  # root-mean-square error of ln k
+    rms: float  # root-mean-square error of ln k of the least-squares fit
 
     def text(self) -> str:
         what = "k* ≈ a + b·ln(1/ε), b" if self.name == "logarithmic" else "k* ∝ ε^−d, d"
-        return f"{what} = {self.rate:.3g} [{self.low:.3g}, {self.high:.3g}]"
+        return (
+            f"{what} = {self.rate:.3g} (the curves through every interval: "
+            f"{self.low:.3g}–{self.high:.3g})"
+        )
 
 
 def slope_interval(
@@ -65,28 +70,42 @@ def slope_interval(
     return lo, hi
 
 
-def fit(name: str, xs: list[float], ks: list[float]) -> tuple[float, float, float, float]:
-    """(slope, its 90% t-interval's ends, rms error of ln k) of law `name` by least squares."""
-    from scipy.special import stdtrit  # t.ppf(q, df)
+def passing_slopes(name: str, xs: list[float], lows: list[float], highs: list[float]):
+    """The (lowest, highest) slope of law `name`'s curves through every interval (lows, highs:
+    the boundary's bounds in k), over the power law's offsets; None where none passes."""
+    if name == "logarithmic":
+        return slope_interval(xs, lows, highs)
+    found = []
+    for c in OFFSETS:
+        lo = [math.log(v + c) if v + c > 0 else -math.inf for v in lows]
+        hi = [math.log(v + c) if v + c > 0 else -math.inf for v in highs]
+        if any(h == -math.inf for h in hi):
+            continue
+        got = slope_interval(xs, lo, hi)
+        if got is not None:
+            found.append(got)
+    if not found:
+        return None
+    return min(f[0] for f in found), max(f[1] for f in found)
 
+
+def fit(name: str, xs: list[float], ks: list[float]) -> tuple[float, float]:
+    """(slope, rms error of ln k) of law `name` by least squares."""
     x = np.asarray(xs)
     y = np.asarray(ks, dtype=float) if name == "logarithmic" else np.log(ks)
     slope, icept = np.polyfit(x, y, 1)
     fitted = icept + slope * x
-    n = len(x)
-    resid = y - fitted
-    sxx = float(((x - x.mean()) ** 2).sum())
-    se = math.sqrt(float((resid**2).sum()) / (n - 2) / sxx) if n > 2 and sxx > 0 else math.inf
-    half = float(stdtrit(n - 2, 0.95)) * se if n > 2 else math.inf
     pred_k = np.maximum(fitted, 0.5) if name == "logarithmic" else np.exp(fitted)
     rms = float(np.sqrt(np.mean((np.log(pred_k) - np.log(ks)) ** 2)))
-    return float(slope), float(slope - half), float(slope + half), rms
+    return float(slope), rms
 
 
-def fit_laws(points: list[dict]) -> dict:
+def fit_laws(points: list[dict], max_k: int | None = None) -> dict:
     """The growth law of a profile. `points`: one per ε, each with epsilon, k_star, k_low,
-    k_high (an answer's dict). Returns {"laws": [Law as a dict], "law": the one the data
-    pick or None, "sentence": one line}."""
+    k_high (an answer's dict); `max_k`: the largest context tried (where a k* reaches past a
+    third of it, a memory cut off there grows the same way, and the sentence says so).
+    Returns {"laws": [Law as a dict], "law": the one the data pick or None, "sentence": one
+    line}."""
     usable = [p for p in points if p.get("k_star") is not None]
     if len({p["epsilon"] for p in usable}) < MIN_POINTS:
         return {
@@ -103,47 +122,41 @@ def fit_laws(points: list[dict]) -> dict:
     highs = [math.inf if p["k_high"] is None else float(p["k_high"]) for p in usable]
     laws = []
     for name in LAWS:
-        if name == "logarithmic":
-            ys_lo, ys_hi = lows, highs
-        else:
-            ys_lo = [math.log(v) if v > 0 else -math.inf for v in lows]
-            ys_hi = [math.log(v) for v in highs]
-        laws.append(Law(name, slope_interval(xs, ys_lo, ys_hi) is not None, *fit(name, xs, ks)))
-    log_law, power = laws
+        through = passing_slopes(name, xs, lows, highs)
+        lo, hi = through if through is not None else (math.nan, math.nan)
+        rate, rms = fit(name, xs, ks)
+        laws.append(Law(name, through is not None, rate, lo, hi, rms))
     passing = [law for law in laws if law.passes]
-    chosen, why = None, ""
-    if len(passing) == 1:
-        chosen, why = passing[0], "the only law through every interval"
-    elif not passing:
-        better, worse = sorted(laws, key=lambda law: law.rms)
-        if better.rms <= worse.rms / 2:
-            chosen = better
-            why = (
-                f"neither passes through every interval; it misfits ln k by {better.rms:.2g} "
-                f"against {worse.rms:.2g}"
-            )
+    closer, other = sorted(laws, key=lambda law: law.rms)
+    leaning = (
+        f"; the stated k* lie closer to a {closer.name} law "
+        f"(ln k misfit {closer.rms:.2g} against {other.rms:.2g})"
+        if closer.rms < other.rms / 2
+        else ""
+    )
+    chosen = passing[0] if len(passing) == 1 else None
     if chosen is not None:
         grows = (
             "logarithmically in 1/ε (exponential memory)"
             if chosen.name == "logarithmic"
             else "as a power of 1/ε (power-law memory)"
         )
-        sentence = f"k* grows {grows}: {chosen.text()} ({why})"
+        sentence = f"k* grows {grows}: {chosen.text()}; the other law passes through none"
+        top = max(ks)
+        if max_k and top > max_k / 3:
+            sentence += (
+                f" (k* reaches {top:g} of the {max_k} contexts tried: a memory cut off near "
+                "there grows the same way over these tolerances)"
+            )
     elif len(passing) == 2:
         sentence = (
             "cannot tell how k* grows: a logarithmic and a power law both pass through every "
-            "interval (a wider range of ε, a longer T or more seeds would tell)"
+            "interval (a wider range of ε, a longer T or more seeds would tell)" + leaning
         )
-        closer, other = sorted(laws, key=lambda law: law.rms)
-        if closer.rms < other.rms / 2:  # said, not concluded: the intervals allow both
-            sentence += (
-                f"; the stated k* lie closer to a {closer.name} law "
-                f"(ln k misfit {closer.rms:.2g} against {other.rms:.2g})"
-            )
     else:
         sentence = (
-            "cannot tell how k* grows: neither a logarithmic nor a power law fits "
-            f"(ln k misfit {log_law.rms:.2g} and {power.rms:.2g})"
+            "cannot tell how k* grows: neither a logarithmic nor a power law passes through "
+            "every interval" + leaning
         )
     return {
         "laws": [
@@ -211,7 +224,7 @@ def profile_facts(plan, answers) -> dict:
         }
         for i, a in enumerate(answers)
     ]
-    return {"name": plan.name, "points": points, "growth": fit_laws(points)}
+    return {"name": plan.name, "points": points, "growth": fit_laws(points, plan.max_k)}
 
 
 def profile_rows(profile: dict) -> tuple[list[str], list[list]]:

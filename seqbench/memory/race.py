@@ -1,28 +1,29 @@
 """Racing the cells of a k-sweep: a cell gets its seeds a round at a time, and no more once the
-evidence it has can no longer change the answer.
+evidence it has already decides its part in the answer.
 
-Every cell starts with RACE_SEEDS seeds (the fewest a test over seeds takes). After each round
-the answer is derived from what has run, with the answer's own rules (answer.py: the paired
-one-sided tests, the Bonferroni level for "outside") but each test at ALPHA divided by the
-looks the race may take (one per seed count from RACE_SEEDS to all: a cell tested at every
-look is still wrong at most ALPHA of the time, Bonferroni over the looks), and a feedforward
-cell is *settled*, and gets no further seed, when in every tolerance's answer it is
+Every cell of the grid (and each context the bisection adds) starts with RACE_SEEDS seeds, the
+fewest a test over seeds takes. After each round the answer is derived from what has run with
+the answer's own procedure (answer.py) at ALPHA divided by the looks the race may take (one
+per seed count from RACE_SEEDS to all: Bonferroni over the looks, so that each decision the
+race takes is wrong at most ALPHA of the time however often it looked), and a feedforward
+cell is *settled*, and gets no further seed, when in every tolerance's answer at that level
 
-- shown outside the tolerance of the best (its excess over the best, seed by seed, is above δ
-  at the lower bound), or below a context that is: k*'s interval starts one past the largest k
-  shown outside, so a smaller context's seeds cannot move it; or
-- shown within the tolerance at a context above k*: the smallest context within is k*, and a
-  larger one's seeds cannot make it smaller.
+- it is shown within the tolerance in its family's sequence from the longest context down
+  (the sequence passed it, so it is k* or above), or
+- it is shown outside the tolerance,
 
-A context below the largest one shown outside below k* (in the answer itself, at ALPHA: the
-statement k*'s interval makes) is not trained at all (`floor`); the runner takes the grid's
-upper half first, so that such a context is known before the lower half is trained.
+and it is not at an end of the answer's sequences (`boundary`: k*, the context below it, and
+the ends of the sequence from the shortest context up), where a third seed can move k* or the
+interval: a pair of seeds can agree by luck, and a decision taken at two would then differ
+from the one every seed gives.
 
-The best cell and the recurrent references (the ceiling every cell is measured against) are
-never settled, nor is any cell of an answer that learned nothing yet: they get every seed. A
-settled cell keeps the seeds it has, and the answer is derived from the runs the race asked for
-alone, so that the same question always rests on the same runs. `--no-race` gives every cell
-every seed.
+The final answer is derived at ALPHA from the runs the race asked for
+(scripts/simulate_answer.py measures how often it differs from every seed's answer). Nothing is
+settled while the answer at that level has not shown any cell learned, and the best cell and
+the recurrent references (the ceiling every cell is measured against) get every seed. No
+context is left untrained: every context of the grid gets its first seeds, whatever a longer
+one shows (a longer context can do worse than a shorter one, and the answer's interval rests
+on contexts tried). `--no-race` gives every cell every seed.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def looks(seeds: int) -> int:
 
 
 def settled(answers: list[Answer]) -> frozenset[tuple[str, int]]:
-    """The (model, k) cells that no further seed can move, in every answer of `answers` (one
-    per tolerance, derived from the same runs)."""
+    """The (model, k) cells whose status no further seed can change, in every answer of
+    `answers` (one per tolerance, derived from the same runs at the race's level)."""
     out: set[tuple[str, int]] | None = None
     for a in answers:
         here = _settled_in(a)
@@ -48,32 +49,42 @@ def settled(answers: list[Answer]) -> frozenset[tuple[str, int]]:
     return frozenset(out or ())
 
 
-def floor(answers: list[Answer]) -> int:
-    """The context below which every cell is settled, tried or not, in every answer of
-    `answers`: one past the largest k shown outside below k* (1 where there is none)."""
-    return min((_floor_in(a) for a in answers), default=1)
-
-
-def _floor_in(a: Answer) -> int:
-    if a.verdict == "nothing-learned":
-        return 1
-    ff = [c for c in a.cells if c.k is not None]
-    # a context below k* every cell of which is outside: k*'s interval starts one past the
-    # largest (answer.k_interval)
-    below = {c.k for c in ff if c.outside and (a.k_star is None or c.k < a.k_star)}
-    low = max((k for k in below if all(c.outside for c in ff if c.k == k)), default=0)
-    return low + 1
-
-
 def _settled_in(a: Answer) -> set[tuple[str, int]]:
     if a.verdict == "nothing-learned":
         return set()
+    keep = boundary(a)
+    return {
+        (c.model, c.k)
+        for c in a.cells
+        if c.k is not None
+        and c.label != a.best_cell
+        and (c.model, c.k) not in keep
+        and (c.matches or c.outside)
+    }
+
+
+def boundary(a: Answer) -> set[tuple[str, int]]:
+    """The cells where the answer's sequences end, which get every seed: in each family's
+    sequence from the longest context down, the last cell shown within and the first that is
+    not; in the sequence from the shortest context up, the last context shown outside and the
+    first that is not. A third seed moves a cell decided at two (a pair of seeds can agree by
+    luck); away from these ends that moves nothing, at them it moves k* or the interval."""
+    out: set[tuple[str, int]] = set()
     ff = [c for c in a.cells if c.k is not None]
-    low = _floor_in(a) - 1
-    out = set()
-    for c in ff:
-        if c.label == a.best_cell:
-            continue
-        if c.outside or c.k < low or (c.matches and a.k_star is not None and c.k > a.k_star):
-            out.add((c.model, c.k))
+    for family in {c.model for c in ff}:
+        seq = sorted((c for c in ff if c.model == family), key=lambda c: -c.k)
+        for i, c in enumerate(seq):
+            if not c.matches:
+                out.add((c.model, c.k))
+                if i > 0:
+                    out.add((seq[i - 1].model, seq[i - 1].k))
+                break
+        else:
+            if seq:
+                out.add((seq[-1].model, seq[-1].k))
+    ks = sorted({c.k for c in ff})
+    for i, k in enumerate(ks):
+        if not all(c.outside for c in ff if c.k == k):
+            out |= {(c.model, c.k) for c in ff if c.k in ks[max(i - 1, 0) : i + 1]}
+            break
     return out

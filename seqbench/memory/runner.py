@@ -64,7 +64,7 @@ def run_memory(
                            stale_after, retry_failed)  # fmt: skip
 
     try:
-        return _save(store, *_replay(store, plan, train, race))
+        return _save(store, *replay(store, plan, train, race))
     finally:
         pool.close()
 
@@ -107,7 +107,7 @@ def dry_replay(store, plan: MemoryPlan, race: bool = True) -> Stop:
             raise _Stopped(Stop(rounds, now, missing, len(now.points)))
 
     try:
-        now, asked, _answers, _ran, rounds = _replay(
+        now, asked, _answers, _ran, rounds = replay(
             store, plan, lambda now, points, stage: 0, race, seen=check
         )
     except _Stopped as e:
@@ -146,56 +146,52 @@ class _Kept:
         pass
 
 
-def _replay(store, plan, train, race, seen=None):
+def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
     """The race and the bisection over `plan`, each stage's points handed to `train(plan,
     points, stage)` (which trains those without a result and returns how many it trained)
-    and the answers derived from the store after it; `seen(plan, runs, rounds)`, if given,
-    is shown each stage's runs as read (the dry replay's check). Returns the plan with every
-    context tried, the points asked for by config hash, the answers, the runs trained and
-    the bisection rounds."""
+    and the answers derived from what `read(plan)` gives after it (default: the plan's runs in
+    `store`, plan_runs); `seen(plan, runs, rounds)`, if given, is shown each stage's runs as
+    read (the dry replay's check). Returns the plan with every context tried, the points
+    asked for by config hash, the answers, the runs trained and the bisection rounds."""
     from seqbench.configure import config_hash
 
+    read = read or (lambda now: plan_runs(store, now))
     ran, rounds = 0, 0
     asked: dict[str, RunConfig] = {}  # the points the answer rests on, by config hash
-    settled: tuple[frozenset, int] = (frozenset(), 1)  # the race's: cells, and k below which all
+    settled: frozenset = frozenset()  # the race's settled cells
+    facts = answer_facts(plan)
     while True:  # the grid, then each bisection's new contexts
         what = "grid" if rounds == 0 else f"bisection {rounds}"
-        # the race takes the grid's upper half first: a context shown outside there settles
-        # every shorter one, untrained
-        upper = plan.ks[len(plan.ks) // 2 :]
-        phases = [(f"{what} k ≥ {upper[0]}", upper), (what, plan.ks)]
-        for label, ks in phases if race and rounds == 0 and len(upper) > 1 else phases[1:]:
-            n = min(RACE_SEEDS, len(plan.seeds)) if race else len(plan.seeds)
-            while True:  # the race: a seed more for every cell still open
-                want = wanted(plan, n, settled, ks)
-                new = {h: c for h, c in ((config_hash(c), c) for c in want) if h not in asked}
-                if new or not asked:
-                    asked |= new
-                    stage = label if not race else f"{label}, {n} seeds"
-                    ran += train(plan, list(asked.values()), stage)
-                    now = replace(plan, points=list(asked.values()))
-                    runs, facts = plan_runs(store, now), answer_facts(now, ff_cells(plan))
-                    if seen is not None:
-                        seen(now, runs, rounds)
-                    answers = answers_from(runs, now, facts)
-                    settled = race_settled(runs, now, facts, answers) if race else (frozenset(), 1)
-                elif n >= len(plan.seeds):
-                    break
-                n = min(n + 1, len(plan.seeds))
+        n = min(RACE_SEEDS, len(plan.seeds)) if race else len(plan.seeds)
+        while True:  # the race: a seed more for every cell still open
+            want = wanted(plan, n, settled)
+            new = {h: c for h, c in ((config_hash(c), c) for c in want) if h not in asked}
+            if new or not asked:
+                asked |= new
+                stage = what if not race else f"{what}, {n} seeds"
+                ran += train(plan, list(asked.values()), stage)
+                now = replace(plan, points=list(asked.values()))
+                runs = read(now)
+                if seen is not None:
+                    seen(now, runs, rounds)
+                answers = answers_from(runs, now, facts)
+                settled = race_settled(runs, now, facts) if race else frozenset()
+            elif n >= len(plan.seeds):
+                break
+            n = min(n + 1, len(plan.seeds))
         # every tolerance bisects its own boundary; a round trains all their midpoints at once
         ks = {next_k(list(plan.ks), a.k_star) for a in answers if a.verdict == "matches"}
         ks.discard(None)
         if not ks or rounds >= ROUNDS:
             break
         rounds += 1
-        plan = with_points(plan, [*plan.ks, *ks])
+        plan = extend(plan, [*plan.ks, *ks])
     return plan, asked, answers, ran, rounds
 
 
 def _save(store, plan, asked, answers, ran, rounds) -> MemoryOutcome:
     """Store the answer (or a profile's answers) with the runs they rest on."""
     spared = len(plan.points) - len(asked)
-    answers = [untried_note(a, plan) for a in answers]
     plan = replace(plan, points=list(asked.values()))
     if not plan.epsilons:
         (answer,) = answers
@@ -213,70 +209,28 @@ def _save(store, plan, asked, answers, ran, rounds) -> MemoryOutcome:
     return MemoryOutcome(answers[0], plan, ids[0], ran, rounds, answers, ids, profile, spared)
 
 
-def race_settled(
-    runs: pd.DataFrame, plan: MemoryPlan, facts: dict, answers: list[Answer]
-) -> tuple[frozenset, int]:
-    """The cells the race has settled, judged at ALPHA over the looks it may take (they get no
-    more seeds), and the context below which no cell is trained: one past the largest shown
-    outside below k* in `answers` (the answers at ALPHA: the statement k*'s interval makes,
-    which stops no seed of the cell it is about)."""
-    from seqbench.memory.race import floor, settled
+def race_settled(runs: pd.DataFrame, plan: MemoryPlan, facts: dict) -> frozenset:
+    """The cells the race has settled (they get no more seeds): judged by the answer's own
+    procedure at ALPHA over the looks the race may take (memory/race.py)."""
+    from seqbench.memory.race import settled
 
-    strict = answers_from(runs, plan, facts, ALPHA / looks(len(plan.seeds)))
-    return settled(strict), floor(answers)
+    return settled(answers_from(runs, plan, facts, ALPHA / looks(len(plan.seeds))))
 
 
-def ff_cells(plan: MemoryPlan) -> int:
-    """The feedforward cells of the plan's points."""
-    return len({cell_key(plan, c) for c in plan.points} - {(m, None) for m in plan.references})
-
-
-def untried_note(a: Answer, plan: MemoryPlan) -> Answer:
-    """The answer with a line naming the contexts of the plan (its every point) the race left
-    untrained (below one shown outside), where it left any."""
-    tried = {c.k for c in a.cells if c.k is not None}
-    planned = {cell_key(plan, c)[1] for c in plan.points} - {None}
-    skipped = sorted(planned - tried)
-    if not skipped:
-        return a
-    from seqbench.memory.race import floor
-
-    low = floor([a]) - 1  # the largest context shown outside below k*
-    why = f"k = {low} is" if low > skipped[-1] else "a longer context was"
-    ks = f"k = {skipped[0]}" if len(skipped) == 1 else f"k = {', '.join(map(str, skipped))}"
-    note = (
-        f"{ks} not trained: {why} shown outside the tolerance, and a shorter context does no "
-        "better (the race; --no-race trains them)"
-    )
-    return replace(a, warnings=[*a.warnings, note])
-
-
-def settled_in_store(store, plan: MemoryPlan) -> tuple[frozenset, int]:
+def settled_in_store(store, plan: MemoryPlan) -> frozenset:
     """What the race would settle from the runs of `plan` the store has (nothing without
     any): what a dry run leaves out of what is to train."""
     runs = plan_runs(store, plan)
     if runs.empty:  # no run of the plan yet
-        return frozenset(), 1
-    facts = answer_facts(plan, ff_cells(plan))
-    return race_settled(runs, plan, facts, answers_from(runs, plan, facts))
+        return frozenset()
+    return race_settled(runs, plan, answer_facts(plan))
 
 
-def wanted(
-    plan: MemoryPlan, n: int, settled: tuple[frozenset, int], ks: tuple[int, ...] | None = None
-) -> list[RunConfig]:
-    """The plan's points of its first `n` seeds at contexts `ks` (default: all) and of every
-    reference, those the race settled left out (`settled`: its cells, and the context below
-    which every cell is settled)."""
-    cells, low = settled
+def wanted(plan: MemoryPlan, n: int, settled: frozenset = frozenset()) -> list[RunConfig]:
+    """The plan's points of its first `n` seeds, those of the cells the race settled left
+    out (references are never settled)."""
     first = set(plan.seeds[:n])
-    out = []
-    for c in plan.points:
-        key = cell_key(plan, c)  # k as the cells know it (ks: as the plan asks for it)
-        if c.seed in first and (
-            key[1] is None or ((ks is None or c.k in ks) and key[1] >= low and key not in cells)
-        ):
-            out.append(c)
-    return out
+    return [c for c in plan.points if c.seed in first and cell_key(plan, c) not in settled]
 
 
 def _run_points(
@@ -311,8 +265,10 @@ def profile_name(name: str, epsilon: float) -> str:
 
 def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     """One row per point of the plan with a result: run_id, model, k, seed, value, baseline,
-    test_count (the predictions its test scored), improving (its validation curve was still
-    improving at the last evaluation), and persistence where the task stores it."""
+    test_count (the predictions its test scored), test_const and test_gain_se (own data's
+    shared test split: its best constant and the noise of a gain over it), improving (its
+    validation curve was still improving at the last evaluation), and persistence where the
+    task stores it."""
     from seqbench.report.frames import curves_frame, metric_direction, results_frame
 
     statuses = ("completed", "diverged")
@@ -330,7 +286,7 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     metric = metric[[key in mine for key in keys]].reset_index(drop=True)
     ids = metric["run_id"].astype(int)
     extra = {}
-    for key in ("baseline", "test_count", "persistence"):
+    for key in ("baseline", "test_count", "test_const", "test_gain_se", "persistence"):
         got = results_frame(store, key, sweep=plan.name, statuses=statuses)
         if key == "baseline" or not got.empty:
             v = dict(zip(got["run_id"], got["value"], strict=True))
@@ -354,7 +310,7 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     )
 
 
-def answer_facts(plan: MemoryPlan, planned: int = 0) -> dict:
+def answer_facts(plan: MemoryPlan) -> dict:
     """What every answer of the plan is derived with, whatever its runs: the task, the
     metric and its direction, the largest k, the units, the label, the training size."""
     from seqbench.report.frames import data_label, metric_direction
@@ -370,7 +326,6 @@ def answer_facts(plan: MemoryPlan, planned: int = 0) -> dict:
         "units": metric_units(plan),
         "label": data_label(plan.task, plan.points[0].to_dict()),
         "train_size": train_size(plan),
-        "planned": planned,
     }
 
 

@@ -98,17 +98,58 @@ class Task:
         return {}
 
     # -- helpers --------------------------------------------------------------------------
+    def test_constant(self) -> torch.Tensor | None:
+        """Where every seed is scored on one test split (own data) and the metric is a squared
+        error: the best constant predictor of that split (its targets' mean), against which
+        evaluate measures a gain and its sampling noise. None elsewhere."""
+        return None
+
     @torch.inference_mode()
     def evaluate(self, predict, split: str, batch_size: int = 256) -> dict[str, float]:
         """Mean loss and metric of `predict(x) -> out` over a split, and n, the predictions
-        scored (what chance's spread on the split depends on)."""
+        scored (what chance's spread on the split depends on). On a test split with a
+        test_constant, also `const` (that constant's squared error) and `gain_se` (the
+        standard error, over the split's sequences, of the gain on it: the noise that the
+        split's draw puts into every seed's score alike)."""
         tot_l = tot_m = n = 0.0
+        const = self.test_constant() if split == "test" else None
+        gains = _Gains() if const is not None else None
         for x, y in self.eval_batches(split, batch_size):
             out = predict(x)
-            l_sum, m_sum, cnt = self.metric_sums(out, to_device(y, out.device))
+            y = to_device(y, out.device)
+            l_sum, m_sum, cnt = self.metric_sums(out, y)
             tot_l, tot_m, n = tot_l + l_sum, tot_m + m_sum, n + cnt
+            if gains is not None:
+                gains.add(out.reshape(y.shape).float(), y.float(), const.to(out.device))
         loss = tot_l / max(n, 1)
-        return {"loss": loss, "metric": self.finish_metric(loss, tot_m / max(n, 1)), "n": n}
+        ev = {"loss": loss, "metric": self.finish_metric(loss, tot_m / max(n, 1)), "n": n}
+        if gains is not None:
+            ev.update(gains.result())
+        return ev
+
+
+class _Gains:
+    """Per test sequence, the gain of a prediction on a constant c: the mean over its
+    elements of (y − c)² − (ŷ − y)²; summed as it streams."""
+
+    def __init__(self) -> None:
+        self.sq = self.elements = self.sum = self.sum2 = self.n = 0.0
+
+    def add(self, out: torch.Tensor, y: torch.Tensor, c: torch.Tensor) -> None:
+        const = (y - c) ** 2  # (B, ...)
+        gain = (const - (out - y) ** 2).reshape(y.shape[0], -1).mean(1)  # (B,)
+        self.sq += float(const.sum())
+        self.elements += const.numel()
+        self.sum += float(gain.double().sum())
+        self.sum2 += float((gain.double() ** 2).sum())
+        self.n += y.shape[0]
+
+    def result(self) -> dict[str, float]:
+        if self.n < 2:
+            return {}
+        mean = self.sum / self.n
+        var = max(self.sum2 / self.n - mean**2, 0.0) * self.n / (self.n - 1)
+        return {"const": self.sq / self.elements, "gain_se": (var / self.n) ** 0.5}
 
 
 def to_device(y: Any, device) -> Any:

@@ -100,6 +100,20 @@ class FileTask(Task):
             return loss_mean / np.log(2)  # nats -> bits per token
         return metric_mean
 
+    def test_constant(self):
+        """Regression: the test split's target mean (per target), in the units the model is
+        scored in, computed once."""
+        if self.kind != "regression":
+            return None
+        if not hasattr(self, "_test_constant"):
+            total, n = 0.0, 0
+            for _x, y in self.eval_batches("test", 4096):
+                y = y.double()
+                flat = y.reshape(-1, self.out_dim) if self.out_dim > 1 else y.reshape(-1)
+                total, n = total + flat.sum(0), n + flat.shape[0]
+            self._test_constant = (total / max(n, 1)).float() if n else None
+        return self._test_constant
+
     def baseline(self):
         if self.kind == "regression" and "y_mean" in self.moments:  # the MSE in sd units
             return self.facts.baseline / self.facts.target_sd**2

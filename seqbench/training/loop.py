@@ -434,6 +434,9 @@ def _loop(run: _Run) -> TrainOutcome:
         summaries["stopped_early"] = float(steps < cfg.steps)
     if test.get("n"):  # the predictions scored: chance's spread on the test set (memory/answer)
         summaries["test_count"] = float(test["n"])
+    if "const" in test:  # one test split for every seed: its best constant and noise (answer)
+        summaries["test_const"] = test["const"]
+        summaries["test_gain_se"] = test["gain_se"]
     bound = model.backbone.stability_bound()
     if bound is not None:
         summaries["stability_bound"] = bound

@@ -87,30 +87,59 @@ def test_noise_cannot_make_a_cell_match_and_widens_the_interval():
 
 
 def test_the_undecided_warning_names_only_contexts_inside_the_interval():
-    """k = 1 is undecided but k = 2 is shown outside: the interval starts at 3, past it, and
-    the warning names the undecided k = 4 … 7 below k* = 8, never k = 1 (the λ = 0.95
+    """k = 1 and 2 are shown outside, k = 4 undecided: the interval starts at 3, and the
+    warning names the undecided k = 4 … 7 below k* = 8, never k = 1 or 2 (the λ = 0.95
     teacher of benchmarks/answer_cost.py, run twice, said "k = 1 … 26" where k = 4 … 16 were
-    shown outside)."""
+    shown outside). It says what twice the seeds would buy."""
+    NOISY = [0.05, 0.9, 0.04]
+    a = answer({("tcn", 1): FLAT, ("tcn", 2): FLAT, ("tcn", 4): NOISY, ("tcn", 8): LOW,
+                ("tcn", 16): LOW})  # fmt: skip
+    assert (a.verdict, a.k_star, a.k_low, a.k_high) == ("matches", 8, 3, 8)
+    assert [c.status for c in a.cells[:3]] == ["outside", "outside", "undecided"]
+    (line,) = [w for w in a.warnings if "cannot tell" in w]
+    assert "whether k = 4 … 7 is within" in line, line
+    assert "6 seeds (--seeds 0:6:+1) make each test's bound about 2.0× tighter" in line, line
+
+
+def test_a_context_the_seeds_cannot_place_keeps_the_interval_open_below_it():
+    """k = 1 is undecided (two of its seeds within the tolerance, one failed), k = 2 shown
+    outside: a longer context shown too short says nothing of a shorter one that was not
+    (trained models need not be monotone in k), so the interval reaches down to 1. The old
+    rule took every k below one shown outside as too short, and said 3–8."""
     NOISY = [0.05, 0.9, 0.04]
     a = answer({("tcn", 1): NOISY, ("tcn", 2): FLAT, ("tcn", 4): NOISY, ("tcn", 8): LOW,
                 ("tcn", 16): LOW})  # fmt: skip
-    assert (a.verdict, a.k_star, a.k_low, a.k_high) == ("matches", 8, 3, 8)
+    assert (a.verdict, a.k_star, a.k_low, a.k_high) == ("matches", 8, 1, 8)
     assert [c.status for c in a.cells[:3]] == ["undecided", "outside", "undecided"]
-    (line,) = [w for w in a.warnings if "cannot tell" in w]
-    assert "whether k = 4 … 7 is within" in line, line
 
 
 def test_truly_equal_cells_give_an_interval_that_holds_the_smallest_k():
-    """Every cell drawn from one distribution (0.94 ± 0.02, baseline 1): the honest answer is
-    k = 1. Over 200 draws no cell is shown outside often enough to exclude it."""
+    """Every cell drawn from one distribution (0.5 ± 0.005, baseline 1, the tolerance 0.025):
+    the honest answer is k = 1. Over 200 draws it is stated nearly always, and no cell is
+    shown outside often enough to exclude it."""
     rng = np.random.default_rng(0)
     held, stated = 0, 0
     for _ in range(200):
-        cells = {("tcn", k): list(rng.normal(0.94, 0.02, 3)) for k in (1, 2, 4, 8)}
+        cells = {("tcn", k): list(rng.normal(0.5, 0.005, 3)) for k in (1, 2, 4, 8)}
         a = answer(cells)
         stated += a.k_star is not None
         held += a.k_star is not None and a.k_low == 1
-    assert stated == 200 and held >= 0.95 * 200, held
+    assert stated >= 0.95 * 200 and held == stated, (stated, held)
+
+
+def test_cells_whose_noise_swamps_the_tolerance_seldom_state_an_answer():
+    """The same, at 0.94 ± 0.02: the gap is 0.06, the tolerance 0.003, and the seeds spread
+    seven times that. The old rule called the best cell within by fiat and stated a k* on
+    every draw; now one is seldom stated, and an interval that misses 1 (a context falsely
+    shown outside, against a best that won by noise) is no more common than the level."""
+    rng = np.random.default_rng(0)
+    answers = [
+        answer({("tcn", k): list(rng.normal(0.94, 0.02, 3)) for k in (1, 2, 4, 8)})
+        for _ in range(200)
+    ]
+    stated = [a for a in answers if a.k_star is not None]
+    missed = sum(a.k_low != 1 for a in stated)
+    assert len(stated) <= 40 and missed <= 10, (len(stated), missed)
 
 
 def test_needs_recurrence_when_the_reference_is_ahead_beyond_noise():
@@ -170,6 +199,31 @@ def test_above_chance_by_less_than_the_test_set_allows_is_not_learned():
     assert a.verdict == "nothing-learned" and not any(c.learned for c in a.cells)
     big = answer(cells, baseline=chance, higher=True, metric="acc", columns={"test_count": 1e6})
     assert big.verdict == "matches"  # on a million answers the same gain is beyond chance
+
+
+def test_a_gain_no_larger_than_the_shared_test_splits_noise_is_not_learned():
+    """The issue's delay-3 file trained 5 steps: cells that cannot see the target read 0.894
+    on every seed against the baseline's 0.898 (the training mean), where the test split's own
+    best constant scores 0.8937. The seeds share that split, so their agreement says nothing
+    of it: an offset, not memory. Beside a gain far beyond the split's noise, learned."""
+    offset = {("tcn", k): [0.8940, 0.8941, 0.8939] for k in (1, 2, 4, 8)}
+    split = {"test_const": 0.8937, "test_gain_se": 0.0015}
+    seeds_only = answer(offset, baseline=0.898)
+    assert any(c.learned for c in seeds_only.cells)  # over the seeds alone it looks learned
+    a = answer(offset, baseline=0.898, columns=split)
+    assert a.verdict == "nothing-learned" and not any(c.learned for c in a.cells)
+    learnt = answer({**offset, ("tcn", 8): [0.50, 0.51, 0.49]}, baseline=0.898, columns=split)
+    assert [c.learned for c in learnt.cells] == [False, False, False, True]
+
+
+def test_learned_is_held_over_every_cell_at_once():
+    """Ten cells each a little better than the baseline (p ≈ 0.02 each, seeds alone): one test
+    per cell at 5% calls them all learned; Holm's step-down over the ten, none."""
+    cells = {("tcn", k): [0.96, 0.97, 0.95] for k in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)}
+    a = answer(cells)
+    assert a.verdict == "nothing-learned" and not any(c.learned for c in a.cells)
+    one = answer({("tcn", 1): [0.96, 0.97, 0.95], ("tcn", 2): [0.5, 0.51, 0.49]})
+    assert one.cells[0].learned  # two cells: the strong one first, then this one at 5%
 
 
 def test_a_reference_that_learned_nothing_is_named():

@@ -1,8 +1,9 @@
-"""The race (memory/race.py): a cell gets no more seeds once the evidence it has cannot change
-the answer — shown outside the tolerance (or below a context that is), or shown within it
-above k* — and the best cell, the references and an answer that learned nothing get every
-seed. End to end: on a delay whose k* is known, the cells clearly out stop at two seeds, and
-the answer is the one every seed gives (the same store run again with --no-race)."""
+"""The race (memory/race.py): a cell gets no more seeds once its part in the answer is decided
+at the race's level — shown within the tolerance in its family's sequence from the longest
+context down, or shown outside it — and the best cell, the references and an answer that
+learned nothing get every seed. No context is left untrained on monotonicity. End to end: on a
+delay whose k* is known, the cells clearly out stop at two seeds, and the answer is the one
+every seed gives (the same store run again with --no-race)."""
 
 import json
 import sqlite3
@@ -10,7 +11,7 @@ import sqlite3
 import pytest
 
 from seqbench.memory.answer import ALPHA, derive
-from seqbench.memory.race import RACE_SEEDS, floor, looks, settled
+from seqbench.memory.race import RACE_SEEDS, boundary, looks, settled
 from tests.memory.test_answer import runs
 from tests.memory.test_memory_command import TRAIN, lag_data
 
@@ -27,7 +28,11 @@ def answer(cells, epsilon=0.05, alpha=ALPHA):
     )
 
 
-def test_a_cell_shown_outside_and_one_within_above_k_star_are_settled():
+BEST3 = [0.0100, 0.0098, 0.0102]
+NEAR3 = [0.0102, 0.0099, 0.0101]
+
+
+def test_cells_decided_away_from_the_ends_of_the_sequences_are_settled():
     a = answer(
         {
             ("tcn", 1): FAR,
@@ -35,51 +40,67 @@ def test_a_cell_shown_outside_and_one_within_above_k_star_are_settled():
             ("tcn", 4): NEAR,
             ("tcn", 8): BEST,
             ("tcn", 16): NEAR,
+            ("tcn", 32): NEAR,
             ("gru", None): BEST,
         }
     )
     status = {c.k: c.status for c in a.cells if c.k is not None}
-    assert (a.k_star, status[1], status[2], status[4], status[16]) == (
-        4, "outside", "undecided", "within", "within",
+    assert (a.k_star, status[1], status[2], status[4], status[16], status[32]) == (
+        4, "outside", "undecided", "within", "within", "within",
     )  # fmt: skip
-    # k = 1 is out; k = 16 is within above k* = 4; k = 2 may still go either way, k* is the
-    # answer, k = 8 is the best every cell is measured against, gru is the ceiling
-    assert settled([a]) == {("tcn", 1), ("tcn", 16)}
+    # k = 16 and 32 are within in the sequence from 32 down, above k* = 4: no seed of theirs
+    # can move k*. k* = 4 and k = 2 below it end that sequence, k = 1 and 2 end the one from
+    # the shortest up: a third seed there may move k* or the interval. k = 8 is the best every
+    # cell is measured against, gru the ceiling.
+    assert boundary(a) == {("tcn", 1), ("tcn", 2), ("tcn", 4)}
+    assert settled([a]) == {("tcn", 16), ("tcn", 32)}
 
 
-def test_a_cell_below_one_shown_outside_is_settled_whatever_it_shows():
+def test_a_cell_below_one_shown_outside_is_not_settled_by_it():
+    """k = 2 is shown outside; k = 1 is undecided. A shorter context need not do worse than a
+    longer one (a trained model can overfit), so k = 1 keeps its seeds, and the interval
+    reaches down to it."""
     a = answer({("tcn", 1): NOISY, ("tcn", 2): FAR, ("tcn", 4): BEST, ("tcn", 8): NEAR})
     assert [c.status for c in a.cells] == ["undecided", "outside", "within", "within"]
-    assert a.k_low == 3  # one past 2, shown outside: k = 1's seeds cannot move it
-    assert settled([a]) == {("tcn", 1), ("tcn", 2), ("tcn", 8)}
+    assert a.k_low == 1
+    assert ("tcn", 1) not in settled([a]) and ("tcn", 8) in settled([a])
 
 
-def test_the_floor_is_one_past_the_largest_context_shown_outside_below_k_star():
-    """Every cell below it is settled, tried or not: the race need not train them at all."""
-    a = answer({("tcn", 8): FAR, ("tcn", 16): BEST, ("tcn", 32): NEAR})
-    assert floor([a]) == 9 and a.k_low == 9
-    noisy = answer({("tcn", 8): NOISY, ("tcn", 16): BEST, ("tcn", 32): NEAR})
-    assert floor([noisy]) == 1  # nothing shown outside: every shorter context may matter
-    assert floor([a, noisy]) == 1  # a profile: every tolerance's floor
+def test_every_context_gets_its_first_seeds_whatever_a_longer_one_shows():
+    """The race trains no context less than RACE_SEEDS seeds: none is left untrained because
+    a longer one was shown outside."""
+    from seqbench.memory.plan import make_plan
+    from seqbench.memory.runner import wanted
+
+    plan = make_plan("teacher", sets=["seq_len=8"], families=["tcn"], references=[],
+                     seeds=[0, 1, 2], params=3000)  # fmt: skip
+    first = wanted(plan, RACE_SEEDS, frozenset())  # nothing run yet: nothing settled
+    assert {(c.k, c.seed) for c in first} == {(k, s) for k in (1, 2, 4, 8) for s in (0, 1)}
+    a = answer({("tcn", 1): NOISY, ("tcn", 2): FAR, ("tcn", 4): BEST, ("tcn", 8): NEAR})
+    third = {(c.k, c.seed) for c in wanted(plan, 3, settled([a]))}
+    # k = 1, below k = 2 shown outside, still gets its third seed; the settled 8 does not
+    assert (1, 2) in third and (4, 2) in third and (8, 2) not in third
 
 
 def test_nothing_learned_settles_nothing():
     """Where no cell beats the baseline yet, another seed may show one that does."""
     a = answer({("tcn", 1): FAR, ("tcn", 2): [0.99, 1.02], ("tcn", 4): [1.01, 0.97]})
     assert a.verdict == "nothing-learned"
-    assert settled([a]) == frozenset() and floor([a]) == 1
+    assert settled([a]) == frozenset()
 
 
 def test_a_profile_settles_only_what_every_tolerance_settles():
-    """k = 2 at 0.3: at ε = 0.5 within the tolerance above k* = 1; at ε = 0.05 outside; at
-    ε = 0.2 neither, undecided: it needs its seeds, whatever the other tolerances say."""
+    """k = 2 at 0.29 ± 0.04: at ε = 0.5 within the tolerance, above k* = 1; at ε = 0.05 shown
+    outside, below k = 4 (outside too); at ε = 0.2 neither, undecided: it needs its seeds,
+    whatever the other tolerances say."""
     x = ("tcn", 2)
-    cells = {("tcn", 1): [0.40, 0.39], x: [0.31, 0.29], ("tcn", 4): BEST, ("tcn", 8): NEAR}
-    loose, tight, mid = (answer(cells, eps) for eps in (0.5, 0.05, 0.2))
-    assert (loose.k_star, tight.k_star, mid.k_star) == (1, 4, 4)
+    cells = {("tcn", 1): [0.40, 0.41, 0.39], x: [0.25, 0.33, 0.29],
+             ("tcn", 4): [0.10, 0.11, 0.09], ("tcn", 8): BEST3, ("tcn", 16): NEAR3}  # fmt: skip
+    loose, mid, tight = (answer(cells, eps) for eps in (0.5, 0.2, 0.05))
+    assert (loose.k_star, mid.k_star, tight.k_star) == (1, 4, 8)
     assert x in settled([loose]) and x in settled([tight]) and x not in settled([mid])
     assert x not in settled([loose, mid, tight])
-    assert ("tcn", 8) in settled([loose, mid, tight])
+    assert ("tcn", 16) in settled([loose, mid, tight])
 
 
 def test_the_race_judges_at_alpha_over_its_looks():
@@ -87,7 +108,8 @@ def test_the_race_judges_at_alpha_over_its_looks():
     is wrongly stopped at most ALPHA of the time. A cell shown outside at ALPHA but not at
     ALPHA / 2 is not settled at that level."""
     assert (looks(3), looks(6), looks(RACE_SEEDS)) == (2, 5, 1)
-    cells = {("tcn", 1): [0.3241, 0.2957], ("tcn", 4): BEST, ("tcn", 8): NEAR}
+    cells = {("tcn", 1): [0.0903, 0.09151], ("tcn", 2): FAR, ("tcn", 4): FAR, ("tcn", 8): BEST,
+             ("tcn", 16): NEAR, ("tcn", 32): NEAR}  # fmt: skip
     at = {alpha: answer(cells, alpha=alpha) for alpha in (ALPHA, ALPHA / 2)}
     assert at[ALPHA].cells[0].outside and not at[ALPHA / 2].cells[0].outside
     assert ("tcn", 1) in settled([at[ALPHA]]) and ("tcn", 1) not in settled([at[ALPHA / 2]])
@@ -103,8 +125,12 @@ def test_cells_clearly_out_get_no_more_seeds_and_the_answer_is_every_seeds(cli, 
     seeds = {c["k"]: c["seeds"] for c in doc["cells"]}
     assert (doc["k_star"], doc["k_low"], doc["k_high"]) == (3, 3, 3)
     # k = 1 and 2 cannot see the input 3 steps back: no better than the baseline, shown
-    # outside at two seeds; k* = 3, the best and the reference get all three
-    assert seeds[1] == seeds[2] == 2 and seeds[3] == seeds[None] == 3
+    # outside at two seeds. k = 1 stops there; k = 2, the last context shown outside, and
+    # k* = 3 end the answer's sequences and get all three, as do the best and the reference
+    best = next(c for c in doc["cells"] if c["model"] == "tcn" and doc["best_cell"].endswith(
+        f"k={c['k']}"))  # fmt: skip
+    assert seeds[1] == 2 and seeds[2] == seeds[3] == 3
+    assert best["seeds"] == seeds[None] == 3
     spared = sum(3 - n for n in seeds.values())
     assert spared >= 2 and f"{spared} spared by the race" in raced.stderr
     assert n_runs(db) == len(doc["run_ids"]) == sum(seeds.values())  # it trained nothing else
@@ -118,21 +144,21 @@ def test_cells_clearly_out_get_no_more_seeds_and_the_answer_is_every_seeds(cli, 
 
 
 @pytest.mark.slow
-def test_contexts_below_one_shown_outside_are_never_trained(cli, db, tmp_path):
-    """A delay of 5 at T = 8: the race takes the grid's upper half (k = 4, 8) first; k = 4 is
-    shown outside, so k = 1 and 2 cannot change the answer and are not trained at all."""
+def test_every_context_is_trained_and_a_rerun_replays_the_race(cli, db, tmp_path):
+    """A delay of 5 at T = 8: every context of the grid gets its first two seeds (k = 1 and 2
+    too, below k = 4 shown outside: the race no longer leaves them untrained), the cells
+    shown outside away from the interval's end stop there, and the bisection lands on 5."""
     data = lag_data(tmp_path / "lag.npz", 5)
     args = ["memory", "--task", "file", "--path", data, *TRAIN, "--format", "json"]
     raced = cli(*args)
     assert raced.exit_code == 0, raced.output
     doc = json.loads(raced.stdout)
     assert (doc["k_star"], doc["k_low"], doc["k_high"]) == (5, 5, 5)
-    ks = sorted(c["k"] for c in doc["cells"] if c["k"] is not None)
-    assert ks[0] == 4 and 1 not in ks and 2 not in ks
-    assert any(
-        w.startswith("k = 1, 2 not trained: k = 4 is shown outside the tolerance")
-        for w in doc["warnings"]
-    )
+    seeds = {c["k"]: c["seeds"] for c in doc["cells"]}
+    # k = 4, the last context shown outside, ends the sequence from the shortest up: it gets
+    # every seed; k = 1 and 2 stop at two
+    assert {1, 2, 4} <= set(seeds) and seeds[1] == seeds[2] == 2 and seeds[4] == 3
+    assert not any("not trained" in w for w in doc["warnings"])
     assert n_runs(db) == len(doc["run_ids"])
     # the same command again, on its own store: it replays the race on the stored runs (the
     # bisection's contexts are no part of the grid it halves), trains nothing and states the
@@ -161,8 +187,7 @@ def test_contexts_below_one_shown_outside_are_never_trained(cli, db, tmp_path):
     full = cli(*args, "--no-race")
     assert full.exit_code == 0, full.output
     every = json.loads(full.stdout)
-    assert {1, 2} <= {c["k"] for c in every["cells"]} and same_answer(doc, every)
-    assert not any("not trained" in w for w in every["warnings"])
+    assert all(c["seeds"] == 3 for c in every["cells"]) and same_answer(doc, every)
 
 
 def n_runs(db) -> int:
@@ -173,5 +198,8 @@ def n_runs(db) -> int:
 
 
 def same_answer(a: dict, b: dict) -> bool:
-    keys = ("verdict", "k_star", "k_low", "k_high", "best_cell", "best", "baseline")
+    """The same statement: verdict, k* and its interval (the best cell may differ where the
+    race left a cell within the tolerance at two seeds whose third would have made it the
+    best)."""
+    keys = ("verdict", "k_star", "k_low", "k_high", "baseline")
     return all(a[k] == b[k] for k in keys)

@@ -321,3 +321,32 @@ def test_an_array_file_is_fed_standardised_with_the_training_split(tmp_path):
         make_config("tcn", "file", {"path": str(p), "scale": "minmax"})
     with pytest.raises(UsageError, match="scale is for the file tasks"):
         make_config("tcn", "adding", {"scale": "raw"})
+
+
+def test_a_shared_test_split_scores_its_best_constant_and_its_noise(tmp_path):
+    """Every seed of own data is scored on one test split: evaluate gives that split's best
+    constant (its targets' mean) and the standard error of a prediction's gain on it over the
+    test sequences, as NumPy computes them from the same arrays; classification has none."""
+    from seqbench.configure import make_config
+    from seqbench.tasks import make_task
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((500, 6, 1)).astype("float32")
+    y = (3 + 2 * x[:, -2, 0] + rng.standard_normal(500)).astype("float32")
+    p = tmp_path / "reg.npz"
+    np.savez(p, x=x, y=y)
+    cfg = make_config("gru", "file", {"path": str(p)})
+    task = make_task(cfg.task, cfg.task_args())
+    ev = task.evaluate(lambda xb: 0.5 * xb[:, -2, :], "test", 64)  # (B, 1): a half-right guess
+    ys = np.concatenate([yb.numpy() for _, yb in task.eval_batches("test", 64)])
+    xs = np.concatenate([xb.numpy()[:, -2, 0] for xb, _ in task.eval_batches("test", 64)])
+    const = ((ys - ys.mean()) ** 2).mean()
+    gain = (ys - ys.mean()) ** 2 - (0.5 * xs - ys) ** 2
+    assert ev["const"] == pytest.approx(const, rel=1e-4)
+    assert ev["gain_se"] == pytest.approx(gain.std(ddof=1) / np.sqrt(len(gain)), rel=1e-3)
+    assert ev["metric"] == pytest.approx(((0.5 * xs - ys) ** 2).mean(), rel=1e-4)
+    assert "const" not in task.evaluate(lambda xb: 0.5 * xb[:, -2, :], "valid", 64)
+    np.savez(p, x=x, y=(y > 3).astype("int64"))
+    cfg = make_config("gru", "file", {"path": str(p)})
+    cls = make_task(cfg.task, cfg.task_args())
+    assert "const" not in cls.evaluate(lambda xb: xb[:, -1, :].repeat(1, 2), "test", 64)
