@@ -52,11 +52,11 @@ from seqbench.training.threads import check_threads
 
 if TYPE_CHECKING:
     from seqbench.bench import bench_kernels
-    from seqbench.memory.answer import cell_table as memory_cells
     from seqbench.memory.kernels import kernel_table as memory_kernels
     from seqbench.memory.plot import plot_answer as plot_memory
     from seqbench.memory.plot import plot_profile as plot_memory_profile
     from seqbench.memory.profile import profile_rows as memory_profile_rows
+    from seqbench.memory.words import cell_table as memory_cells
     from seqbench.report.check import (
         check,
         export_baseline,
@@ -851,7 +851,7 @@ LAZY: dict[str, str] = {
     "sweep_plan": "seqbench.sweep.spec:plan",
     "sweep_status": "seqbench.sweep.runner:sweep_status",
     "sweep_cost": "seqbench.sweep.cost:probe_cost",
-    "memory_cells": "seqbench.memory.answer:cell_table",
+    "memory_cells": "seqbench.memory.words:cell_table",
     "plot_memory": "seqbench.memory.plot:plot_answer",
     "plot_memory_profile": "seqbench.memory.plot:plot_profile",
     "memory_profile_rows": "seqbench.memory.profile:profile_rows",

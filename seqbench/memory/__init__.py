@@ -4,7 +4,8 @@
 one parameter budget, beside recurrent references, over seeds) and the bisection points;
 `runner.py` runs it as a sweep (resumable, crash-safe, reusing done points from the store),
 refines the boundary and stores the answer; `answer.py` derives the answer from the runs
-(k*(ε) with a bootstrap interval, or a verdict).
+(k*(ε) with its interval over seeds, or a verdict) with the tests of `stats.py`, `race.py`
+decides which cells need more seeds, and `words.py` says the answer.
 """
 
 from __future__ import annotations
@@ -33,13 +34,18 @@ def k_grid(max_k: int) -> list[int]:
     return [*out, max_k]
 
 
-def gap_tests(k: int, max_k: int) -> int:
-    """How many contexts of the grid gap [l, u) holding k a search for the boundary may test
-    there: l itself (the grid's) and the bisection's, ⌈log₂(u − l)⌉ rounds to make the ends
-    adjacent. 1 at the largest context (its own gap)."""
+def gap_share(k: int, max_k: int) -> float:
+    """The share of the level a within test of context k runs at, so that a search for the
+    boundary in k's grid gap [l, u) is wrong at most the level of the time: the grid's l,
+    always tested, half; each of the ⌈log₂(u − l)⌉ contexts the bisection may add after a
+    failure, an equal part of the other half. 1 where no bisection follows (u − l = 1, or k
+    the largest context)."""
     grid = k_grid(max_k)
     lower = [g for g in grid if g <= k]
     upper = [g for g in grid if g > k]
     if not lower or not upper:
-        return 1
-    return 1 + math.ceil(math.log2(upper[0] - lower[-1]))
+        return 1.0
+    rounds = math.ceil(math.log2(upper[0] - lower[-1]))
+    if rounds == 0:
+        return 1.0
+    return 0.5 if k == lower[-1] else 0.5 / rounds

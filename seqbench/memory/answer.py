@@ -13,8 +13,8 @@ tests; scripts/simulate_answer.py measures the rates by simulating it):
   (`relative_to="gap"`, the default) or ε times the best cell's own value ("best"); the best is
   the cell with the best mean among those that learned;
 - a feedforward cell is *within* the tolerance when it is shown within that of the best cell
-  (shown_within; the best itself against the runner-up), tested in a fixed sequence from each
-  family's largest context down; it is *outside* when its excess over the best is above δ at
+  (shown_within; the best itself against the runner-up), tested in sequence from each family's
+  best context down; it is *outside* when its excess over the best is above δ at
   the lower bound, Bonferroni over the comparator the data chose; a cell that is neither is
   undecided;
 - k* is the smallest k with a cell within; its interval runs from one past the contexts shown
@@ -37,22 +37,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from seqbench.memory import EPSILON, check_tolerance, gap_tests
-from seqbench.memory.stats import (
-    ALPHA,
-    holm,
-    lower_bound,
-    narrowing,
-    p_above,
-    p_normal,
-    upper_bound,
-)
+from seqbench.memory import EPSILON, check_tolerance, gap_share
+from seqbench.memory.stats import ALPHA, holm, lower_bound, p_above, p_normal, upper_bound
 
 ACCURACIES = ("acc",)  # metrics that are a share of right answers: chance is binomial
 # the last share of a run's evaluations that must not improve on the earlier ones by more than
 # IMPROVING of the run's whole improvement, for the run to count as trained out
 TAIL, IMPROVING = 0.25, 0.02
-FEW_SEQUENCES = 500  # own data with fewer training sequences than this: "too little data"?
 
 
 @dataclass(frozen=True)
@@ -78,18 +69,6 @@ class Cell:
         if self.k is None:
             return ""
         return "within" if self.matches else ("outside" if self.outside else "undecided")
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    epsilon: float
-    relative_to: str  # "gap" or "best"
-    value: float  # δ in the metric's own units
-
-    def text(self) -> str:
-        if self.relative_to == "gap":
-            return f"within {self.epsilon:.0%} of the gap to the trivial baseline"
-        return f"within {self.epsilon:.0%} of the best's own value"
 
 
 @dataclass(frozen=True)
@@ -119,6 +98,8 @@ class Answer:
 
     @property
     def sentence(self) -> str:
+        from seqbench.memory.words import sentence
+
         return sentence(self)
 
     @property
@@ -327,6 +308,21 @@ def shown_within(i: int, b: int, cells: list[_Seeds], epsilon: float, relative_t
     return upper_bound(d, alpha) < 0
 
 
+def sequence(seeds: list[_Seeds], family: str) -> tuple[list[int], list[int]]:
+    """The orders in which a family's contexts are tested within the tolerance: from its best
+    cell (the lowest mean) down to its shortest context, the sequence k* rests on; and from
+    the context after the best up to its longest, which fills in the table above the best and
+    bears on nothing else. A longer context that does worse (a trained model can overfit, or
+    train slower) says nothing of a shorter one, so neither sequence crosses the best."""
+    own = [i for i, c in enumerate(seeds) if c.model == family and c.k is not None]
+    if not own:
+        return [], []
+    top = seeds[min(own, key=lambda i: seeds[i].mean)].k
+    down = sorted((i for i in own if seeds[i].k <= top), key=lambda i: -seeds[i].k)
+    up = sorted((i for i in own if seeds[i].k > top), key=lambda i: seeds[i].k)
+    return down, up
+
+
 def judge_cells(
     seeds: list[_Seeds],
     *,
@@ -343,9 +339,12 @@ def judge_cells(
 
     - learned: Holm's step-down over every cell, so that a cell is wrongly called learned at
       most `alpha` of the time, however many cells there are;
-    - within: each family's contexts in a fixed sequence from the largest down, each test at
-      `alpha` over the number of families, the first that fails ending its sequence (a cell
-      below it is not tested); a test is shown_within's, against the best cell;
+    - within: each family's contexts in sequence from its best cell down (`sequence`; and,
+      for the table, from it up), the first that fails ending it (a cell past it is not
+      tested); a test is shown_within's, against the best cell, at `alpha` over the number
+      of families times the context's share of its grid gap's tests (gap_share: the
+      bisection tries a context more after each one that fails, and each is another chance
+      for a context beyond the tolerance to pass; `max_k` sets the grid, None: no bisection);
     - outside: the cell's excess over the best cell (the lowest mean among the cells that
       learned) above the tolerance at the lower bound, at `alpha` over the cells it could have
       been compared with (the best is chosen by the data: Bonferroni over the choice).
@@ -359,12 +358,13 @@ def judge_cells(
     ff = [i for i, c in enumerate(seeds) if c.k is not None]
     families = sorted({seeds[i].model for i in ff})
     within: set[int] = set()
-    for family in families:  # a fixed sequence each, from the largest context down
-        for i in sorted((i for i in ff if seeds[i].model == family), key=lambda i: -seeds[i].k):
-            level = alpha / len(families) / (gap_tests(seeds[i].k, max_k) if max_k else 1)
-            if not (got[i] and shown_within(i, b, seeds, epsilon, relative_to, level)):
-                break
-            within.add(i)
+    for family in families:  # two sequences each, from the family's best context down and up
+        for order in sequence(seeds, family):
+            for i in order:
+                level = alpha / len(families) * (gap_share(seeds[i].k, max_k) if max_k else 1)
+                if not (got[i] and shown_within(i, b, seeds, epsilon, relative_to, level)):
+                    break
+                within.add(i)
     alpha_out = alpha / max(len(seeds) - 1, 1)
     cells = []
     for i, c in enumerate(seeds):
@@ -504,6 +504,8 @@ def derive(
         label=label,
         train_size=train_size,
     )
+    from seqbench.memory.words import caveats
+
     persistence = _persistence(runs)
     warnings = caveats(answer, persistence)
     return Answer(**{**answer.__dict__, "warnings": warnings, "persistence": persistence})
@@ -515,199 +517,9 @@ def _persistence(runs: pd.DataFrame) -> float | None:
     return None
 
 
-def caveats(a: Answer, persistence: float | None) -> list[str]:
-    """What the answer cannot vouch for: references that are no ceiling, cells still
-    improving, an interval the seeds leave wide, k* at the edge of what was tried, and a
-    forecast no model makes better than repeating the last value."""
-    sign = -1.0 if a.higher_is_better else 1.0
-    ff = [c for c in a.cells if c.k is not None]
-    top_ff = min(ff, key=lambda c: sign * c.mean) if ff else None
-    out = []
-    for c in a.cells:
-        if c.k is not None:
-            continue
-        if not c.learned:
-            out.append(
-                f"the recurrent reference {c.model} did not learn (it is not beyond the trivial "
-                f"baseline {a.baseline:.4g} over seeds): it is no ceiling here; train longer "
-                "(--set steps=...)"
-            )
-            continue
-        if top_ff is not None and sign * top_ff.mean < sign * c.mean:
-            out.append(
-                f"the recurrent reference {c.model} ({c.mean:.4g}) is no ceiling: "
-                f"{top_ff.label} ({top_ff.mean:.4g}) is ahead of it"
-            )
-        if c.improving:
-            out.append(
-                f"the recurrent reference {c.model} was still improving at its last evaluation: "
-                "it is no ceiling yet; train longer (--set steps=...)"
-            )
-    slow = [c.label for c in ff if c.improving]
-    if slow:
-        out.append(f"under-trained; train longer (--set steps=...): {', '.join(slow)}")
-    more = _more_seeds(a)
-    if a.k_star is not None and a.k_low is not None and a.k_low < a.k_star:
-        # those below a context shown outside do not widen the interval (it starts past it)
-        undecided = [c.k for c in ff if c.status == "undecided" and a.k_low <= c.k < a.k_star]
-        if undecided:
-            lo, hi = min(undecided), a.k_star - 1
-            ks = f"k = {lo}" if lo == hi else f"k = {lo} … {hi}"
-            out.append(f"the seeds cannot tell whether {ks} is within the tolerance: {more}")
-    out += _longer_does_worse(a, sign)
-    if a.k_star is not None and a.k_star == a.max_k and not a.whole_input:
-        out.append(
-            f"k* is the largest context tried ({a.max_k}): a larger one may do better still "
-            "(--max-k)"
-        )
-    if a.verdict == "undecided":
-        out.append(f"more seeds may tell: {more}")
-    if persistence is not None and sign * persistence <= sign * a.best:
-        out.append(
-            f"no model beats persistence (the last value: {persistence:.4g} against the "
-            f"best {a.best:.4g}): k* is measured from the mean forecast "
-            f"{a.baseline:.4g}, and repeating the last value already does as well"
-        )
-    return out
-
-
-def _more_seeds(a: Answer) -> str:
-    """What twice the seeds would buy: each test's bound that much tighter at the same spread
-    (memory/stats.narrowing)."""
-    n = max((c.n for c in a.cells), default=0)
-    if n < 2:
-        return f"more seeds (--seeds 0:{2 * max(n, 3)}:+1) narrow the interval"
-    return (
-        f"{2 * n} seeds (--seeds 0:{2 * n}:+1) make each test's bound about "
-        f"{narrowing(n):.1f}× tighter than {n} at the same spread"
-    )
-
-
-def _longer_does_worse(a: Answer, sign: float) -> list[str]:
-    """A family whose fixed sequence from the longest context down stopped at a context that a
-    shorter one of the same family beats to within the tolerance: more context did worse
-    (overfitting, or training that did not reach it), and the answer's tests, which stop at
-    the first context not shown within, cannot reach the shorter one."""
-    out = []
-    for family in sorted({c.model for c in a.cells if c.k is not None}):
-        seq = sorted((c for c in a.cells if c.model == family and c.k is not None),
-                     key=lambda c: -c.k)  # fmt: skip
-        stop = next((c for c in seq if not c.matches), None)
-        if stop is None:
-            continue
-        better = [c for c in seq if c.k < stop.k and sign * c.excess <= a.tolerance
-                  and sign * c.mean < sign * stop.mean]  # fmt: skip
-        if better:
-            out.append(
-                f"{stop.label} is not shown within the tolerance, but {better[0].label} "
-                f"({better[0].mean:.4g}) does better: a longer context does worse here "
-                "(overfitting, or under-training), and the answer's tests, from the longest "
-                "context down, stop at the first not shown within"
-            )
-    return out
-
-
 def _unset(k) -> bool:
     return k is None or (isinstance(k, float) and math.isnan(k))
 
 
 def _std(v: np.ndarray) -> float:
     return float(v.std(ddof=1)) if len(v) > 1 else math.nan
-
-
-# -- the answer in words and as a table ----------------------------------------------------------
-def sentence(a: Answer) -> str:
-    """The answer in one sentence."""
-    where = f"on {a.label or a.task}"
-    tol = Tolerance(a.epsilon, a.relative_to, a.tolerance).text()
-    if a.verdict == "nothing-learned":
-        lead = (
-            f"Nothing learned at this budget {where}: no model beats the trivial "
-            f"baseline ({a.baseline:.4g}) beyond the seeds' noise"
-        )
-        if a.train_size is not None and a.train_size < FEW_SEQUENCES:
-            return (
-                f"{lead}, and with {a.train_size} training sequences too little data may be "
-                "why: more data, or a smaller --params, before more steps."
-            )
-        return f"{lead}; train longer (--set steps=...) or give a larger --params."
-    if a.verdict == "matches":
-        c = a.star_cell
-        lead = f"A context of k* = {a.k_star} is enough {where} (interval {a.k_low}–{a.k_high} "
-        if c.label == a.best_cell:
-            return (
-                f"{lead}over seeds): {c.label} is the best ({a.metric} {c.mean:.4g}), and every "
-                f"shorter context tried falls short of it or cannot be told apart at these "
-                f"seeds; tolerance: {tol} ({_references(a)})."
-            )
-        rel = f", {c.excess / abs(a.best):+.0%}" if a.best else ""
-        return (
-            f"{lead}over seeds): {c.label} reaches {a.metric} {c.mean:.4g} against the best "
-            f"{a.best:.4g} ({a.best_cell}{rel}), shown {tol} ({_references(a)})."
-        )
-    if a.verdict in ("needs-recurrence", "family-gap"):
-        lead = (
-            f"Needs recurrence {where}: {a.best_cell} ({a.best:.4g}) beats every finite context "
-            f"up to k = {a.max_k} beyond the seeds' noise and the tolerance ({tol})."
-        )
-        if a.verdict == "family-gap":
-            lead = (
-                f"A gap of model family or training {where}, not of memory: {a.best_cell} "
-                f"({a.best:.4g}) beats every feedforward model up to k = {a.max_k}, the whole "
-                f"input, beyond the seeds' noise and the tolerance ({tol})."
-            )
-        return lead
-    return (
-        f"Cannot tell {where} at these seeds: no context up to k = {a.max_k} is shown within "
-        f"the tolerance of the best ({a.best_cell}, {a.best:.4g}), nor shown outside it "
-        f"(tolerance: {tol}; {_references(a)})."
-    )
-
-
-def _references(a: Answer) -> str:
-    """The trivial baseline, and a forecast's persistence where it was stored."""
-    text = f"trivial baseline {a.baseline:.4g}"
-    if a.persistence is not None and math.isfinite(a.persistence):
-        text += f", persistence {a.persistence:.4g}"
-    if a.units:
-        text += f"; in {a.units}"
-    return text
-
-
-CELL_COLUMNS = ["model", "k", "mean", "std", "seeds", "learned", "tolerance", "improving"]
-
-
-def cell_table(answer: dict) -> tuple[list[str], list[list]]:
-    """An answer's cell table (Answer.to_dict() or a stored answer's details): its columns and
-    one row a cell, as `seqbench memory` and the dashboard show it."""
-    return CELL_COLUMNS, cell_rows(answer)
-
-
-def cell_rows(answer: dict) -> list[list]:
-    """The cell table of an answer (Answer.to_dict() or a stored answer's details), one row a
-    cell, as the CLI and the dashboard show it."""
-    rows = []
-    for c in answer.get("cells", []):
-        if c["k"] is None:
-            status = ""
-        elif c["matches"]:
-            status = "within"
-        else:
-            status = "outside" if c.get("outside") else "undecided"
-        rows.append(
-            [
-                c["model"],
-                "full" if c["k"] is None else c["k"],
-                _num(c["mean"]),
-                _num(c["std"]),
-                c["seeds"],
-                "yes" if c["learned"] else "no",
-                status,
-                "yes" if c.get("improving") else "",
-            ]
-        )
-    return rows
-
-
-def _num(v) -> str:
-    return "" if v is None else f"{v:.4g}"

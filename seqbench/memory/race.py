@@ -8,8 +8,8 @@ per seed count from RACE_SEEDS to all: Bonferroni over the looks, so that each d
 race takes is wrong at most ALPHA of the time however often it looked), and a feedforward
 cell is *settled*, and gets no further seed, when in every tolerance's answer at that level
 
-- it is shown within the tolerance in its family's sequence from the longest context down
-  (the sequence passed it, so it is k* or above), or
+- it is shown within the tolerance in its family's sequences from its best context (down: the
+  sequence passed it, so it is k* or above; or up, above the best), or
 - it is shown outside the tolerance,
 
 and it is not at an end of the answer's sequences (`boundary`: k*, the context below it, and
@@ -65,14 +65,17 @@ def _settled_in(a: Answer) -> set[tuple[str, int]]:
 
 def boundary(a: Answer) -> set[tuple[str, int]]:
     """The cells where the answer's sequences end, which get every seed: in each family's
-    sequence from the longest context down, the last cell shown within and the first that is
+    sequence from its best context down, the last cell shown within and the first that is
     not; in the sequence from the shortest context up, the last context shown outside and the
     first that is not. A third seed moves a cell decided at two (a pair of seeds can agree by
     luck); away from these ends that moves nothing, at them it moves k* or the interval."""
     out: set[tuple[str, int]] = set()
     ff = [c for c in a.cells if c.k is not None]
+    sign = -1.0 if a.higher_is_better else 1.0
     for family in {c.model for c in ff}:
-        seq = sorted((c for c in ff if c.model == family), key=lambda c: -c.k)
+        own = [c for c in ff if c.model == family]
+        top = min(own, key=lambda c: sign * c.mean).k  # answer.sequence: from the best down
+        seq = sorted((c for c in own if c.k <= top), key=lambda c: -c.k)
         for i, c in enumerate(seq):
             if not c.matches:
                 out.add((c.model, c.k))

@@ -130,8 +130,10 @@ def test_truly_equal_cells_give_an_interval_that_holds_the_smallest_k():
 def test_cells_whose_noise_swamps_the_tolerance_seldom_state_an_answer():
     """The same, at 0.94 ± 0.02: the gap is 0.06, the tolerance 0.003, and the seeds spread
     seven times that. The old rule called the best cell within by fiat and stated a k* on
-    every draw; now one is seldom stated, and an interval that misses 1 (a context falsely
-    shown outside, against a best that won by noise) is no more common than the level."""
+    every draw; now one is seldom stated, and an interval that misses 1 (k = 1 falsely shown
+    outside, against a best that won by noise: at most α of the time, Bonferroni over the
+    comparator) is no more common than the level allows over 200 draws (5% and three Monte
+    Carlo standard errors)."""
     rng = np.random.default_rng(0)
     answers = [
         answer({("tcn", k): list(rng.normal(0.94, 0.02, 3)) for k in (1, 2, 4, 8)})
@@ -139,7 +141,7 @@ def test_cells_whose_noise_swamps_the_tolerance_seldom_state_an_answer():
     ]
     stated = [a for a in answers if a.k_star is not None]
     missed = sum(a.k_low != 1 for a in stated)
-    assert len(stated) <= 40 and missed <= 10, (len(stated), missed)
+    assert len(stated) <= 40 and missed <= 10 + 3 * math.sqrt(200 * 0.05 * 0.95), missed
 
 
 def test_needs_recurrence_when_the_reference_is_ahead_beyond_noise():

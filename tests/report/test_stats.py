@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from seqbench.memory.answer import _t
+from seqbench.memory.stats import holm, lower_bound, p_above, upper_bound
+from seqbench.memory.stats import t_quantile as t_one
 from seqbench.report.stats import paired, t_quantile, welch_p
 from tests.conftest import loads_module
 
@@ -18,7 +19,41 @@ from tests.conftest import loads_module
 def test_the_t_quantiles_are_scipy_stats_own(n):
     assert t_quantile(n) == float(stats.t.ppf(0.975, n - 1))
     for alpha in (0.05, 0.05 / 3, 0.05 / 12, 0.001):
-        assert _t(n, alpha) == float(stats.t.ppf(1 - alpha, n - 1))
+        assert t_one(n - 1, 1 - alpha) == float(stats.t.ppf(1 - alpha, n - 1))
+
+
+def test_the_one_sided_tests_are_scipy_stats_own():
+    """The answer's p-values and bounds (memory/stats.py) against scipy.stats' one-sided
+    t-test and its confidence interval."""
+    rng = np.random.default_rng(2)
+    for n in (2, 3, 5, 12):
+        x = rng.normal(0.2, 1.0, n)
+        want = stats.ttest_1samp(x, 0.1, alternative="greater").pvalue
+        assert p_above(x, 0.1) == pytest.approx(float(want), rel=1e-9)
+        lo, hi = stats.t.interval(0.8, n - 1, loc=x.mean(), scale=stats.sem(x))
+        assert upper_bound(x, 0.1) == pytest.approx(hi, rel=1e-9)
+        assert lower_bound(x, 0.1) == pytest.approx(lo, rel=1e-9)
+
+
+def test_holm_is_closed_testing_with_bonferroni():
+    """Holm's step-down rejects exactly what closed testing rejects with a Bonferroni test of
+    every intersection (Holm 1979): checked by brute force over every subset."""
+    import itertools
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        m = int(rng.integers(1, 7))
+        p = list(rng.uniform(0, 0.08, m))
+        closed = [
+            all(
+                min(p[j] for j in subset) <= 0.05 / len(subset)
+                for r in range(1, m + 1)
+                for subset in itertools.combinations(range(m), r)
+                if i in subset
+            )
+            for i in range(m)
+        ]
+        assert holm(p, 0.05) == closed, p
 
 
 def test_the_paired_p_value_is_scipy_stats_own():
