@@ -58,6 +58,7 @@ class Cell:
     outside: bool = False  # beyond the tolerance of the best, shown over seeds
     excess: float = math.nan  # its mean's excess over the best's, in the metric's own terms
     improving: bool = False  # at least half its seeds were still improving at their last evaluation
+    behind: bool = False  # shown worse than the best over seeds, at the answer's level
 
     @property
     def label(self) -> str:
@@ -372,6 +373,7 @@ def judge_cells(
         if outside:
             d = contrast(c, seeds[b], epsilon, relative_to, cap="above")
             outside = lower_bound(d, alpha_out) > 0
+        behind = i != b and lower_bound(contrast(c, seeds[b], 0.0, relative_to), alpha) > 0
         cells.append(
             Cell(
                 model=c.model,
@@ -384,6 +386,7 @@ def judge_cells(
                 outside=bool(outside),
                 excess=sign * (means[i] - means[b]),
                 improving=c.improving,
+                behind=bool(behind),
             )
         )
     return cells, b, delta

@@ -12,10 +12,12 @@ cell is *settled*, and gets no further seed, when in every tolerance's answer at
   sequence passed it, so it is k* or above; or up, above the best), or
 - it is shown outside the tolerance,
 
-and it is not at an end of the answer's sequences (`boundary`: k*, the context below it, and
-the ends of the sequence from the shortest context up), where a third seed can move k* or the
-interval: a pair of seeds can agree by luck, and a decision taken at two would then differ
-from the one every seed gives.
+and, if within, it is shown behind the best (a cell level with the best, which every cell is
+measured against, could have been the best at three seeds), and it is not
+at an end of the answer's sequences (`boundary`: k*, the context below it, and the ends of
+the sequence from the shortest context up), where a third seed can move k* or the interval: a
+pair of seeds can agree by luck, and a decision taken at two would then differ from the one
+every seed gives.
 
 The final answer is derived at ALPHA from the runs the race asked for
 (scripts/simulate_answer.py measures how often it differs from every seed's answer). Nothing is
@@ -56,10 +58,7 @@ def _settled_in(a: Answer) -> set[tuple[str, int]]:
     return {
         (c.model, c.k)
         for c in a.cells
-        if c.k is not None
-        and c.label != a.best_cell
-        and (c.model, c.k) not in keep
-        and (c.matches or c.outside)
+        if c.k is not None and c.behind and (c.model, c.k) not in keep and (c.matches or c.outside)
     }
 
 

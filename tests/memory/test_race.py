@@ -19,6 +19,7 @@ from tests.memory.test_memory_command import TRAIN, lag_data
 FAR = [1.0, 0.98]  # no better than the trivial baseline (1.0)
 NEAR = [0.0102, 0.0099]
 BEST = [0.0100, 0.0098]
+BEHIND = [0.0200, 0.0201]  # within the tolerance, shown behind the best: it cannot be the best
 NOISY = [0.9, 0.05]  # the seeds disagree: neither within nor outside
 
 
@@ -29,7 +30,7 @@ def answer(cells, epsilon=0.05, alpha=ALPHA):
 
 
 BEST3 = [0.0100, 0.0098, 0.0102]
-NEAR3 = [0.0102, 0.0099, 0.0101]
+BEHIND3 = [0.0200, 0.0201, 0.0202]
 
 
 def test_cells_decided_away_from_the_ends_of_the_sequences_are_settled():
@@ -39,19 +40,19 @@ def test_cells_decided_away_from_the_ends_of_the_sequences_are_settled():
             ("tcn", 2): NOISY,
             ("tcn", 4): NEAR,
             ("tcn", 8): BEST,
-            ("tcn", 16): NEAR,
-            ("tcn", 32): NEAR,
-            ("gru", None): BEST,
+            ("tcn", 16): BEHIND,
+            ("tcn", 32): BEHIND,
+            ("gru", None): [0.0101, 0.0099],
         }
     )
     status = {c.k: c.status for c in a.cells if c.k is not None}
     assert (a.k_star, status[1], status[2], status[4], status[16], status[32]) == (
         4, "outside", "undecided", "within", "within", "within",
     )  # fmt: skip
-    # k = 16 and 32 are within in the sequence from 32 down, above k* = 4: no seed of theirs
-    # can move k*. k* = 4 and k = 2 below it end that sequence, k = 1 and 2 end the one from
-    # the shortest up: a third seed there may move k* or the interval. k = 8 is the best every
-    # cell is measured against, gru the ceiling.
+    # k = 16 and 32 are within above the best, and shown behind it: no seed of theirs can
+    # move k* or the best. k* = 4 and k = 2 below it end the sequence from the best down,
+    # k = 1 and 2 the one from the shortest up: a third seed there may move k* or the
+    # interval. k = 8 is the best every cell is measured against, gru the ceiling.
     assert boundary(a) == {("tcn", 1), ("tcn", 2), ("tcn", 4)}
     assert settled([a]) == {("tcn", 16), ("tcn", 32)}
 
@@ -60,7 +61,7 @@ def test_a_cell_below_one_shown_outside_is_not_settled_by_it():
     """k = 2 is shown outside; k = 1 is undecided. A shorter context need not do worse than a
     longer one (a trained model can overfit), so k = 1 keeps its seeds, and the interval
     reaches down to it."""
-    a = answer({("tcn", 1): NOISY, ("tcn", 2): FAR, ("tcn", 4): BEST, ("tcn", 8): NEAR})
+    a = answer({("tcn", 1): NOISY, ("tcn", 2): FAR, ("tcn", 4): BEST, ("tcn", 8): BEHIND})
     assert [c.status for c in a.cells] == ["undecided", "outside", "within", "within"]
     assert a.k_low == 1
     assert ("tcn", 1) not in settled([a]) and ("tcn", 8) in settled([a])
@@ -76,7 +77,7 @@ def test_every_context_gets_its_first_seeds_whatever_a_longer_one_shows():
                      seeds=[0, 1, 2], params=3000)  # fmt: skip
     first = wanted(plan, RACE_SEEDS, frozenset())  # nothing run yet: nothing settled
     assert {(c.k, c.seed) for c in first} == {(k, s) for k in (1, 2, 4, 8) for s in (0, 1)}
-    a = answer({("tcn", 1): NOISY, ("tcn", 2): FAR, ("tcn", 4): BEST, ("tcn", 8): NEAR})
+    a = answer({("tcn", 1): NOISY, ("tcn", 2): FAR, ("tcn", 4): BEST, ("tcn", 8): BEHIND})
     third = {(c.k, c.seed) for c in wanted(plan, 3, settled([a]))}
     # k = 1, below k = 2 shown outside, still gets its third seed; the settled 8 does not
     assert (1, 2) in third and (4, 2) in third and (8, 2) not in third
@@ -95,7 +96,7 @@ def test_a_profile_settles_only_what_every_tolerance_settles():
     whatever the other tolerances say."""
     x = ("tcn", 2)
     cells = {("tcn", 1): [0.40, 0.41, 0.39], x: [0.25, 0.33, 0.29],
-             ("tcn", 4): [0.10, 0.11, 0.09], ("tcn", 8): BEST3, ("tcn", 16): NEAR3}  # fmt: skip
+             ("tcn", 4): [0.10, 0.11, 0.09], ("tcn", 8): BEST3, ("tcn", 16): BEHIND3}  # fmt: skip
     loose, mid, tight = (answer(cells, eps) for eps in (0.5, 0.2, 0.05))
     assert (loose.k_star, mid.k_star, tight.k_star) == (1, 4, 8)
     assert x in settled([loose]) and x in settled([tight]) and x not in settled([mid])
@@ -132,7 +133,7 @@ def test_cells_clearly_out_get_no_more_seeds_and_the_answer_is_every_seeds(cli, 
     assert seeds[1] == 2 and seeds[2] == seeds[3] == 3
     assert best["seeds"] == seeds[None] == 3
     spared = sum(3 - n for n in seeds.values())
-    assert spared >= 2 and f"{spared} spared by the race" in raced.stderr
+    assert spared >= 1 and f"{spared} spared by the race" in raced.stderr
     assert n_runs(db) == len(doc["run_ids"]) == sum(seeds.values())  # it trained nothing else
     full = cli(*args, "--no-race")  # the same store: trains the seeds the race spared
     assert full.exit_code == 0, full.output
