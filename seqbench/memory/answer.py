@@ -209,10 +209,10 @@ def cell_runs(runs: pd.DataFrame, sign: float) -> list[_Seeds]:
             "improving" in col and np.mean([_true(v) for v in col["improving"][rows]]) >= 0.5
         )
         const = se = None
-        if sign > 0 and "test_const" in col and "test_gain_se" in col:
+        if "test_const" in col and "test_gain_se" in col:
             c, s = (col[k][rows].astype(float) for k in ("test_const", "test_gain_se"))
             if np.isfinite(c).any() and np.isfinite(s).any():  # a diverged run stores none
-                const = np.where(np.isfinite(c), c, np.nanmean(c))  # one split: one constant
+                const = sign * np.where(np.isfinite(c), c, np.nanmean(c))  # one split, one c
                 se = np.where(np.isfinite(s), s, np.nanmean(s))
         cell = _Seeds(model, None if kk == -1 else kk, seeds, loss, base, count, bool(improving),
                       const, se)  # fmt: skip
@@ -233,9 +233,10 @@ def learned_p(cell: _Seeds, accuracy: bool, sign: float) -> float:
       seed's in units of the mean baseline);
     - for an accuracy, its mean gain on what chance scores on a test set of the run's size
       (binomial: sd √(p(1 − p)/n) at chance p);
-    - where the seeds share one test split (own data, regression), its gain on the best
-      constant predictor of that split, over seeds and beyond the split's own sampling noise
-      (the standard error of the gain over test sequences, which every seed shares).
+    - where the seeds share one test split (own data: a regression, or classes), its gain on
+      the best constant predictor of that split (the targets' mean, the most frequent
+      class), over seeds and beyond the split's own sampling noise (the standard error of
+      the gain over test sequences, which every seed shares).
     """
     w = per_seed_scale(cell.base)
     gain = (cell.base - cell.loss) * w  # > 0: better than the baseline

@@ -100,17 +100,18 @@ class Task:
     # -- helpers --------------------------------------------------------------------------
     def test_constant(self) -> torch.Tensor | None:
         """Where every seed is scored on one test split (own data) and the metric is a squared
-        error: the best constant predictor of that split (its targets' mean), against which
-        evaluate measures a gain and its sampling noise. None elsewhere."""
+        error or an accuracy: the best constant predictor of that split (its targets' mean, or
+        its most frequent class), against which evaluate measures a gain and its sampling
+        noise. None elsewhere."""
         return None
 
     @torch.inference_mode()
     def evaluate(self, predict, split: str, batch_size: int = 256) -> dict[str, float]:
         """Mean loss and metric of `predict(x) -> out` over a split, and n, the predictions
         scored (what chance's spread on the split depends on). On a test split with a
-        test_constant, also `const` (that constant's squared error) and `gain_se` (the
-        standard error, over the split's sequences, of the gain on it: the noise that the
-        split's draw puts into every seed's score alike)."""
+        test_constant, also `const` (that constant's metric: its squared error, or its
+        accuracy) and `gain_se` (the standard error, over the split's sequences, of the gain on
+        it: the noise that the split's draw puts into every seed's score alike)."""
         tot_l = tot_m = n = 0.0
         const = self.test_constant() if split == "test" else None
         gains = _Gains() if const is not None else None
@@ -120,7 +121,7 @@ class Task:
             l_sum, m_sum, cnt = self.metric_sums(out, y)
             tot_l, tot_m, n = tot_l + l_sum, tot_m + m_sum, n + cnt
             if gains is not None:
-                gains.add(out.reshape(y.shape).float(), y.float(), const.to(out.device))
+                gains.add(out, y, const.to(out.device))
         loss = tot_l / max(n, 1)
         ev = {"loss": loss, "metric": self.finish_metric(loss, tot_m / max(n, 1)), "n": n}
         if gains is not None:
@@ -129,19 +130,26 @@ class Task:
 
 
 class _Gains:
-    """Per test sequence, the gain of a prediction on a constant c: the mean over its
-    elements of (y − c)² − (ŷ − y)²; summed as it streams."""
+    """Per test sequence, the gain of a prediction on a constant c, the mean over its
+    elements: (y − c)² − (ŷ − y)² for a regression, [ŷ = y] − [c = y] for classes (ŷ the
+    arg-max); summed as it streams, with the constant's own metric."""
 
     def __init__(self) -> None:
-        self.sq = self.elements = self.sum = self.sum2 = self.n = 0.0
+        self.const = self.elements = self.sum = self.sum2 = self.n = 0.0
 
     def add(self, out: torch.Tensor, y: torch.Tensor, c: torch.Tensor) -> None:
-        const = (y - c) ** 2  # (B, ...)
-        gain = (const - (out - y) ** 2).reshape(y.shape[0], -1).mean(1)  # (B,)
-        self.sq += float(const.sum())
+        if y.dtype.is_floating_point:
+            y = y.float()
+            const = (y - c) ** 2  # (B, ...): the constant's squared error
+            gain = const - (out.reshape(y.shape).float() - y) ** 2
+        else:
+            const = (y == c).float()  # the constant's right answers
+            gain = (out.argmax(-1) == y).float() - const
+        gain = gain.reshape(y.shape[0], -1).mean(1).double()  # (B,)
+        self.const += float(const.sum())
         self.elements += const.numel()
-        self.sum += float(gain.double().sum())
-        self.sum2 += float((gain.double() ** 2).sum())
+        self.sum += float(gain.sum())
+        self.sum2 += float((gain**2).sum())
         self.n += y.shape[0]
 
     def result(self) -> dict[str, float]:
@@ -149,7 +157,7 @@ class _Gains:
             return {}
         mean = self.sum / self.n
         var = max(self.sum2 / self.n - mean**2, 0.0) * self.n / (self.n - 1)
-        return {"const": self.sq / self.elements, "gain_se": (var / self.n) ** 0.5}
+        return {"const": self.const / self.elements, "gain_se": (var / self.n) ** 0.5}
 
 
 def to_device(y: Any, device) -> Any:

@@ -101,17 +101,24 @@ class FileTask(Task):
         return metric_mean
 
     def test_constant(self):
-        """Regression: the test split's target mean (per target), in the units the model is
-        scored in, computed once."""
-        if self.kind != "regression":
+        """The test split's best constant, computed once: for a regression its targets' mean
+        (per target), in the units the model is scored in; for classes its most frequent
+        class. None for next-token prediction (its score is in bits, not a share)."""
+        if self.kind == "next-token":
             return None
         if not hasattr(self, "_test_constant"):
-            total, n = 0.0, 0
-            for _x, y in self.eval_batches("test", 4096):
-                y = y.double()
-                flat = y.reshape(-1, self.out_dim) if self.out_dim > 1 else y.reshape(-1)
-                total, n = total + flat.sum(0), n + flat.shape[0]
-            self._test_constant = (total / max(n, 1)).float() if n else None
+            if self.kind == "regression":
+                total, n = 0.0, 0
+                for _x, y in self.eval_batches("test", 4096):
+                    y = y.double()
+                    flat = y.reshape(-1, self.out_dim) if self.out_dim > 1 else y.reshape(-1)
+                    total, n = total + flat.sum(0), n + flat.shape[0]
+                self._test_constant = (total / max(n, 1)).float() if n else None
+            else:
+                counts = torch.zeros(self.out_dim, dtype=torch.long)
+                for _x, y in self.eval_batches("test", 4096):
+                    counts += torch.bincount(y.reshape(-1), minlength=self.out_dim)
+                self._test_constant = counts.argmax() if counts.sum() else None
         return self._test_constant
 
     def baseline(self):

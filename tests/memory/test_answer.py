@@ -218,6 +218,20 @@ def test_a_gain_no_larger_than_the_shared_test_splits_noise_is_not_learned():
     assert [c.learned for c in learnt.cells] == [False, False, False, True]
 
 
+def test_an_accuracy_no_better_than_the_splits_most_frequent_class_is_not_learned():
+    """Classes at 60/40 on the shared test split: cells at 0.61 beat chance (0.5) far beyond a
+    binomial draw of 400 answers, but not the split's most frequent class (0.60) beyond its
+    noise: they learned the class balance, not the input."""
+    cells = {("tcn", k): [0.61, 0.612, 0.608] for k in (1, 2, 4, 8)}
+    count = {"test_count": 400}
+    assert answer(cells, baseline=0.5, higher=True, metric="acc", columns=count).verdict == (
+        "matches"
+    )
+    split = {**count, "test_const": 0.60, "test_gain_se": 0.02}
+    a = answer(cells, baseline=0.5, higher=True, metric="acc", columns=split)
+    assert a.verdict == "nothing-learned" and not any(c.learned for c in a.cells)
+
+
 def test_learned_is_held_over_every_cell_at_once():
     """Ten cells each a little better than the baseline (p ≈ 0.02 each, seeds alone): one test
     per cell at 5% calls them all learned; Holm's step-down over the ten, none."""

@@ -325,8 +325,11 @@ def test_an_array_file_is_fed_standardised_with_the_training_split(tmp_path):
 
 def test_a_shared_test_split_scores_its_best_constant_and_its_noise(tmp_path):
     """Every seed of own data is scored on one test split: evaluate gives that split's best
-    constant (its targets' mean) and the standard error of a prediction's gain on it over the
-    test sequences, as NumPy computes them from the same arrays; classification has none."""
+    constant (its targets' mean; for classes, its most frequent class) and the standard error
+    of a prediction's gain on it over the test sequences, as NumPy computes them from the same
+    arrays; a valid split has none."""
+    import torch
+
     from seqbench.configure import make_config
     from seqbench.tasks import make_task
 
@@ -346,7 +349,16 @@ def test_a_shared_test_split_scores_its_best_constant_and_its_noise(tmp_path):
     assert ev["gain_se"] == pytest.approx(gain.std(ddof=1) / np.sqrt(len(gain)), rel=1e-3)
     assert ev["metric"] == pytest.approx(((0.5 * xs - ys) ** 2).mean(), rel=1e-4)
     assert "const" not in task.evaluate(lambda xb: 0.5 * xb[:, -2, :], "valid", 64)
-    np.savez(p, x=x, y=(y > 3).astype("int64"))
+    # classes: the constant is the test split's most frequent class, the gain a right answer
+    labels = (y > 3.5).astype("int64")  # unbalanced: about 40% ones
+    np.savez(p, x=x, y=labels)
     cfg = make_config("gru", "file", {"path": str(p)})
     cls = make_task(cfg.task, cfg.task_args())
-    assert "const" not in cls.evaluate(lambda xb: xb[:, -1, :].repeat(1, 2), "test", 64)
+    guess = lambda xb: torch.cat([-xb[:, -2, :], xb[:, -2, :]], -1)  # noqa: E731  class 1 iff x > 0
+    ev = cls.evaluate(guess, "test", 64)
+    ys = np.concatenate([yb.numpy() for _, yb in cls.eval_batches("test", 64)])
+    xs = np.concatenate([xb.numpy()[:, -2, 0] for xb, _ in cls.eval_batches("test", 64)])
+    major = np.bincount(ys).argmax()
+    gain = (((xs > 0).astype(int) == ys).astype(float) - (ys == major)).astype(float)
+    assert ev["const"] == pytest.approx((ys == major).mean(), rel=1e-6)
+    assert ev["gain_se"] == pytest.approx(gain.std(ddof=1) / np.sqrt(len(gain)), rel=1e-6)
