@@ -185,6 +185,58 @@ def test_max_bytes_bounds_a_sqlite_result(tmp_path):
     assert q.run_query(db, "SELECT 'abcd' AS s", max_bytes=4)[1] == [("abcd",)]
 
 
+def _query_peak_mb(db, *args: str) -> tuple[int, str, int]:
+    """`seqbench query` in a child process: its exit code, stderr and peak RSS in MB."""
+    probe = (
+        "import resource, subprocess, sys\n"
+        "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, "
+        "text=True)\n"
+        "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)\n"
+        "print(r.stderr, end='')\n"
+    )
+    cmd = [sys.executable, "-c", probe, os.path.join(os.path.dirname(sys.executable), "seqbench"),
+           "--db", str(db), "query", *args]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    head, _, err = out.partition("\n")
+    rc, peak = map(int, head.split())
+    return rc, err, peak
+
+
+def test_the_default_caps_refuse_the_docs_example_and_bound_what_is_printed(tmp_path):
+    """`query "SELECT hex(randomblob(5e7))"` was not refused at the default cap (1e8 bytes under
+    100 MiB): csv exit 0 at 721 MB, the table still rendering at 120 s (834 MB). Now 32 MiB:
+    refused; a value just under it prints as csv, json and a table within a small multiple of
+    the cap (a table shows its first 2,000 characters)."""
+    from seqbench.store.opening import open_store
+
+    db = tmp_path / "s.db"
+    open_store(db).dispose()
+    cap_mb = q.DEFAULT_MAX_BYTES / 2**20
+    for fmt in ("table", "csv"):
+        rc, err, peak = _query_peak_mb(db, "SELECT hex(randomblob(5e7))", "-f", fmt)
+        assert rc == 1 and "larger than 33554432 bytes" in err and len(err.splitlines()) == 1
+    for fmt in ("table", "csv", "json"):
+        rc, err, peak = _query_peak_mb(db, "SELECT hex(randomblob(16000000)) AS v", "-f", fmt)
+        assert rc == 0, err
+        assert peak < 60 + 8 * cap_mb, (fmt, peak)  # the interpreter and torch-free CLI: ~40 MB
+
+
+def test_the_timeout_covers_printing(tmp_path):
+    """A result fetched in well under the timeout whose table takes longer to print is stopped
+    at the timeout, in one line (the 60 s timeout did not cover rendering)."""
+    from seqbench.store.opening import open_store
+
+    db = tmp_path / "s.db"
+    open_store(db).dispose()
+    sql = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 100000) "
+           "SELECT x, printf('%0100d', x) AS y FROM c")  # fmt: skip
+    rc, err, _ = _query_peak_mb(db, sql, "--timeout", "1")
+    assert rc == 1 and err.strip().splitlines() == [
+        "Error: the query and its printing ran longer than 1 s and were stopped; raise "
+        "--timeout, or print as --format csv"
+    ], err
+
+
 @pytest.mark.parametrize("flag", ["0", "-5"])
 def test_a_bad_max_bytes_is_one_line(tmp_path, cli, flag):
     from seqbench.store.opening import open_store
