@@ -336,14 +336,19 @@ def test_a_host_header_that_is_no_name_and_port_is_refused(server, host):
     """`Host: 127.0.0.1:80@evil` and `Host: [::1]evil.example` were answered 200 (the name read
     by splitting at a colon, or up to a bracket)."""
     out = _raw(server.port, f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
-    assert out.split(b"\r\n", 1)[0] in (b"HTTP/1.0 400 Bad Request", b"HTTP/1.0 421 Misdirected Request"), out[:200]
+    assert out.split(b"\r\n", 1)[0] in (
+        b"HTTP/1.0 400 Bad Request",
+        b"HTTP/1.0 421 Misdirected Request",
+    ), out[:200]
     assert b"<table" not in out
 
 
 @pytest.mark.parametrize("method", ["POST", "OPTIONS", "TRACE", "CONNECT", "get", "PROPFIND"])
 def test_every_method_but_get_and_head_is_a_405_in_one_line(server, method):
     """OPTIONS, TRACE, CONNECT and a lowercase `get` got http.server's 501 HTML page."""
-    out = _raw(server.port, f"{method} / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+    out = _raw(
+        server.port, f"{method} / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
+    )
     head, _, body = out.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.0 405"), out[:200]
     assert b"Allow: GET, HEAD" in head

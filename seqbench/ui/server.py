@@ -13,6 +13,7 @@ the api, as the CLI's do: no SQL here.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import math
@@ -659,10 +660,8 @@ class _Watchdog:
                 for c in late:
                     del self._due[c]
             for c in late:
-                try:
-                    c.shutdown(socket.SHUT_RDWR)  # its handler's read returns; the thread ends
-                except OSError:
-                    pass
+                with contextlib.suppress(OSError):  # its handler's read returns; thread ends
+                    c.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         self._stop.set()
