@@ -652,7 +652,12 @@ def _open_table(path: str, target, split_seed, choice) -> tuple[FileFacts, Table
         baseline_note="predict the train mean of each target",
         targets=t.n_targets,
         persistence=base["persistence"],
-        table={**choice.fields(), "series": t.n_series, "time_range": t.time_range},
+        table={
+            **choice.fields(),
+            "series": t.n_series,
+            "time_range": t.time_range,
+            "time_dates": t.time_dates,
+        },
     )
     return facts, ds
 

@@ -88,6 +88,13 @@ def test_a_stored_answer_goes_stale_and_a_rerun_rederives_it(cli, db, tmp_path):
     assert "trained 1 run(s)" in again.stderr
     (entry,) = json.loads(cli("memory", "list", "--format", "json").stdout)
     assert not entry["stale"] and entry["k_star"] == 2
+    # every seed, no race: the same runs (the plan's sweep), another procedure, another answer
+    # beside the raced one (it overwrote it)
+    nr = cli(*args, "--no-race", "--format", "json")
+    assert nr.exit_code == 0, nr.output
+    assert json.loads(nr.stdout)["name"] == doc["name"] + "-every-seed"
+    listed = json.loads(cli("memory", "list", "--format", "json").stdout)
+    assert sorted(a["name"] for a in listed) == [doc["name"], doc["name"] + "-every-seed"]
 
 
 def test_dry_run_lists_and_costs_without_writing(cli, db, tmp_path):
