@@ -146,6 +146,7 @@ def memory(
         return
     if task is None:
         raise UsageError("give --task (a built-in task, file with --path, or a plugin)")
+    api.check_workers(workers)  # before the plan's budget search and the timing probe
     refs = joined(references)
     plan = api.memory_plan(
         task, set_=set_, path=path,
