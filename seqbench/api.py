@@ -85,7 +85,7 @@ if TYPE_CHECKING:
     from seqbench.stress.views import stored_curves as stored_stress_curves
     from seqbench.stress.views import stress_figure, stress_rows
     from seqbench.sweep.cost import probe_cost as sweep_cost
-    from seqbench.sweep.runner import SweepOutcome, sweep_status
+    from seqbench.sweep.runner import SweepOutcome, check_workers, sweep_status
     from seqbench.sweep.spec import plan as sweep_plan
     from seqbench.training.loop import TrainOutcome, load_checkpoint
 
@@ -110,6 +110,7 @@ __all__ = [
     "check_shadowed",
     "check_store",
     "check_threads",
+    "check_workers",
     "coerce_param",
     "comparison_rows",
     "config_toml",
@@ -850,6 +851,7 @@ LAZY: dict[str, str] = {
     "check_store": "seqbench.store.engine:integrity_problems",
     "sweep_plan": "seqbench.sweep.spec:plan",
     "sweep_status": "seqbench.sweep.runner:sweep_status",
+    "check_workers": "seqbench.sweep.runner:check_workers",
     "sweep_cost": "seqbench.sweep.cost:probe_cost",
     "memory_cells": "seqbench.memory.words:cell_table",
     "plot_memory": "seqbench.memory.plot:plot_answer",

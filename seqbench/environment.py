@@ -71,17 +71,85 @@ def _flag(v: bool | None) -> str | None:
 
 
 def available_ram() -> int:
-    """Bytes of memory available to a new allocation here (MemAvailable on Linux)."""
+    """Bytes of memory a new allocation here may take: the least of the machine's available
+    memory (MemAvailable on Linux), what the process's address-space limit (RLIMIT_AS, as
+    `ulimit -v` sets it) leaves above its current size, and what its cgroup's memory limit
+    (memory.max, or v1's limit_in_bytes) leaves above its usage."""
     import os
 
+    have = None
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    have = int(line.split()[1]) * 1024
+                    break
     except OSError:
         pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    if have is None:
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    return min([have, *_limits_left()])
+
+
+def _limits_left() -> list[int]:
+    """What RLIMIT_AS and the cgroup's memory limit leave, each where it is set."""
+    import resource
+
+    left = []
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        left.append(max(0, soft - _status_bytes("VmSize")))
+    cgroup = _cgroup_left()
+    if cgroup is not None:
+        left.append(cgroup)
+    return left
+
+
+def _status_bytes(field: str) -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None  # "max": no limit
+
+
+def _cgroup_left() -> int | None:
+    """memory.max − memory.current of the process's cgroup (v2), or limit_in_bytes −
+    usage_in_bytes (v1); None where no limit is set or none can be read."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, where = line.split(":", 2)
+        if controllers == "":  # v2's unified hierarchy
+            root, files = "/sys/fs/cgroup", ("memory.max", "memory.current")
+        elif "memory" in controllers.split(","):
+            root, files = (
+                "/sys/fs/cgroup/memory",
+                ("memory.limit_in_bytes", "memory.usage_in_bytes"),
+            )
+        else:
+            continue
+        # its path as the host names it, or the namespace's root (a container's own cgroup)
+        for base in dict.fromkeys((root + where.rstrip("/"), root)):
+            limit, used = (_read_int(f"{base}/{name}") for name in files)
+            if limit is not None and limit < 1 << 60:  # v1 writes "no limit" as a huge number
+                return max(0, limit - (used or 0))
+    return None
 
 
 def require_ram(need: int, what: str, lower: str, detail: str = "") -> None:

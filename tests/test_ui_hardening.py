@@ -327,3 +327,108 @@ def test_a_run_page_says_its_heading_once_and_one_curve_claims_no_band(server):
     assert "<h1>run 1</h1>" in text and "band:" not in text
     code, text = server.get("/curves?run=1&run=2")  # two runs, one per group: still no band
     assert code == 200 and "band:" not in text
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1:80@evil.example", "[::1]evil.example", "127.0.0.1:80:80", "a b", ""]
+)
+def test_a_host_header_that_is_no_name_and_port_is_refused(server, host):
+    """`Host: 127.0.0.1:80@evil` and `Host: [::1]evil.example` were answered 200 (the name read
+    by splitting at a colon, or up to a bracket)."""
+    out = _raw(server.port, f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+    assert out.split(b"\r\n", 1)[0] in (
+        b"HTTP/1.0 400 Bad Request",
+        b"HTTP/1.0 421 Misdirected Request",
+    ), out[:200]
+    assert b"<table" not in out
+
+
+@pytest.mark.parametrize("method", ["POST", "OPTIONS", "TRACE", "CONNECT", "get", "PROPFIND"])
+def test_every_method_but_get_and_head_is_a_405_in_one_line(server, method):
+    """OPTIONS, TRACE, CONNECT and a lowercase `get` got http.server's 501 HTML page."""
+    out = _raw(
+        server.port, f"{method} / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
+    )
+    head, _, body = out.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.0 405"), out[:200]
+    assert b"Allow: GET, HEAD" in head
+    assert body == b"the dashboard is read-only: GET and HEAD only\n"
+
+
+def test_a_bad_request_line_is_one_line_of_text(server):
+    out = _raw(server.port, b"GET / HTTP/9.9\r\n\r\n")
+    head, _, body = out.partition(b"\r\n\r\n")
+    assert head.split(b"\r\n")[0].split()[1] in (b"400", b"505") and b"<html" not in body.lower()
+    assert body.count(b"\n") == 1, body
+
+
+@pytest.fixture
+def strict_server(store):
+    """The server in this process with a 2 s header deadline and 8 connections, so that what
+    the defaults (30 s, 64) do is seen in seconds."""
+    from seqbench.ui.server import Dashboard, _Server, allowed_hosts, make_handler
+
+    board = Dashboard(str(store))
+    httpd = _Server(("127.0.0.1", 0), make_handler(board, allowed_hosts("127.0.0.1")),
+                    max_connections=8, header_deadline_s=2)  # fmt: skip
+    t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    t.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+    board.close()
+
+
+def _threads_named(prefix: str) -> int:
+    return sum(t.name.startswith(prefix) for t in threading.enumerate())
+
+
+def test_slow_clients_are_dropped_at_the_header_deadline_and_threads_stay_bounded(strict_server):
+    """50 slowloris sockets (a header byte a second) were still open at 75 s though the docs
+    said 30, and 1,500 of them made 1,502 threads: now a request's headers must be in by the
+    deadline, and connections past the cap get a 503 at once."""
+    import socket
+
+    port = strict_server.server_address[1]
+    before = threading.active_count()
+    socks = []
+    for _ in range(30):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ")
+        socks.append(s)
+    time.sleep(0.5)
+    assert threading.active_count() - before <= 8
+    # past the cap: an immediate one-line 503
+    answers = []
+    for s in socks[8:]:
+        s.settimeout(2)
+        answers.append(s.recv(200))
+    assert all(a.startswith(b"HTTP/1.0 503") for a in answers), answers[:2]
+    # the eight served ones drip a byte a second: dropped at the deadline, not kept
+    start = time.monotonic()
+    open_ = list(socks[:8])
+    while open_ and time.monotonic() - start < 10:
+        for s in list(open_):
+            try:
+                s.sendall(b"x")
+            except OSError:
+                open_.remove(s)
+                continue
+            s.settimeout(0.01)
+            try:
+                if s.recv(1) == b"":
+                    open_.remove(s)
+            except TimeoutError:
+                pass
+            except OSError:
+                open_.remove(s)
+        time.sleep(0.3)
+    dropped_after = time.monotonic() - start
+    assert not open_ and dropped_after < 5, dropped_after
+    for s in socks:
+        s.close()
+    time.sleep(0.5)
+    # and it serves again, its threads back where they were
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/sweeps", timeout=30) as r:
+        assert r.status == 200
+    assert threading.active_count() - before <= 1

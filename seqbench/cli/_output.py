@@ -72,6 +72,17 @@ def _json_value(v: Any) -> Any:
     return v
 
 
+# a table shows this many characters of a value (rich folds a long one over thousands of
+# lines, minutes for a few MB); csv and json print every value whole
+TABLE_CELL_CHARS = 2000
+
+
+def _cell(text: str) -> str:
+    if len(text) <= TABLE_CELL_CHARS:
+        return text
+    return f"{text[:TABLE_CELL_CHARS]}… ({len(text):,} characters; --format csv or json prints all)"
+
+
 def _console(out):
     """Rich console on `out`; when piped, as wide as $COLUMNS (or 160) instead of rich's 80."""
     import os
@@ -124,7 +135,7 @@ def render(
         for c in columns:
             table.add_column(escape(c), overflow="fold")
         for i, row in enumerate(rows):
-            cells = [escape(_text(v)) for v in row]
+            cells = [escape(_cell(_text(v))) for v in row]
             if bold and bold[i] is not None:
                 cells[bold[i]] = f"[bold green]{cells[bold[i]]}[/bold green]"
             table.add_row(*cells)

@@ -51,7 +51,10 @@ def _table_rows(f) -> list[tuple]:
     """What `tasks --path` shows of a table cut into windows."""
     t = f.table
     sizes = "/".join(str(f.sizes[s]) for s in ("train", "valid", "test"))
-    ranges = "; ".join(f"{s} {_at(lo)}–{_at(hi)}" for s, (lo, hi) in t["time_range"].items())
+    dates = t["time_dates"]
+    ranges = "; ".join(
+        f"{s} {_at(lo, dates)}–{_at(hi, dates)}" for s, (lo, hi) in t["time_range"].items()
+    )
     return [
         ("task", "file-regression"),
         ("kind", "regression (a forecast from a table)"),
@@ -69,9 +72,10 @@ def _table_rows(f) -> list[tuple]:
     ]
 
 
-def _at(v: float) -> str:
-    """A target time as the table gave it: a number, or nanoseconds shown as a date."""
-    if abs(v) >= 1e15:  # nanoseconds since 1970: a date
+def _at(v: float, dates: bool) -> str:
+    """A target time as the table gave it: a number, or (a date column) nanoseconds shown as
+    a date; 1970-01-01 is 0 ns, a date like any other."""
+    if dates:
         import pandas as pd
 
         return str(pd.Timestamp(int(v)).date())

@@ -117,10 +117,19 @@ def _usage_error(e: UsageError):
     raise typer.Exit(e.exit_code)
 
 
+# an error line's most characters: a 1 MB column name in a CSV's header made a 1 MB line
+MAX_ERROR_CHARS = 1000
+
+
 def one_line(message: str) -> str:
     """An error message as one printable line: control characters a user's input brought in
-    (newlines, \x1e, ...) are shown escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    (newlines, \x1e, ...) are shown escaped, and a line past MAX_ERROR_CHARS is cut in the
+    middle (its start says what failed, its end what to do)."""
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    if len(line) <= MAX_ERROR_CHARS:
+        return line
+    half = MAX_ERROR_CHARS // 2
+    return f"{line[:half]} … ({len(line) - 2 * half:,} characters left out) … {line[-half:]}"
 
 
 def _database_error(e: BaseException) -> str | None:

@@ -34,6 +34,8 @@ app = typer.Typer(
         "Example: seqbench memory --task adding --set seq_len=16 --set steps=300"
     ),
     invoke_without_command=True,
+    # `memory` itself answers; `memory list` is the one subcommand: optional, as the usage says
+    subcommand_metavar="[list [ARGS]...]",
 )
 
 
@@ -47,11 +49,19 @@ Sets = Annotated[
 ]
 Families = Annotated[
     list[str] | None,
-    typer.Option("--families", help="Feedforward families swept over k (tcn,window)."),
+    typer.Option(
+        "--families",
+        help="Feedforward families swept over k, comma-separated or repeated "
+        "(default: tcn,window; `seqbench models` lists them).",
+    ),
 ]
 References = Annotated[
     list[str] | None,
-    typer.Option("--references", help="Recurrent references (lstm,gru); 'none' for none."),
+    typer.Option(
+        "--references",
+        help="Recurrent references, comma-separated or repeated (default: "
+        "lstm,gru); 'none' for none.",
+    ),
 ]
 Seeds = Annotated[str, typer.Option(help="Seeds, at least 3: 0,1,2 or 0:4:+1.")]
 Params = Annotated[
@@ -136,6 +146,7 @@ def memory(
         return
     if task is None:
         raise UsageError("give --task (a built-in task, file with --path, or a plugin)")
+    api.check_workers(workers)  # before the plan's budget search and the timing probe
     refs = joined(references)
     plan = api.memory_plan(
         task, set_=set_, path=path,
@@ -207,13 +218,13 @@ def _say(out, plot: str | None, fmt: Format) -> None:
     if plot:
         api.plot_memory(answer, plot)
     if fmt == Format.json:
-        doc = {"name": out.plan.name, "answer_id": out.answer_id, **answer}
+        doc = {"name": out.name, "answer_id": out.answer_id, **answer}
         doc |= {"params": out.plan.params, "seeds": list(out.plan.seeds)}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         _show(answer, fmt)
     typer.echo(
-        f"memory {out.plan.name!r}: {out.plan.params:,} parameters per model; trained "
+        f"memory {out.name!r}: {out.plan.params:,} parameters per model; trained "
         f"{out.ran} run(s), {out.rounds} bisection round(s){_spared(out)}; "
         f"answer {out.answer_id} stored" + (f"; plot in {plot}" if plot else ""),
         err=True,
@@ -242,7 +253,7 @@ def _say_profile(out, plot: str | None, fmt: Format) -> None:
         if fmt == Format.table:
             typer.echo(out.profile["growth"]["sentence"])
     typer.echo(
-        f"memory {out.plan.name!r}: {out.plan.params:,} parameters per model; trained "
+        f"memory {out.name!r}: {out.plan.params:,} parameters per model; trained "
         f"{out.ran} run(s), {out.rounds} bisection round(s){_spared(out)}; "
         f"{len(answers)} answers stored "
         f"({', '.join(out.names)})" + (f"; plot in {plot}" if plot else ""),

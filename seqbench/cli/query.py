@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import time
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -37,7 +40,7 @@ def query(
         int | None,
         typer.Option(
             help="Refuse results whose values pass this many bytes (text and blobs by length, "
-            "numbers as 8); default 100 MiB."
+            "numbers as 8); default 32 MiB."
         ),
     ] = None,
     fmt: FormatOption = Format.table,
@@ -61,6 +64,7 @@ def query(
     for p in param or []:
         name, value = api.split_assignment(p, "--param", "NAME=VALUE")
         params[name] = api.coerce_param(value)
+    started = time.monotonic()
     # the store checked and opened for reading (one read-only connection to a SQLite store
     # at head); never the crash reaping of the other read commands: query writes nothing
     with api.open_store(state(ctx).db, "lean") as store:
@@ -72,4 +76,29 @@ def query(
             **({} if max_bytes is None else {"max_bytes": max_bytes}),  # its own default
             note=lambda line: typer.echo(f"note: {line}", err=True),
         )
-    render(cols, rows, fmt, json_columns=True)
+    # the timeout covers printing too: a table of long values can take longer than the query
+    with printing_deadline(timeout - (time.monotonic() - started), timeout):
+        render(cols, rows, fmt, json_columns=True)
+
+
+@contextmanager
+def printing_deadline(left: float, timeout: float):
+    """Stop printing the result once the query's timeout has passed (SIGALRM: a table's
+    rendering is one call into rich)."""
+    from seqbench.errors import StoreError
+
+    def fire(_signum, _frame):
+        raise StoreError(
+            f"the query and its printing ran longer than {timeout:g} s and were stopped; "
+            "raise --timeout, or print as --format csv"
+        )
+
+    if left <= 0:
+        fire(None, None)
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, left)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)

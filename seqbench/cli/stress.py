@@ -99,10 +99,10 @@ def stress(
         "on_start": bar.start,
         "on_result": lambda r: bar.advance(last=f"{r.model} seed {r.seed}: {r.verdict}"),
     }  # fmt: skip
-    api.check_threads(threads)  # before a store is opened
+    api.check_threads(threads)  # a store is opened once the input passed every check
     try:
         results = api.stress(
-            state(ctx).store(), model_list, seq_len=seq_len, hidden=hidden, batch=batch,
+            state(ctx).store, model_list, seq_len=seq_len, hidden=hidden, batch=batch,
             seeds=seed_list, runs=run or [], dtype=dtype, rtol=rtol, eps=eps, threads=threads,
             k=k, overrides=api.parse_assignments(set_), **progress,
         )  # fmt: skip

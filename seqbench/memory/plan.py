@@ -145,7 +145,7 @@ def make_plan(
     """The first round of a memory sweep, every point resolved and validated and the budget
     checked for every family at every k (nothing is written). `epsilon`: one tolerance, or
     several (a profile: one answer per ε from the same cells)."""
-    from seqbench.configure import fed_steps
+    from seqbench.configure import check_fits, fed_steps
     from seqbench.models import MODELS
 
     given = parse_sets(sets)
@@ -184,6 +184,9 @@ def make_plan(
         task,
         {"params": params or PARAMS, "seed": seeds_t[0], **given},
     )
+    # the length alone, at the default width (a lower bound of what each cell needs): a
+    # sequence too long is refused naming seq_len now, not after a budget search at every k
+    check_fits(replace(probe, params=None))
     steps = fed_steps(probe)
     if max_k is None:
         top = steps
@@ -221,6 +224,11 @@ def make_plan(
     return replace(plan, name=name or default_name(*ident))
 
 
+# tolerances one profile may ask: each is an answer with a bisection of its own (10,000 ran
+# past 60 s before a word was said)
+MAX_TOLERANCES = 32
+
+
 def tolerances(epsilon: float | list[float] | str | None, relative_to: str) -> tuple[float, ...]:
     """The tolerances asked for (a number, a list, or --epsilon's text: "0.2,0.1,0.05"),
     loosest first, each in (0, 1) (the default's one where none is given); UsageError for an
@@ -231,6 +239,11 @@ def tolerances(epsilon: float | list[float] | str | None, relative_to: str) -> t
     given = [given] if isinstance(given, int | float) else list(given)
     if not given:
         raise UsageError("--epsilon names no tolerance: give one, or several (0.2,0.1,0.05)")
+    if len(given) > MAX_TOLERANCES:
+        raise UsageError(
+            f"--epsilon names {len(given):,} tolerances; a profile takes at most "
+            f"{MAX_TOLERANCES} (each is one answer, its own k* and its own bisection)"
+        )
     for eps in given:
         try:
             check_tolerance(eps, relative_to)

@@ -33,13 +33,23 @@ class MemoryOutcome:
     answer_ids: list[int] = field(default_factory=list)
     profile: dict | None = None
     spared: int = 0  # the plan's runs the race left out: cells settled before their last seed
+    name: str = ""  # the stored answer's: the plan's, or with EVERY_SEED when not raced
 
     @property
     def names(self) -> list[str]:
         """The stored answers' names, as the ids."""
         if self.profile is None:
-            return [self.plan.name]
-        return [profile_name(self.plan.name, a.epsilon) for a in self.answers]
+            return [self.name]
+        return [profile_name(self.name, a.epsilon) for a in self.answers]
+
+
+# what an answer derived without the race (every cell every seed) adds to its name: the same
+# runs (the plan's sweep), another procedure, so another stored answer beside the raced one
+EVERY_SEED = "-every-seed"
+
+
+def answer_name(plan: MemoryPlan, race: bool) -> str:
+    return plan.name if race else plan.name + EVERY_SEED
 
 
 def run_memory(
@@ -64,7 +74,7 @@ def run_memory(
                            stale_after, retry_failed)  # fmt: skip
 
     try:
-        return _save(store, *replay(store, plan, train, race))
+        return _save(store, *replay(store, plan, train, race), name=answer_name(plan, race))
     finally:
         pool.close()
 
@@ -189,24 +199,25 @@ def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
     return plan, asked, answers, ran, rounds
 
 
-def _save(store, plan, asked, answers, ran, rounds) -> MemoryOutcome:
-    """Store the answer (or a profile's answers) with the runs they rest on."""
+def _save(store, plan, asked, answers, ran, rounds, *, name: str) -> MemoryOutcome:
+    """Store the answer (or a profile's answers) under `name` with the runs they rest on."""
     spared = len(plan.points) - len(asked)
     plan = replace(plan, points=list(asked.values()))
     if not plan.epsilons:
         (answer,) = answers
-        answer_id = store.save_answer(plan.name, answer_columns(answer, plan), answer.run_ids)
-        return MemoryOutcome(answer, plan, answer_id, ran, rounds, spared=spared)
+        answer_id = store.save_answer(name, answer_columns(answer, plan), answer.run_ids)
+        return MemoryOutcome(answer, plan, answer_id, ran, rounds, spared=spared, name=name)
     from seqbench.memory.profile import profile_facts
 
     profile = profile_facts(plan, answers)
     ids = [
         store.save_answer(
-            profile_name(plan.name, a.epsilon), answer_columns(a, plan, profile), a.run_ids
+            profile_name(name, a.epsilon), answer_columns(a, plan, profile), a.run_ids
         )
         for a in answers
     ]
-    return MemoryOutcome(answers[0], plan, ids[0], ran, rounds, answers, ids, profile, spared)
+    return MemoryOutcome(answers[0], plan, ids[0], ran, rounds, answers, ids, profile, spared,
+                         name)  # fmt: skip
 
 
 def race_settled(runs: pd.DataFrame, plan: MemoryPlan, facts: dict) -> frozenset:

@@ -268,6 +268,14 @@ def describe_database_error(e: BaseException) -> str | None:
             driver = isinstance(e, psycopg.Error)
         except ImportError:
             pass
+    if driver and getattr(e, "sqlstate", None) == "55P03":  # a PostgreSQL lock_timeout
+        held = next((n.split(": ", 1)[1] for n in getattr(e, "__notes__", ())
+                     if n.startswith("seqbench-blockers: ")), "not read")  # fmt: skip
+        return (
+            f"the database refused to wait longer for a lock ({first_line(e)}); held by: "
+            f"{held}. End those sessions (SELECT pg_terminate_backend(pid)) or retry; nothing "
+            "was written"
+        )
     if driver:
         return (
             f"the database failed: {first_line(e)} (each write is one transaction; a run it left "

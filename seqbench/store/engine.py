@@ -5,10 +5,12 @@ without changing it, and backing up a SQLite file. Opening a store (with its che
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import URL, Engine, make_url
@@ -27,6 +29,10 @@ from seqbench.store.common import (
 )
 
 BUSY_TIMEOUT_S = 30.0
+# How long a PostgreSQL writer waits for a lock (a migration's ALTER TABLE behind a reader idle
+# in a transaction, which would otherwise hold `db upgrade` for ever) before it gives up and
+# names the sessions in its way. SEQBENCH_LOCK_TIMEOUT overrides it (a PostgreSQL interval).
+LOCK_TIMEOUT = "30s"
 SEQBENCH_TABLES = {"runs", "metrics", "summaries", "curves", "sweeps", "baselines"}
 LATER_TABLES = {"sweep_points", "answers", "answer_runs"}  # added by revisions 0003 and 0008
 
@@ -96,6 +102,8 @@ def _make_engine(url: str, readonly: bool = False) -> Engine:
                 pool_pre_ping=True,
                 connect_args={"options": "-c default_transaction_read_only=on"},
             )
+        if u.get_backend_name() == "postgresql":
+            return _postgres_writer(url)
         return create_engine(url, pool_pre_ping=True)
     except NoSuchModuleError as e:
         raise StoreError(f"unsupported database URL {url!r}: {e}") from e
@@ -104,6 +112,80 @@ def _make_engine(url: str, readonly: bool = False) -> Engine:
             f"the driver for {u.get_backend_name()} is not installed ({e.name}); "
             "for PostgreSQL: pip install 'seqbench[postgres]'"
         ) from e
+
+
+def connect_args(url: str, **options: Any) -> dict[str, Any]:
+    """psycopg.connect() keyword arguments for a SQLAlchemy PostgreSQL URL, with server
+    settings `options` given at connection start (they hold from the first statement on)."""
+    u = make_url(url)
+    kw: dict[str, Any] = {
+        k: v
+        for k, v in u.translate_connect_args(username="user", database="dbname").items()
+        if v is not None
+    }
+    kw.update({k: v for k, v in u.query.items() if isinstance(v, str)})
+    settings = " ".join(f"-c {k}={v}" for k, v in options.items())
+    kw["options"] = f"{kw['options']} {settings}" if kw.get("options") else settings
+    kw.setdefault("application_name", "seqbench-query")
+    return kw
+
+
+def lock_timeout() -> str:
+    return os.environ.get("SEQBENCH_LOCK_TIMEOUT") or LOCK_TIMEOUT
+
+
+def _postgres_writer(url: str) -> Engine:
+    """A writer engine whose sessions wait at most lock_timeout() for a lock; when one gives
+    up, the error names the sessions holding locks on the store's tables (a reader idle in a
+    transaction, most likely), read over a connection of its own."""
+    u = make_url(url)
+    given = u.query.get("options")
+    options = f"-c lock_timeout={lock_timeout()}"
+    if isinstance(given, str) and given:
+        options = f"{given} {options}"
+    engine = create_engine(
+        u.difference_update_query(["options"]), pool_pre_ping=True,
+        connect_args={"options": options},
+    )  # fmt: skip
+
+    @event.listens_for(engine, "handle_error")
+    def _name_blockers(context):
+        orig = context.original_exception
+        if getattr(orig, "sqlstate", None) != "55P03":  # lock_not_available
+            return
+        pid = None
+        with contextlib.suppress(Exception):  # no connection to ask: every holder is named
+            pid = context.connection.connection.dbapi_connection.info.backend_pid
+        orig.add_note(f"seqbench-blockers: {lock_holders(url, pid)}")
+
+    return engine
+
+
+def lock_holders(url: str, pid: int | None) -> str:
+    """The sessions (but `pid`) that hold a lock on a table of the store's database, in
+    words: 'pid 123 (role seqbench_reader, idle in transaction for 41 s)'."""
+    try:
+        import psycopg
+
+        with psycopg.connect(**connect_args(url), autocommit=True, connect_timeout=10) as c:
+            rows = c.execute(
+                "SELECT a.pid, a.usename, a.state, "
+                "extract(epoch FROM now() - coalesce(a.xact_start, a.query_start))::int "
+                "FROM pg_stat_activity a WHERE a.datname = current_database() "
+                "AND a.pid <> pg_backend_pid() AND a.pid IS DISTINCT FROM %s "
+                "AND a.pid IN (SELECT l.pid FROM pg_locks l JOIN pg_class c "
+                "ON c.oid = l.relation WHERE l.granted AND c.relnamespace = "
+                "'public'::regnamespace) ORDER BY 4 DESC NULLS LAST LIMIT 5",
+                [pid],
+            ).fetchall()
+    except Exception as e:  # naming them is a courtesy: the lock error stands on its own
+        return f"the sessions could not be read ({type(e).__name__})"
+    if not rows:
+        return "no session holds one now"
+    return ", ".join(
+        f"pid {p} (role {who}, {state or 'unknown state'} for {secs} s)"
+        for p, who, state, secs in rows
+    )
 
 
 def _reader_engine(path: Path) -> Engine:

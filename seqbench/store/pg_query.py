@@ -25,29 +25,11 @@ from typing import Any
 
 from seqbench.errors import ReadOnlyError, StoreError, UsageError, first_line
 from seqbench.store.common import VERSION_TABLE, skip_quoted
-from seqbench.store.engine import LATER_TABLES, SEQBENCH_TABLES
+from seqbench.store.engine import LATER_TABLES, SEQBENCH_TABLES, connect_args
 
 # every relation a reader needs: `open_store` reads the version table, users the rest
 READ_TABLES = (*sorted(SEQBENCH_TABLES | LATER_TABLES), VERSION_TABLE)
 READ_VIEWS = ("v_results", "v_results_all", "v_summaries")
-
-
-def connect_args(url: str, **options: Any) -> dict[str, Any]:
-    """psycopg.connect() keyword arguments for a SQLAlchemy PostgreSQL URL, with server
-    settings `options` given at connection start (they hold from the first statement on)."""
-    from sqlalchemy.engine import make_url
-
-    u = make_url(url)
-    kw: dict[str, Any] = {
-        k: v
-        for k, v in u.translate_connect_args(username="user", database="dbname").items()
-        if v is not None
-    }
-    kw.update({k: v for k, v in u.query.items() if isinstance(v, str)})
-    settings = " ".join(f"-c {k}={v}" for k, v in options.items())
-    kw["options"] = f"{kw['options']} {settings}" if kw.get("options") else settings
-    kw.setdefault("application_name", "seqbench-query")
-    return kw
 
 
 def _psycopg():
@@ -356,6 +338,13 @@ def effects_left(url: str, role: str) -> list[str]:
 CONNECTION_LIMIT = 10
 TEMP_FILE_LIMIT = "256MB"
 WORK_MEM = "16MB"
+# Defaults of the role's sessions that a careless client keeps and a determined one can SET
+# (PostgreSQL holds a user-settable parameter per role only as a default): pg_sleep(65) ran
+# 65 s, and a reader idle in a transaction held the writers' ALTER TABLE for as long as it
+# liked (the writers' own lock_timeout then names it: store/engine.py).
+STATEMENT_TIMEOUT = "5min"
+IDLE_IN_TRANSACTION_TIMEOUT = "1min"
+READER_LOCK_TIMEOUT = "10s"
 
 
 def limits_left(url: str, role: str) -> list[str]:
@@ -382,6 +371,10 @@ def reader_role_sql(
     connection_limit: int = CONNECTION_LIMIT,
     temp_file_limit: str = TEMP_FILE_LIMIT,
     work_mem: str = WORK_MEM,
+    statement_timeout: str = STATEMENT_TIMEOUT,
+    idle_in_transaction_timeout: str = IDLE_IN_TRANSACTION_TIMEOUT,
+    lock_timeout: str = READER_LOCK_TIMEOUT,
+    lock_other_databases: bool = False,
 ) -> list[str]:
     """The statements that create (or re-grant) a least-privilege reader role: it may log in
     and SELECT seqbench's tables and views, its sessions are read-only by default, and it
@@ -391,7 +384,12 @@ def reader_role_sql(
     `connection_limit` sessions (a role attribute), `temp_file_limit` of temporary files per
     session (a superuser's setting: the role cannot SET it), no temporary tables (TEMPORARY
     on the database revoked from PUBLIC; the owner keeps it). work_mem is a default the role
-    could raise with SET, bounded in effect by the temp-file limit once a sort spills."""
+    could raise with SET, bounded in effect by the temp-file limit once a sort spills; so are
+    statement_timeout, idle_in_transaction_session_timeout and lock_timeout.
+    `lock_other_databases`: CONNECT on the server's other databases is revoked from PUBLIC
+    and granted to every login role that had it through PUBLIC, so that the reader alone
+    loses it (PUBLIC may connect to every database, `postgres` included, and make
+    temporary tables, emit WAL and hold large objects there)."""
     from psycopg import sql as q
 
     ident = q.Identifier(role)
@@ -417,13 +415,52 @@ def reader_role_sql(
             "EXCEPTION WHEN insufficient_privilege THEN NULL; END $$"
         ).format(name=q.Literal(role), v=q.Literal(temp_file_limit)),
         q.SQL("ALTER ROLE {} SET work_mem = {}").format(ident, q.Literal(work_mem)),
+        q.SQL("ALTER ROLE {} SET statement_timeout = {}").format(
+            ident, q.Literal(statement_timeout)
+        ),
+        q.SQL("ALTER ROLE {} SET idle_in_transaction_session_timeout = {}").format(
+            ident, q.Literal(idle_in_transaction_timeout)
+        ),
+        q.SQL("ALTER ROLE {} SET lock_timeout = {}").format(ident, q.Literal(lock_timeout)),
         q.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(q.Identifier(database)),
         q.SQL("REVOKE TEMPORARY ON DATABASE {} FROM {}").format(q.Identifier(database), ident),
     ]
     stmts.append(_revoke_effects_sql())
+    if lock_other_databases:
+        stmts.append(_lock_other_databases_sql(role))
     if password is not None:
         stmts.insert(2, q.SQL("ALTER ROLE {} PASSWORD {}").format(ident, q.Literal(password)))
     return stmts
+
+
+def _lock_other_databases_sql(role: str):
+    """Every other database the role may connect to: CONNECT granted by name to each login
+    role (not a superuser, not the reader) that has it now, then revoked from PUBLIC and from
+    the reader. Nobody but the reader loses a database."""
+    from psycopg import sql as q
+
+    return q.SQL(
+        "DO $$ DECLARE d name; r name; BEGIN "
+        "FOR d IN SELECT datname FROM pg_database WHERE datallowconn "
+        "AND datname <> current_database() AND has_database_privilege({name}, datname, "
+        "'CONNECT') LOOP "
+        "FOR r IN SELECT rolname FROM pg_roles WHERE rolcanlogin AND NOT rolsuper "
+        "AND rolname <> {name} AND has_database_privilege(rolname, d, 'CONNECT') LOOP "
+        "EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', d, r); END LOOP; "
+        "EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', d); "
+        "EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM %I', d, {name}); "
+        "END LOOP; END $$"
+    ).format(name=q.Literal(role))
+
+
+def _other_databases(conn, role: str) -> list[str]:
+    """The server's other databases `role` may connect to."""
+    rows = conn.execute(
+        "SELECT datname FROM pg_database WHERE datallowconn AND datname <> current_database() "
+        "AND has_database_privilege(%s, datname, 'CONNECT') ORDER BY 1",
+        [role],
+    ).fetchall()
+    return [r[0] for r in rows]
 
 
 def create_reader_role(
@@ -451,6 +488,17 @@ def create_reader_role(
             with psycopg.connect(**connect_args(url), autocommit=False) as conn:
                 for stmt in stmts:
                     conn.execute(stmt)
+                others = _other_databases(conn, role)
+                if others:
+                    conn.rollback()
         except psycopg.Error as e:
             raise StoreError(f"cannot create the reader role: {first_line(e)}") from e
+        if others:
+            raise StoreError(
+                f"nothing was changed: role {role!r} could connect to the server's other "
+                f"database(s) {', '.join(others)} (PUBLIC may) and take resources there; run "
+                "again with --lock-other-databases as a superuser (CONNECT there is revoked "
+                "from PUBLIC and granted to each login role that had it), or have an "
+                f"administrator run REVOKE CONNECT ON DATABASE <name> FROM PUBLIC for each"
+            )
     return [s.as_string(None) + ";" for s in shown]

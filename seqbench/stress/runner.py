@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -242,7 +243,7 @@ def save(
 
 
 def stress(
-    store: Store,
+    store: Store | Callable[[], Store],
     models: list[str],
     *,
     seq_len: int = 5000,
@@ -264,7 +265,9 @@ def stress(
     Everything a user can get wrong is checked before anything is written. `threads`: torch's
     CPU threads (default: seqbench's choice, training/threads.py). `k` and `overrides` (config
     fields by name, as `--set` gives them) configure the fresh models: a TCN at k = 16 is
-    analysed as it would train at k = 16, without a training run."""
+    analysed as it would train at k = 16, without a training run. `store` may be a function
+    that opens it: called only once the input has passed every check (or a trained run is to
+    be read), so that a refusal leaves no store file behind."""
     from seqbench.models import MODELS
     from seqbench.training.heap import keep_freed_memory
     from seqbench.training.threads import apply_threads, choose_threads
@@ -319,8 +322,15 @@ def stress(
                 overrides=overrides,
             )
             jobs.append((m, s, "init", bb, in_dim, stored_k(cfg), {}))
+    opened: list[Store] = []
+
+    def the_store() -> Store:
+        if not opened:
+            opened.append(store() if callable(store) else store)
+        return opened[0]
+
     for ref in runs:
-        bb, d, run, cfg = trained_backbone(store, ref)
+        bb, d, run, cfg = trained_backbone(the_store(), ref)
         check_ram(cfg, batch, seq_len, bb.out_dim, d, cfg.layers, tdtype)
         context_k = stored_k(cfg, steps=seq_len)  # its context, fed this T
         # the run's own width, not --hidden's (which sizes only the fresh models)
@@ -352,7 +362,7 @@ def stress(
             rtol=rtol,
             eps=eps,
         )
-        res.run_id = save(store, res, {**params, **own}, threads_from, k=context_k)
+        res.run_id = save(the_store(), res, {**params, **own}, threads_from, k=context_k)
         results.append(res)
         if on_result:
             on_result(res)

@@ -100,6 +100,11 @@ def check_gpus(gpus: list[int] | None, runs_per_gpu: int, available: int) -> Non
         )
 
 
+def check_workers(workers: int | None) -> None:
+    if workers is not None and not 0 < workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must be in 1..{MAX_WORKERS}, got {workers}")
+
+
 def executor_factory(
     executor: str,
     address: str,
@@ -115,8 +120,7 @@ def executor_factory(
     `gpus` (default: every visible GPU), `runs_per_gpu` at once on each."""
     if executor not in ("local", "ray"):
         raise UsageError(f"--executor must be local or ray, got {executor!r}")
-    if workers is not None and not 0 < workers <= MAX_WORKERS:
-        raise UsageError(f"--workers must be in 1..{MAX_WORKERS}, got {workers}")
+    check_workers(workers)
     available = visible_gpus() if available_gpus is None else available_gpus
     check_gpus(gpus, runs_per_gpu, available)
     if executor == "ray":

@@ -83,6 +83,8 @@ def content_hash(path: str | Path) -> str:
     name order (each name hashed with its bytes)."""
     p = Path(path)
     h = hashlib.sha256()
+    if not p.is_dir():
+        _regular(str(path), p)
     files = (
         [p]
         if p.is_file()
@@ -111,10 +113,14 @@ class Arrays:
             self._files = {f.stem: f for f in p.iterdir() if f.suffix == ".npy"}
             if not self._files:
                 raise _fail(path, "the directory has no .npy files")
+            for f in self._files.values():
+                _regular(path, f)
             meta = p / "meta.json"
             if meta.exists():
                 self.meta = self._parse_meta(meta.read_text(encoding="utf-8", errors="replace"))
         elif p.suffix == ".npz":
+            _regular(path, p)
+            check_npz_sizes(path)
             try:
                 self._npz = np.load(p, allow_pickle=False)
             except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
@@ -165,6 +171,67 @@ class Arrays:
             raise _fail(self.path, f"{name}.npy cannot be read ({_short(e)}); truncated?") from None
         except (EOFError, OSError) as e:
             raise _fail(self.path, f"{name}.npy cannot be read ({_short(e)}); truncated?") from None
+
+
+def _regular(path: str, p: Path) -> None:
+    """Refuse what is not a regular file, whatever its name: a FIFO named x.npz made every
+    command that read it wait for ever."""
+    import stat
+
+    if not stat.S_ISREG(p.stat().st_mode):
+        raise _fail(path, f"{p.name} is not a regular file (a FIFO, a socket or a device)")
+
+
+def check_npz_sizes(path: str) -> None:
+    """Read each member's declared size and its .npy header (shape, dtype) before anything is
+    decompressed, and refuse a file whose arrays cannot be held here (environment.
+    available_ram: free memory, RLIMIT_AS and the cgroup's limit) or whose header claims more
+    than its member holds: a 7.8 MB file that expanded to 8 GB raised MemoryError in a
+    118-line traceback, and one whose header claimed 364 TiB a traceback of its own."""
+    from seqbench.environment import available_ram
+
+    total = 0
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                name = info.filename[:-4]
+                with zf.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    read = {(1, 0): np.lib.format.read_array_header_1_0}.get(
+                        version, np.lib.format.read_array_header_2_0
+                    )
+                    shape, _, dtype = read(f)
+                    header = f.tell()
+                if dtype.hasobject:
+                    continue  # refused as an object array when it is read
+                nbytes = math.prod(int(d) for d in shape) * dtype.itemsize
+                if nbytes > info.file_size - header:
+                    raise _fail(
+                        path,
+                        f"{name}: its header claims {_gib(nbytes)} ({'×'.join(map(str, shape))} "
+                        f"{dtype}) but the file holds {_gib(info.file_size)}; truncated or forged?",
+                    )
+                total += nbytes
+    except FileDataError:
+        raise
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
+        raise _fail(path, f"not a readable .npz ({_short(e)}); truncated?") from None
+    have = available_ram()
+    if total > 0.5 * have:  # the arrays, and the copies the task makes of them
+        raise _fail(
+            path,
+            f"its arrays take {_gib(total)} once decompressed and about twice that to load, "
+            f"but {_gib(have)} is available here; save them uncompressed as a directory of "
+            ".npy files (memory-mapped) or use a machine with more memory",
+        )
+
+
+def _gib(n: int) -> str:
+    if n < 2**20:
+        return f"{n:,} bytes"
+    return f"{n / 2**30:.1f} GiB" if n >= 2**27 else f"{n / 2**20:.1f} MiB"
 
 
 def _short(e: BaseException) -> str:
@@ -585,7 +652,12 @@ def _open_table(path: str, target, split_seed, choice) -> tuple[FileFacts, Table
         baseline_note="predict the train mean of each target",
         targets=t.n_targets,
         persistence=base["persistence"],
-        table={**choice.fields(), "series": t.n_series, "time_range": t.time_range},
+        table={
+            **choice.fields(),
+            "series": t.n_series,
+            "time_range": t.time_range,
+            "time_dates": t.time_dates,
+        },
     )
     return facts, ds
 

@@ -183,6 +183,15 @@ def stat_data_path(path: str, fail=None) -> os.stat_result:
     return st
 
 
+def _shown(v) -> str:
+    """A cell as the table gave it, for an error: 0, 1.5, '1959-04-01' (not np.int64(0)),
+    at most 40 characters."""
+    if type(v).__module__ == "numpy" and hasattr(v, "item"):
+        v = v.item()
+    text = repr(v) if isinstance(v, str) else str(v)
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
 def _fail(path: str, why: str) -> TableError:
     return TableError(f"data file {path!r}: {why}")
 
@@ -246,6 +255,7 @@ class Table:
         for c in (choice.time_col, choice.series_col):
             if c is not None:
                 self._check_present(df, c)
+        self.time_dates = False  # a time column of dates (nanoseconds) rather than numbers
         time = self._times(df) if choice.time_col else None
         series = df[choice.series_col].astype(str) if choice.series_col else None
         key = pd.DataFrame(
@@ -261,8 +271,8 @@ class Table:
                 where = f" in series {series.iloc[i]!r}" if series is not None else ""
                 raise _fail(
                     path,
-                    f"time {df[choice.time_col].iloc[i]!r}{where} appears more than once "
-                    f"({_row(i)}); one row per time",
+                    f"time {_shown(df[choice.time_col].iloc[i])}{where} appears more than "
+                    f"once ({_row(i)}); one row per time",
                 )
         order = np.lexsort(
             [np.arange(len(df))]
@@ -282,8 +292,9 @@ class Table:
         have = [str(x) for x in df.columns]
         missing = [n for n in named if n not in have]
         if missing:
-            shown = ", ".join(have[:20]) + (" …" if len(have) > 20 else "")
-            raise _fail(self.path, f"no column {missing[0]!r}; its columns: {shown}")
+            shown = ", ".join(h if len(h) <= 40 else h[:40] + "…" for h in have[:20])
+            shown += " …" if len(have) > 20 else ""
+            raise _fail(self.path, f"no column {_shown(missing[0])}; its columns: {shown}")
         if len(df) == 0:
             raise _fail(self.path, "the table has no rows")
 
@@ -342,7 +353,10 @@ class Table:
         import pandas as pd
 
         col = df[self.choice.time_col]
-        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+        self.time_dates = not (
+            pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+        )
+        if not self.time_dates:
             t = col.astype(np.float64)
             if not np.isfinite(t.to_numpy()).all():
                 raise _fail(self.path, f"time column {col.name!r} has an infinite value")

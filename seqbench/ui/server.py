@@ -13,11 +13,15 @@ the api, as the CLI's do: no SQL here.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import math
+import re
+import socket
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from http import HTTPStatus
@@ -109,8 +113,15 @@ class NotFound(NotFoundError):
 _DRAW = threading.Lock()
 # pages rendered at once; more requests wait their turn (the GIL runs one at a time anyway)
 PAGE_SLOTS = 8
-# a client that sends no complete request within this many seconds is dropped
+# a request's line and headers must have arrived this many seconds after it began (a client
+# sending a byte at a time is dropped then: a socket timeout alone restarts at every byte)
+HEADER_DEADLINE_S = 30
+# a read or write that waits this long on the client ends its connection
 REQUEST_TIMEOUT_S = 30
+# connections served at once, one thread each; one more is answered 503 and closed at once
+MAX_CONNECTIONS = 64
+# a Host header: a name or an IPv4 address, or an IPv6 address in brackets; a port or nothing
+_HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(:[0-9]{1,5})?")
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
@@ -487,12 +498,11 @@ def allowed_hosts(host: str, extra: tuple[str, ...] = ()) -> frozenset[str]:
     return frozenset(n.lower() for n in names if n)
 
 
-def _host_name(header: str) -> str:
-    """The name in a Host header, without its port: 'a:8000' -> 'a', '[::1]:80' -> '::1'."""
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[1 : header.find("]")] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+def _host_name(header: str) -> str | None:
+    """The name in a Host header, without its port: 'a:8000' -> 'a', '[::1]:80' -> '::1'; None
+    for anything else a Host header cannot be (userinfo 'a:80@b', '[::1]b', 'a:b:c', spaces)."""
+    m = _HOST.fullmatch(header.strip().lower())
+    return m.group(1).strip("[]") if m else None
 
 
 def make_handler(board: Dashboard, hosts: frozenset[str] | None = None) -> type:
@@ -526,11 +536,15 @@ def make_handler(board: Dashboard, hosts: frozenset[str] | None = None) -> type:
             # every name the request gives must be ours: each Host header (one is the rule; two
             # get 400) and an absolute-form request line's authority (GET http://other/ ...)
             given = self.headers.get_all("Host") or []
-            names = [_host_name(h) for h in given]
-            if url.scheme or url.netloc:
-                names.append((url.hostname or "").lower())
             if len(given) != 1:
                 self._send(HTTPStatus.BAD_REQUEST, "one Host header, please\n", "text/plain")
+                return
+            names = [_host_name(given[0])]
+            if url.scheme or url.netloc:
+                names.append((url.hostname or "").lower())
+            if names[0] is None:
+                self._send(HTTPStatus.BAD_REQUEST, "a Host header is a name and a port\n",
+                           "text/plain")  # fmt: skip
                 return
             if any(n not in hosts for n in names):
                 text = f"this dashboard answers only to {', '.join(sorted(hosts))}\n"
@@ -567,16 +581,138 @@ def make_handler(board: Dashboard, hosts: frozenset[str] | None = None) -> type:
         do_HEAD = do_GET
 
         def _refuse(self):
-            self._send(HTTPStatus.METHOD_NOT_ALLOWED, "the dashboard is read-only\n", "text/plain")
+            self.close_connection = True
+            self.send_response(HTTPStatus.METHOD_NOT_ALLOWED)
+            data = b"the dashboard is read-only: GET and HEAD only\n"
+            self.send_header("Allow", "GET, HEAD")
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
-        do_POST = do_PUT = do_DELETE = do_PATCH = _refuse
+        def __getattr__(self, name: str):
+            """Every other method (POST, OPTIONS, TRACE, CONNECT, a lowercase 'get'): 405 in
+            one line, not http.server's 501 page."""
+            if name.startswith("do_"):
+                return self._refuse
+            raise AttributeError(name)
+
+        def send_error(self, code, message=None, explain=None):
+            """http.server's own refusals (a bad request line, a header too long): one line
+            of text, as every answer of the dashboard's, not its HTML page."""
+            self.close_connection = True
+            if self.request_version == "HTTP/0.9":  # not parsed yet: a status line all the same
+                self.request_version = "HTTP/1.0"
+            try:
+                phrase = HTTPStatus(code).phrase
+            except ValueError:
+                phrase = "error"
+            text = f"{message or phrase}\n".encode("latin-1", "replace")
+            self.send_response(code, message)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(text)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+                self.wfile.write(text)
+
+        def handle_one_request(self):
+            self.server.watchdog.watch(self.connection)  # until its headers are in
+            try:
+                super().handle_one_request()
+            finally:
+                self.server.watchdog.forget(self.connection)
+
+        def parse_request(self) -> bool:
+            ok = super().parse_request()  # reads the headers
+            self.server.watchdog.forget(self.connection)
+            return ok
 
     return Handler
+
+
+class _Watchdog:
+    """Shuts the connections whose request line and headers have not all arrived by their
+    deadline: one thread for every connection, where a socket timeout per read lets a client
+    that sends a byte every few seconds hold its thread for ever."""
+
+    def __init__(self, deadline_s: float):
+        self.deadline_s = deadline_s
+        self._due: dict[socket.socket, float] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ui-watchdog", daemon=True)
+        self._thread.start()
+
+    def watch(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._due[conn] = time.monotonic() + self.deadline_s
+
+    def forget(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._due.pop(conn, None)
+
+    def _run(self) -> None:
+        while not self._stop.wait(min(0.5, self.deadline_s / 4)):
+            now = time.monotonic()
+            with self._lock:
+                late = [c for c, due in self._due.items() if due <= now]
+                for c in late:
+                    del self._due[c]
+            for c in late:
+                with contextlib.suppress(OSError):  # its handler's read returns; thread ends
+                    c.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # the listen backlog: a burst of connections waits, not refused
+
+    def __init__(self, address, handler, *, max_connections: int = MAX_CONNECTIONS,
+                 header_deadline_s: float = HEADER_DEADLINE_S):  # fmt: skip
+        self.watchdog = _Watchdog(header_deadline_s)
+        self._connections = threading.BoundedSemaphore(max_connections)
+        try:
+            super().__init__(address, handler)
+        except BaseException:
+            self.watchdog.close()
+            raise
+
+    def process_request(self, request, client_address):
+        """A thread for the connection while fewer than max_connections are open; past that,
+        503 in one line and closed, so that the threads stay bounded."""
+        if not self._connections.acquire(blocking=False):
+            text = b"too many connections; try again\n"
+            head = (
+                "HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                f"Content-Length: {len(text)}\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+            )
+            try:
+                request.settimeout(1)
+                request.sendall(head.encode() + text)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._connections.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._connections.release()
+
+    def server_close(self):
+        super().server_close()
+        self.watchdog.close()
 
     def handle_error(self, request, client_address):
         """A client that went away mid-answer (reset, broken pipe, timed out) is no error of

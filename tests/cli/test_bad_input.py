@@ -26,6 +26,11 @@ def one_run(db):
     [
         (["show", "²"], 1, "no run '²'"),
         (
+            ["train", "--model", "rnn", "--task", "teacher", "--set", "teacher_lam=1e20"],
+            2,
+            "teacher_lam must be in (0, 10]",
+        ),
+        (
             ["sweep", "--models", "rnn", "--tasks", "adding", "--stale-after", "nan"],
             2,
             "--stale-after must be a positive number",

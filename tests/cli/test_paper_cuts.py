@@ -43,3 +43,14 @@ def test_v_results_leaves_archived_runs_out_and_v_results_all_keeps_them(cli, st
     assert got == [{"n": 1, "m": 0.1}]  # what report and check see too
     got = json.loads(cli("query", q.format("v_results_all"), "-f", "json").stdout)
     assert got[0]["n"] == 2
+
+
+def test_memory_help_says_its_defaults_and_needs_no_command(cli):
+    """`memory --help` showed `(tcn,window)` and `(lstm,gru)`, the defaults, where a reader
+    sees a list of choices, and its usage line said a COMMAND was needed."""
+    r = cli("memory", "--help")
+    assert r.exit_code == 0
+    text = " ".join(r.output.split())
+    assert "Usage: seqbench memory [OPTIONS] [list [ARGS]...]" in text
+    assert "(default: tcn,window;" in text and "(default: lstm,gru)" in text
+    assert "(tcn,window)" not in text

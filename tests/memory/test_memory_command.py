@@ -88,6 +88,13 @@ def test_a_stored_answer_goes_stale_and_a_rerun_rederives_it(cli, db, tmp_path):
     assert "trained 1 run(s)" in again.stderr
     (entry,) = json.loads(cli("memory", "list", "--format", "json").stdout)
     assert not entry["stale"] and entry["k_star"] == 2
+    # every seed, no race: the same runs (the plan's sweep), another procedure, another answer
+    # beside the raced one (it overwrote it)
+    nr = cli(*args, "--no-race", "--format", "json")
+    assert nr.exit_code == 0, nr.output
+    assert json.loads(nr.stdout)["name"] == doc["name"] + "-every-seed"
+    listed = json.loads(cli("memory", "list", "--format", "json").stdout)
+    assert sorted(a["name"] for a in listed) == [doc["name"], doc["name"] + "-every-seed"]
 
 
 def test_dry_run_lists_and_costs_without_writing(cli, db, tmp_path):
@@ -145,6 +152,14 @@ def test_the_default_budget_is_one_every_model_meets_at_every_k(cli, db):
         (["--task", "adding", "--set", "k=4"], "--set k= is not for memory"),
         (["--task", "file", "--path", "nope.npz"], "nope.npz"),
         ([], "give --task"),
+        # refused in about a second, naming what to change: 1e9 workers ran an 18.5 s timing
+        # probe first; T = 10⁹ took 52.7 s and named --params; 10,000 tolerances ran past 60 s
+        (["--task", "adding", "--workers", "1000000000", "--dry-run"], "--workers must be in"),
+        (["--task", "adding", "--set", "seq_len=1000000000"], "batch_size or seq_len"),
+        (
+            ["--task", "adding", "--epsilon", ",".join(str(0.5 / (i + 2)) for i in range(10_000))],
+            "--epsilon names 10,000 tolerances; a profile takes at most 32",
+        ),
     ],
     ids=lambda v: v if isinstance(v, str) else " ".join(v)[:40],
 )

@@ -11,6 +11,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -66,7 +67,7 @@ def server_state(admin_url: str) -> tuple[int, int, int, tuple]:
 @pytest.fixture
 def reader(pg_filled, pg_admin_url, cli):
     role = "seqbench_reader_fx"
-    r = cli("--db", pg_admin_url, "db", "reader-role", role)
+    r = cli("--db", pg_admin_url, "db", "reader-role", role, "--lock-other-databases")
     assert r.exit_code == 0, r.output
     assert "note:" not in r.stderr  # a superuser revoked everything on the list
     from sqlalchemy.engine import make_url
@@ -185,6 +186,58 @@ def test_max_bytes_bounds_a_sqlite_result(tmp_path):
     assert q.run_query(db, "SELECT 'abcd' AS s", max_bytes=4)[1] == [("abcd",)]
 
 
+def _query_peak_mb(db, *args: str) -> tuple[int, str, int]:
+    """`seqbench query` in a child process: its exit code, stderr and peak RSS in MB."""
+    probe = (
+        "import resource, subprocess, sys\n"
+        "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, "
+        "text=True)\n"
+        "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)\n"
+        "print(r.stderr, end='')\n"
+    )
+    cmd = [sys.executable, "-c", probe, os.path.join(os.path.dirname(sys.executable), "seqbench"),
+           "--db", str(db), "query", *args]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    head, _, err = out.partition("\n")
+    rc, peak = map(int, head.split())
+    return rc, err, peak
+
+
+def test_the_default_caps_refuse_the_docs_example_and_bound_what_is_printed(tmp_path):
+    """`query "SELECT hex(randomblob(5e7))"` was not refused at the default cap (1e8 bytes under
+    100 MiB): csv exit 0 at 721 MB, the table still rendering at 120 s (834 MB). Now 32 MiB:
+    refused; a value just under it prints as csv, json and a table within a small multiple of
+    the cap (a table shows its first 2,000 characters)."""
+    from seqbench.store.opening import open_store
+
+    db = tmp_path / "s.db"
+    open_store(db).dispose()
+    cap_mb = q.DEFAULT_MAX_BYTES / 2**20
+    for fmt in ("table", "csv"):
+        rc, err, peak = _query_peak_mb(db, "SELECT hex(randomblob(5e7))", "-f", fmt)
+        assert rc == 1 and "larger than 33554432 bytes" in err and len(err.splitlines()) == 1
+    for fmt in ("table", "csv", "json"):
+        rc, err, peak = _query_peak_mb(db, "SELECT hex(randomblob(16000000)) AS v", "-f", fmt)
+        assert rc == 0, err
+        assert peak < 60 + 8 * cap_mb, (fmt, peak)  # the interpreter and torch-free CLI: ~40 MB
+
+
+def test_the_timeout_covers_printing(tmp_path):
+    """A result fetched in well under the timeout whose table takes longer to print is stopped
+    at the timeout, in one line (the 60 s timeout did not cover rendering)."""
+    from seqbench.store.opening import open_store
+
+    db = tmp_path / "s.db"
+    open_store(db).dispose()
+    sql = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 100000) "
+           "SELECT x, printf('%0100d', x) AS y FROM c")  # fmt: skip
+    rc, err, _ = _query_peak_mb(db, sql, "--timeout", "1")
+    assert rc == 1 and err.strip().splitlines() == [
+        "Error: the query and its printing ran longer than 1 s and were stopped; raise "
+        "--timeout, or print as --format csv"
+    ], err
+
+
 @pytest.mark.parametrize("flag", ["0", "-5"])
 def test_a_bad_max_bytes_is_one_line(tmp_path, cli, flag):
     from seqbench.store.opening import open_store
@@ -242,7 +295,8 @@ def tight_reader(pg_filled, pg_admin_url, cli):
     """A reader role with small bounds, so that reaching them is quick."""
     role = "seqbench_reader_tight"
     r = cli("--db", pg_admin_url, "db", "reader-role", role, "--connection-limit", "3",
-            "--temp-file-limit", "1MB", "--work-mem", "64kB")  # fmt: skip
+            "--temp-file-limit", "1MB", "--work-mem", "64kB", "--statement-timeout", "1s",
+            "--idle-in-transaction-timeout", "1s", "--lock-other-databases")  # fmt: skip
     assert r.exit_code == 0, r.output
     from sqlalchemy.engine import make_url
 
@@ -306,3 +360,109 @@ def test_max_bytes_refuses_a_huge_value_before_it_is_sent(pg_filled):
     )
     assert "refused: the query's result is larger than 10000000 bytes" in out
     assert grew < 50, out
+
+
+def _url_as(url: str, *, user: str | None = None, database: str | None = None) -> str:
+    from sqlalchemy.engine import make_url
+
+    u = make_url(url)
+    u = u.set(username=user) if user else u
+    u = u.set(database=database) if database else u
+    return u.render_as_string(hide_password=False)
+
+
+@pytest.mark.postgres
+def test_the_reader_reaches_the_stores_database_and_no_other(pg_filled, pg_admin_url, cli):
+    """PUBLIC may connect to every database of a server: as the reader, in `postgres`, a
+    670 MB temporary table, 98 MB of WAL in 0.7 s through pg_logical_emit_message, a large
+    object that outlived the session. `db reader-role` now refuses, changing nothing, while the
+    reader could connect elsewhere; --lock-other-databases takes CONNECT from PUBLIC there and
+    gives it to each login role that had it, so that the writer's role keeps `postgres`."""
+    import psycopg
+
+    role = "seqbench_reader_alone"
+    with _pg_conn(pg_admin_url) as conn:  # a server as it comes: PUBLIC may connect anywhere
+        for d in ("postgres", "template1"):
+            conn.execute(f"GRANT CONNECT ON DATABASE {d} TO PUBLIC")
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+    r = cli("--db", pg_admin_url, "db", "reader-role", role)
+    assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1, r.output
+    assert "nothing was changed" in r.stderr and "postgres, template1" in r.stderr
+    with _pg_conn(pg_admin_url) as conn:
+        assert conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone() is None
+    r = cli("--db", pg_admin_url, "db", "reader-role", role, "--lock-other-databases")
+    assert r.exit_code == 0, r.output
+    for d in ("postgres", "template1"):
+        with pytest.raises(psycopg.OperationalError, match="permission denied for database"):
+            _pg_conn(_url_as(pg_admin_url, user=role, database=d)).close()
+        with _pg_conn(_url_as(pg_filled, database=d)) as conn:  # the writer's role keeps it
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    with _pg_conn(_url_as(pg_admin_url, user=role)) as conn:
+        assert conn.execute("SELECT count(*) FROM runs").fetchone() == (2,)
+        settings = dict(conn.execute(
+            "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name IN "
+            "('statement_timeout', 'idle_in_transaction_session_timeout', 'lock_timeout', "
+            "'work_mem')").fetchall())  # fmt: skip
+    assert settings == {"statement_timeout": "300000ms", "work_mem": "16384kB",
+                        "idle_in_transaction_session_timeout": "60000ms",
+                        "lock_timeout": "10000ms"}  # fmt: skip
+
+
+@pytest.mark.postgres
+def test_a_careless_reader_keeps_the_roles_timeouts(tight_reader):
+    """pg_sleep(65) ran 65 s and an idle transaction held its locks as long as it liked (both
+    timeouts 0 for the role); through a plain client, outside seqbench query's own timeout,
+    the role's defaults now stop both (1 s here)."""
+    import psycopg
+
+    with _pg_conn(tight_reader) as conn:
+        t = time.monotonic()
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            conn.execute("SELECT pg_sleep(30)")
+        assert time.monotonic() - t < 10
+    conn = psycopg.connect(**_connect(tight_reader))
+    conn.execute("SELECT count(*) FROM runs")  # a transaction is open, its lock held
+    time.sleep(3)
+    with pytest.raises(psycopg.Error, match="idle-in-transaction timeout"):
+        conn.execute("SELECT 1")
+    conn.close()
+
+
+def _connect(url: str) -> dict:
+    from seqbench.store.pg_query import connect_args
+
+    return connect_args(url)
+
+
+@pytest.mark.postgres
+def test_a_reader_idle_in_a_transaction_cannot_hold_db_upgrade(pg_url, cli, monkeypatch):
+    """A reader idle in a transaction blocked the writer's ALTER TABLE for as long as it
+    stayed: `db upgrade` would wait for ever. The writers wait lock_timeout (30 s; 1 s here),
+    then say in one line which sessions hold the store's locks; nothing is written."""
+    from seqbench.store import migrate
+    from seqbench.store.engine import _make_engine
+    from seqbench.store.opening import open_store
+
+    open_store(pg_url).dispose()
+    engine = _make_engine(pg_url)
+    migrate.downgrade(engine, "0006")  # 0007 drops and remakes the view v_results
+    engine.dispose()
+    with _pg_conn(pg_url) as blocker:
+        blocker.execute("BEGIN")
+        blocker.execute("SELECT count(*) FROM v_results")
+        pid = blocker.info.backend_pid
+        monkeypatch.setenv("SEQBENCH_LOCK_TIMEOUT", "1s")
+        t = time.monotonic()
+        r = cli("--db", pg_url, "db", "upgrade")
+        took = time.monotonic() - t
+        assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1, r.output
+        assert (
+            "lock timeout" in r.stderr
+            and f"pid {pid} (role seqbench, idle in transaction" in r.stderr
+        )
+        assert took < 20, took
+        blocker.execute("ROLLBACK")
+    r = cli("--db", pg_url, "db", "upgrade")
+    assert r.exit_code == 0, r.output

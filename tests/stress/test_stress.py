@@ -264,3 +264,36 @@ def test_a_stable_lstm_from_before_the_forget_cap_is_refused(store):
     with pytest.raises(SeqbenchError, match="before the forget-gate cap"):
         stress(store, [], seq_len=30, runs=[str(run.id)], batch=1)
     assert len(store.list_runs()) == before
+
+
+def _under_address_limit(limit: int):
+    import resource
+
+    def set_limit():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return set_limit
+
+
+def test_a_state_past_the_address_space_limit_is_refused_and_no_store_left(tmp_path):
+    """`stress --models lru --seq-len 20 --set d_state=1000000` under an 8 GB address-space
+    limit: a 171-line traceback at 6.6 GB and an empty store left behind. The fit check read
+    free memory alone; it now honours RLIMIT_AS (and a cgroup's memory.max), and the store is
+    opened only once the input has passed every check."""
+    import subprocess
+    import sys
+
+    exe = os.path.join(os.path.dirname(sys.executable), "seqbench")
+    cases = [
+        (["stress", "--models", "lru", "--seq-len", "20", "--set", "d_state=1000000"],
+         "is available: lower --seq-len, --batch, --hidden, --set d_state"),
+        (["stress", "--models", "nope"], "nope"),
+        (["stress", "--models", "rnn", "--eps", "2"], "--eps"),
+        (["stress", "--models", "rnn", "--set", "task=adding"], "task"),
+    ]  # fmt: skip
+    for args, said in cases:
+        r = subprocess.run([exe, *args], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=300, preexec_fn=_under_address_limit(8 * 10**9))  # fmt: skip
+        assert r.returncode != 0 and said in r.stderr, (args, r.stderr[-2000:])
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert list(tmp_path.iterdir()) == [], (args, list(tmp_path.iterdir()))

@@ -362,3 +362,78 @@ def test_a_shared_test_split_scores_its_best_constant_and_its_noise(tmp_path):
     gain = (((xs > 0).astype(int) == ys).astype(float) - (ys == major)).astype(float)
     assert ev["const"] == pytest.approx((ys == major).mean(), rel=1e-6)
     assert ev["gain_se"] == pytest.approx(gain.std(ddof=1) / np.sqrt(len(gain)), rel=1e-6)
+
+
+def test_what_is_not_a_regular_file_is_refused_whatever_its_name(cli, tmp_path):
+    """A FIFO named x.npz made `tasks` wait for ever (the same FIFO named .csv was refused)."""
+    import os
+
+    os.mkfifo(tmp_path / "x.npz")
+    d = tmp_path / "dir"
+    d.mkdir()
+    np.save(d / "y.npy", np.zeros(4))
+    os.mkfifo(d / "x.npy")
+    for path in (tmp_path / "x.npz", d):
+        r = cli("tasks", "--task", "file", "--path", str(path))
+        assert r.exit_code != 0 and "is not a regular file" in r.output, r.output
+        assert len(r.output.strip().splitlines()) == 1
+
+
+def test_an_npz_header_is_checked_before_anything_is_decompressed(cli, tmp_path):
+    """A header claiming 364 TiB was a traceback: now one line naming the array, its claim
+    and what the file holds."""
+    import zipfile
+
+    from numpy.lib import format as fmt
+
+    with zipfile.ZipFile(tmp_path / "forged.npz", "w") as zf:
+        with zf.open("x.npy", "w") as f:
+            fmt.write_array_header_1_0(
+                f, {"descr": "<f8", "fortran_order": False, "shape": (1 << 22, 1 << 22, 3)}
+            )
+            f.write(bytes(100))
+        with zf.open("y.npy", "w") as f:
+            fmt.write_array(f, np.zeros(10))
+    r = cli("tasks", "--task", "file", "--path", str(tmp_path / "forged.npz"))
+    assert r.exit_code != 0 and len(r.output.strip().splitlines()) == 1, r.output
+    assert "x: its header claims 393216.0 GiB (4194304×4194304×3 float64)" in r.output
+
+
+def test_an_npz_that_expands_past_the_memory_limit_is_refused_in_one_line(tmp_path):
+    """A 7.8 MB .npz that expanded to 8 GB raised MemoryError in a 118-line traceback. Its
+    members' declared sizes are counted against what the process may allocate (here an
+    address-space limit of its current size plus 1.5 GiB) before a byte is decompressed."""
+    import subprocess
+    import sys
+    import zipfile
+
+    from numpy.lib import format as fmt
+
+    bomb = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        with zf.open("x.npy", "w", force_zip64=True) as f:  # 1 GiB of zeros, ~1 MB on disk
+            fmt.write_array_header_1_0(
+                f, {"descr": "<f4", "fortran_order": False, "shape": (32768, 4096, 2)}
+            )
+            for _ in range(64):
+                f.write(bytes(1 << 24))
+        with zf.open("y.npy", "w") as f:
+            fmt.write_array(f, np.zeros(32768, np.float32))
+    assert bomb.stat().st_size < 5e6
+    code = (
+        "import resource, sys\n"
+        "from seqbench.environment import _status_bytes, available_ram\n"
+        "from seqbench.tasks.filedata import Arrays\n"
+        "limit = _status_bytes('VmSize') + 3 * 2**29\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+        "assert available_ram() <= 3 * 2**29, available_ram()\n"
+        "try:\n"
+        "    Arrays(sys.argv[1])\n"
+        "except Exception as e:\n"
+        "    print(type(e).__name__, e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(bomb)], capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("FileDataError data file"), out.stdout
+    assert "its arrays take 1.0 GiB once decompressed" in out.stdout

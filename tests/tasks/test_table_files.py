@@ -355,3 +355,33 @@ def test_choice_from_reads_a_config(tmp_path):
     c = choice_from({"y_cols": " y , w ", "x_cols": "a,b", "horizon": 2, "seq_len": 12}, "p")
     assert c.y_cols == ("y", "w") and c.inputs == ("a", "b") and c.fields()["y_cols"] == "y,w"
     assert choice_from({"y_cols": "y"}, "p").inputs == ("y",)
+
+
+def test_what_a_user_reads_about_a_table_says_what_it_holds(cli, tmp_path):
+    """Tried as a new user would: a time column ending on 1970-01-01 printed its test span as
+    `1969-12-15–0` (the epoch, 0 ns, read as a number); a repeated time was "time
+    np.int64(0)"; a 1 MB column name made a 1 MB error line."""
+    days = pd.date_range(end="1970-01-01", periods=200, freq="D").strftime("%Y-%m-%d")
+    pd.DataFrame({"day": days, "y": np.sin(np.arange(200))}).to_csv(tmp_path / "e.csv",
+                                                                   index=False)  # fmt: skip
+    r = cli("tasks", "--task", "file", "--path", tmp_path / "e.csv", "--set", "y_cols=y",
+            "--set", "time_col=day", "--set", "seq_len=8", "--format", "json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (split,) = [row["value"] for row in json.loads(r.stdout) if row["field"] == "split"]
+    assert split.endswith("test 1969-11-25–1970-01-01)"), split
+    pd.DataFrame({"t": [0, 1, 1, 2] * 5, "y": np.arange(20.0)}).to_csv(tmp_path / "d.csv",
+                                                                      index=False)  # fmt: skip
+    r = cli("tasks", "--task", "file", "--path", tmp_path / "d.csv", "--set", "y_cols=y",
+            "--set", "time_col=t", "--set", "seq_len=2")  # fmt: skip
+    assert r.exit_code != 0 and "time 0 appears more than once (data row 1)" in r.output
+    (tmp_path / "w.csv").write_text("a" * 1_000_000 + ",y\n1,2\n")
+    r = cli("tasks", "--task", "file", "--path", tmp_path / "w.csv", "--set", "y_cols=z",
+            "--set", "seq_len=2")  # fmt: skip
+    assert r.exit_code != 0 and len(r.output) < 1200, len(r.output)
+    assert "no column 'z'; its columns: " + "a" * 40 + "…, y" in r.output
+    assert "no column 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb…;" in cli(
+        "tasks", "--task", "file", "--path", tmp_path / "w.csv", "--set", "y_cols=" + "b" * 10**5,
+        "--set", "seq_len=2").output  # fmt: skip
+    # and any error line: its start and end, the middle left out
+    r = cli("train", "--model", "rnn", "--task", "adding", "--set", "c" * 10**5 + "=1")
+    assert r.exit_code == 2 and len(r.output) < 1200 and "characters left out" in r.output

@@ -5,6 +5,9 @@ from __future__ import annotations
 from seqbench.errors import UsageError
 from seqbench.tasks.spec import TaskSpec
 
+# the tanh teacher's largest spectral norm: 1e20 was accepted and trained to the baseline
+MAX_TANH_LAM = 10.0
+
 
 def _check(c) -> None:
     if c.teacher_kind not in (None, "tanh", "linear"):
@@ -13,6 +16,11 @@ def _check(c) -> None:
         raise UsageError(
             "teacher: a linear teacher needs teacher_lam in (0, 1) (at λ ≥ 1 its state grows "
             f"without bound), got {c.teacher_lam:g}"
+        )
+    if not 0 < c.teacher_lam <= MAX_TANH_LAM:
+        raise UsageError(
+            f"teacher: teacher_lam must be in (0, {MAX_TANH_LAM:g}] (at λ = 10, 79% of the "
+            f"tanh teacher's units sit saturated, |h| > 0.99), got {c.teacher_lam:g}"
         )
 
 
