@@ -16,7 +16,7 @@ another teacher):
   baseline, but not the test split's own best constant), and a dependency beyond every window
   (the target is an input from before the sequence the model sees).
 
-    .venv/bin/python scripts/calibrate_memory.py                 # the whole suite (~5 min on 2 cores)
+    .venv/bin/python scripts/calibrate_memory.py                 # the whole suite (~5 min)
     .venv/bin/python scripts/calibrate_memory.py --slice ci      # a few minutes (tests run it)
     .venv/bin/python scripts/calibrate_memory.py --write-doc     # the table into docs/memory.md
 
