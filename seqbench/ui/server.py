@@ -516,9 +516,15 @@ def make_handler(board: Dashboard, hosts: frozenset[str] | None = None) -> type:
         def log_message(self, fmt, *args):  # quiet: a dashboard is not a web server's log
             pass
 
-        def _send(self, status: int, text: str, kind: str = "text/html; charset=utf-8"):
+        def _send(
+            self, status: int, text: str, kind: str = "text/html; charset=utf-8", **headers: str
+        ):
+            """Every answer of the dashboard's: its text, type and headers (`headers`: more,
+            as Allow="GET, HEAD")."""
             data = text.encode("utf-8")
             self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             self.send_header("Cache-Control", "no-store")
@@ -582,13 +588,9 @@ def make_handler(board: Dashboard, hosts: frozenset[str] | None = None) -> type:
 
         def _refuse(self):
             self.close_connection = True
-            self.send_response(HTTPStatus.METHOD_NOT_ALLOWED)
-            data = b"the dashboard is read-only: GET and HEAD only\n"
-            self.send_header("Allow", "GET, HEAD")
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            text = "the dashboard is read-only: GET and HEAD only\n"
+            self._send(HTTPStatus.METHOD_NOT_ALLOWED, text, "text/plain; charset=utf-8",
+                       Allow="GET, HEAD")  # fmt: skip
 
         def __getattr__(self, name: str):
             """Every other method (POST, OPTIONS, TRACE, CONNECT, a lowercase 'get'): 405 in
@@ -607,14 +609,8 @@ def make_handler(board: Dashboard, hosts: frozenset[str] | None = None) -> type:
                 phrase = HTTPStatus(code).phrase
             except ValueError:
                 phrase = "error"
-            text = f"{message or phrase}\n".encode("latin-1", "replace")
-            self.send_response(code, message)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(text)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            if self.command != "HEAD" and code >= 200 and code not in (204, 304):
-                self.wfile.write(text)
+            self._send(code, f"{message or phrase}\n", "text/plain; charset=utf-8",
+                       Connection="close")  # fmt: skip
 
         def handle_one_request(self):
             self.server.watchdog.watch(self.connection)  # until its headers are in
