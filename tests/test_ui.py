@@ -10,8 +10,10 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -52,19 +54,38 @@ def filled(tmp_path_factory) -> Path:
 
 
 class Server:
+    """`seqbench ui` in its own process. Its stderr is read as it comes (a pipe nobody reads
+    would block the server once full), and a server that does not stop is made to dump every
+    thread's stack (faulthandler on SIGABRT), so that the failure says where it hung."""
+
     def __init__(self, db: Path, *extra: str):
         self.proc = subprocess.Popen(
             [str(BIN / "seqbench"), "--db", str(db), "ui", "--port", "0", *extra],
-            stderr=subprocess.PIPE, text=True,
+            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
         )  # fmt: skip
         line = self.proc.stderr.readline()
         found = re.search(r"serving (http://127\.0\.0\.1:\d+/)", line)
         assert found, line
         self.url = found.group(1)
+        self.log: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.log.append(line)
 
     def stop(self):
         self.proc.terminate()
-        self.proc.wait(timeout=10)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)
+            self.proc.wait(timeout=30)
+            self._reader.join(timeout=10)
+            log = "".join(self.log)
+            raise AssertionError(f"the server did not stop on SIGTERM:\n{log}") from None
+        self._reader.join(timeout=10)
 
 
 @pytest.fixture(scope="module")

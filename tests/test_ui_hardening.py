@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -47,10 +46,9 @@ class Server(UiServer):
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
 
-    def stop(self) -> tuple[int, str]:  # SIGTERM, as UiServer's terminate() sends
-        self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(timeout=20)
-        return rc, self.proc.stderr.read()
+    def stop(self) -> tuple[int, str]:  # UiServer's: SIGTERM, and its log read as it came
+        super().stop()
+        return self.proc.returncode, "".join(self.log)
 
 
 @pytest.fixture(scope="module")
