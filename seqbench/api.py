@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from seqbench.memory.words import cell_table as memory_cells
     from seqbench.report.check import (
         check,
+        check_tolerances,
         export_baseline,
         import_baseline,
         junit_xml,
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
     from seqbench.stress.views import stress_figure, stress_rows
     from seqbench.sweep.cost import probe_cost as sweep_cost
     from seqbench.sweep.runner import SweepOutcome, check_workers, sweep_status
+    from seqbench.sweep.runner import check_flags as check_sweep_flags
     from seqbench.sweep.spec import plan as sweep_plan
     from seqbench.training.loop import TrainOutcome, load_checkpoint
 
@@ -109,7 +111,9 @@ __all__ = [
     "check_run_name",
     "check_shadowed",
     "check_store",
+    "check_sweep_flags",
     "check_threads",
+    "check_tolerances",
     "check_workers",
     "coerce_param",
     "comparison_rows",
@@ -237,14 +241,16 @@ def reader_role(
     from seqbench.store.engine import resolve_url
     from seqbench.store.pg_query import create_reader_role, valid_role_name
 
+    if not 1 <= limits.get("connection_limit", 1) <= 10_000:  # the flags first, then the store
+        raise UsageError(
+            f"--connection-limit must be in 1..10000, got {limits['connection_limit']}"
+        )
     url = resolve_url(db)
     if not url.startswith("postgresql"):
         raise UsageError("a reader role is for a PostgreSQL store (--db postgresql+psycopg://…)")
     valid_role_name(role)
     if execute:
         open_store(db, "read").dispose()  # a seqbench store at head
-    if limits.get("connection_limit", 1) < 1:
-        raise UsageError(f"--connection-limit must be at least 1, got {limits['connection_limit']}")
     return create_reader_role(url, role, password, execute=execute, **limits)
 
 
@@ -622,7 +628,7 @@ def memory_plan(
         path=path,
         families=families,
         references=references,
-        seeds=parse_range(seeds),
+        seeds=parse_range(seeds, "--seeds"),
         params=params,
         epsilon=epsilon,
         relative_to=relative_to,
@@ -852,6 +858,7 @@ LAZY: dict[str, str] = {
     "sweep_plan": "seqbench.sweep.spec:plan",
     "sweep_status": "seqbench.sweep.runner:sweep_status",
     "check_workers": "seqbench.sweep.runner:check_workers",
+    "check_sweep_flags": "seqbench.sweep.runner:check_flags",
     "sweep_cost": "seqbench.sweep.cost:probe_cost",
     "memory_cells": "seqbench.memory.words:cell_table",
     "plot_memory": "seqbench.memory.plot:plot_answer",
@@ -885,6 +892,7 @@ LAZY: dict[str, str] = {
     "list_baselines": "seqbench.report.check:list_baselines",
     "resolve_baseline": "seqbench.report.check:resolve_baseline",
     "check": "seqbench.report.check:check",
+    "check_tolerances": "seqbench.report.check:check_tolerances",
     "junit_xml": "seqbench.report.check:junit_xml",
     "variant_label": "seqbench.report.check:variant_label",
 }

@@ -174,6 +174,7 @@ MAX_SEED = 2**32 - 1  # numpy's seeds (the tasks' data) are 32-bit
 # past this Adam's first step, lr / (1 - beta1), leaves float32 and torch raises instead of
 # the run diverging (1e12 still diverges, as a result should)
 MAX_LR = 1e30
+MAX_STEPS = 10**9  # optimiser steps of one run
 MAX_INT = 2**63 - 1  # what the store's integer columns and torch's int64 hold
 # Structural sizes past any experiment's (deep IndRNN: 21 layers; a TCN with 40 levels sees
 # 2^40 steps): a larger value is a typo, and building it would hang before any estimate.
@@ -188,6 +189,10 @@ LIMITS = {
     "batch_size": 2**31,
     "seq_len": 2**31,
     "eval_size": 2**31,
+    "eval_batch_size": 2**31,  # past the evaluation set, one batch of the whole set
+    # a billion optimiser steps: weeks at the fastest step of any model here (0.2-5 ms)
+    "steps": MAX_STEPS,
+    "eval_every": MAX_STEPS,
     "params": 2**48,
 }
 FLOAT32_MAX = 3.4028234663852886e38

@@ -24,11 +24,12 @@ class AppState:
 
     def store(self, mode: str = "write") -> Store | ReadStore:
         """The invocation's store at --db, opened once per mode by api.open_store: "write"
-        (created if new), "read" (never created, never changed) or "lean" (one read-only
-        connection, no SQLAlchemy, for the commands that only read reports and queries). A
-        read command marks the runs whose process died crashed, the one write it makes."""
+        (created if new), "update" (written, never created), "read" (never created, never
+        changed) or "lean" (one read-only connection, no SQLAlchemy, for the commands that
+        only read reports and queries). A read command marks the runs whose process died
+        crashed, the one write it makes."""
         if mode not in self._open:
-            reap = None if mode == "write" else True
+            reap = None if mode in ("write", "update") else True
             self._open[mode] = api.open_store(self.db, mode, reap=reap)
         return self._open[mode]
 

@@ -164,9 +164,10 @@ def baseline_save(
 
     Example: seqbench baseline save nightly --where "task = 'adding'" --rtol 0.1
     """
+    api.check_tolerances(rtol, atol)  # before the store is opened
     skipped: list[str] = []
     points = api.save_baseline(
-        state(ctx).store(),
+        state(ctx).store("update"),
         name,
         metrics=tuple(metric or ["test_metric"]),
         sweep=sweep,

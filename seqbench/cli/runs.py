@@ -109,7 +109,7 @@ def name_run(
 
     if (name is None) == (not clear):
         raise UsageError("give a name, or --clear to take it away")
-    run_id = api.name_run(state(ctx).store(), run, None if clear else name)
+    run_id = api.name_run(state(ctx).store("update"), run, None if clear else name)
     typer.echo(f"run {run_id}: " + ("name cleared" if clear else f"named {name!r}"))
 
 
@@ -121,7 +121,7 @@ def archive_runs(ctx: typer.Context, run: RunsArgument) -> None:
 
     Example: seqbench runs archive 7 8
     """
-    ids = api.archive_runs(state(ctx).store(), run)
+    ids = api.archive_runs(state(ctx).store("update"), run)
     typer.echo(f"archived {len(ids)} run(s): {', '.join(map(str, ids))}")
 
 
@@ -131,7 +131,7 @@ def restore_runs(ctx: typer.Context, run: RunsArgument) -> None:
 
     Example: seqbench runs restore 7 8
     """
-    ids = api.archive_runs(state(ctx).store(), run, archived=False)
+    ids = api.archive_runs(state(ctx).store("update"), run, archived=False)
     typer.echo(f"restored {len(ids)} run(s): {', '.join(map(str, ids))}")
 
 
@@ -145,7 +145,7 @@ def tag_runs(
 
     Example: seqbench runs tag 3 4 --tag paper=fig2 --tag owner=me
     """
-    ids = api.tag_runs(state(ctx).store(), run, add=api.parse_assignments(tag, "--tag"))
+    ids = api.tag_runs(state(ctx).store("update"), run, add=api.parse_assignments(tag, "--tag"))
     typer.echo(f"tagged {len(ids)} run(s): {', '.join(map(str, ids))}")
 
 
@@ -159,7 +159,7 @@ def untag_runs(
 
     Example: seqbench runs untag 3 --key paper
     """
-    ids = api.tag_runs(state(ctx).store(), run, remove=key)
+    ids = api.tag_runs(state(ctx).store("update"), run, remove=key)
     typer.echo(f"untagged {len(ids)} run(s): {', '.join(map(str, ids))}")
 
 
@@ -175,7 +175,7 @@ def delete_runs(
     """
     if not yes and not typer.confirm(f"delete {len(run)} run(s) and everything logged for them?"):
         raise typer.Exit(1)
-    ids = api.delete_runs(state(ctx).store(), run)
+    ids = api.delete_runs(state(ctx).store("update"), run)
     typer.echo(f"deleted {len(ids)} run(s): {', '.join(map(str, ids))}")
 
 

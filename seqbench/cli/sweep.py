@@ -114,6 +114,7 @@ def sweep(
     """
     if ctx.invoked_subcommand is not None:
         return
+    api.check_sweep_flags(executor, workers, runs_per_gpu, stale_after)
     plan = api.sweep_plan(
         models=joined(models), tasks=joined(tasks), k=joined(k), seeds=joined(seeds) or "0",
         set_=set_, spec=spec, preset=preset, scale=scale, name=name,

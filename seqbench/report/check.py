@@ -80,6 +80,12 @@ def valid_tolerance(x: float) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x) and x >= 0
 
 
+def check_tolerances(rtol: float, atol: float) -> None:
+    """The one refusal of a bad --rtol or --atol (UsageError), before anything is opened."""
+    if not (valid_tolerance(rtol) and valid_tolerance(atol)):
+        raise UsageError(f"--rtol and --atol must be finite and ≥ 0, got {rtol} and {atol}")
+
+
 def tolerance(value: float, rtol: float, atol: float, error: float) -> float:
     """max(atol, rtol·error): the tolerance scales with the point's error, its distance from a
     perfect score (point_error: the value itself for MSE, NLL, bits and other losses;

@@ -14,7 +14,7 @@ from seqbench.store.results import ReadStore
 if TYPE_CHECKING:
     from seqbench.store.store import Store
 
-MODES = ("write", "read", "lean")
+MODES = ("write", "update", "read", "lean")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -24,6 +24,8 @@ def open_store(
     """The store at `db` (a path or a SQLAlchemy URL; None: ./seqbench.db), opened for `mode`:
 
     - "write": a Store, the database created at head if brand-new;
+    - "update": a Store that writes to a database that must already exist (naming a run,
+      saving a baseline: on a path with no store, "no seqbench database", and no file made);
     - "read": a Store that never creates and never changes a byte, on a file the user may not
       write (a command that only reads and needs every read: a run by name, its config);
     - "lean": the fastest reader, a ReadStore over one read-only connection to a SQLite store
@@ -47,7 +49,10 @@ def open_store(
             return ReadStore(str(path), Reader(str(path), (path, connection), checked=True))
     from seqbench.store.store import open_database
 
-    return open_database(db, readonly=mode != "write", reap=reap if mode == "write" else bool(reap))
+    writes = mode in ("write", "update")
+    return open_database(
+        db, readonly=not writes, reap=reap if writes else bool(reap), create=mode == "write"
+    )
 
 
 def reads(fn: F) -> F:

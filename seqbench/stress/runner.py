@@ -291,6 +291,11 @@ def stress(
     tdtype = getattr(torch, dtype)
     if k is not None and k < 1:
         raise UsageError(f"k must be at least 1, got {k}")
+    from seqbench.parsing import MAX_SEED
+
+    for s in seeds:
+        if not 0 <= s <= MAX_SEED:
+            raise UsageError(f"--seeds: a seed must be in [0, 2^32), got {s}")
     from seqbench.configure import stored_k
 
     for m in models:

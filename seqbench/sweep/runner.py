@@ -65,9 +65,24 @@ def plan_sweep(
     return store.plan_sweep(name, canonical(spec), planned, force, replan)
 
 
+MAX_STALE_S = 30 * 86400  # a heartbeat older than 30 days is stale whatever was asked
+
+
 def check_options(stale_after: float = 60.0, **_: object) -> None:
-    if not stale_after > 0 or stale_after == float("inf"):
-        raise UsageError(f"--stale-after must be a positive number of seconds, got {stale_after}")
+    if not 0 < stale_after <= MAX_STALE_S:  # nan fails too
+        raise UsageError(
+            f"--stale-after must be a number of seconds in (0, {MAX_STALE_S}] (30 days), "
+            f"got {stale_after:g}"
+        )
+
+
+def check_flags(executor: str, workers: int | None, runs_per_gpu: int, stale_after: float) -> None:
+    """The sweep's own flags, checked before its grid is built (a --dry-run's too)."""
+    if executor not in ("local", "ray"):
+        raise UsageError(f"--executor must be local or ray, got {executor!r}")
+    check_workers(workers)
+    check_gpus(None, runs_per_gpu, 0)
+    check_options(stale_after=stale_after)
 
 
 def runs_on_cuda(device: str) -> bool:
@@ -82,8 +97,8 @@ def visible_gpus() -> int:
 
 def check_gpus(gpus: list[int] | None, runs_per_gpu: int, available: int) -> None:
     """One-line errors for a GPU request this machine cannot meet (`available` GPUs)."""
-    if runs_per_gpu <= 0:
-        raise UsageError(f"--runs-per-gpu must be positive, got {runs_per_gpu}")
+    if not 0 < runs_per_gpu <= MAX_WORKERS:
+        raise UsageError(f"--runs-per-gpu must be in 1..{MAX_WORKERS}, got {runs_per_gpu}")
     if gpus is None:
         return
     if not gpus:

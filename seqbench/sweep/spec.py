@@ -29,9 +29,19 @@ GRID_KEYS = {"models", "tasks", "k", "seeds", "set"}
 MAX_POINTS = 100_000  # a grid past this is a typo in a range, not an experiment
 
 
-def parse_range(text: str) -> list[int]:
+def parse_range(text: str, name: str | None = None) -> list[int]:
     """'1,2,4' or 'start:stop:xF' (geometric, factor F) or 'start:stop:+S' / 'start:stop:S'
-    (arithmetic); stop is inclusive. Raises UsageError on anything malformed or empty."""
+    (arithmetic); stop is inclusive. Raises UsageError on anything malformed or empty, naming
+    `name` (the flag or field it came from) where given."""
+    try:
+        return _parse_range(text)
+    except UsageError as e:
+        if name is None:
+            raise
+        raise UsageError(f"{name}: {e}") from None
+
+
+def _parse_range(text: str) -> list[int]:
     text = text.strip()
     if ":" not in text:
         try:
@@ -78,7 +88,7 @@ def parse_values(field: str, text: str) -> list[Any]:
         valid = [f for f in FIELDS if f not in ("model", "task", "tags")]
         raise UnknownNameError("sweep axis", field, valid)
     if ":" in text and str(FIELDS[field].type).startswith("int"):
-        return parse_range(text)
+        return parse_range(text, field)
     if field in ("x_cols", "y_cols"):  # a table's columns: one choice, "a,b" is two columns
         return [coerce(field, text)]
     vals = [coerce(field, v) for v in split_list(text)]
@@ -96,8 +106,8 @@ def _csv(text: str | list | None) -> list[str]:
 def grid_from_flags(models, tasks, k, seeds, sets: list[str] | None) -> dict:
     grid: dict[str, Any] = {"models": _csv(models), "tasks": _csv(tasks)}
     if k:
-        grid["k"] = parse_range(k)
-    grid["seeds"] = parse_range(seeds) if seeds else [0]
+        grid["k"] = parse_range(k, "--k")
+    grid["seeds"] = parse_range(seeds, "--seeds") if seeds else [0]
     axes = {}
     for item in sets or []:
         key, val = split_assignment(item, "--set", "key=v1,v2")
@@ -139,7 +149,7 @@ def load_spec_file(path: str) -> dict:
             raise UsageError(f"spec file {path!r}: set must be a table of field = [values]")
         for key in ("k", "seeds"):
             if isinstance(g.get(key), str):
-                g[key] = parse_range(g[key])
+                g[key] = parse_range(g[key], key)
         g["set"] = {
             f: (parse_values(f, v) if isinstance(v, str) else [coerce(f, x) for x in v])
             for f, v in (g.get("set") or {}).items()
@@ -620,7 +630,7 @@ def plan(
         grids = preset_grids(preset, scale)
         if seeds != "0":
             for g in grids:
-                g["seeds"] = parse_range(seeds)
+                g["seeds"] = parse_range(seeds, "--seeds")
         spec_doc = {"preset": preset, "scale": scale, "grids": grids}
         if seeds == "0":  # the preset as shipped: a name to quote in docs and --sweep filters
             name = name or f"{preset}-{scale}"

@@ -31,6 +31,7 @@ from typing import Any
 from seqbench.config import TASK, Option
 from seqbench.errors import UsageError
 
+MAX_NOISE = 1e6  # the output noise's sd: far past any signal (variance ~1)
 NAME = "memory-function"
 KERNELS = ("exp", "power", "impulse", "osc")
 # each kernel's parameters and their defaults (set by resolution when unset)
@@ -80,6 +81,12 @@ def check(c) -> None:
             )
     if c.noise is not None and not (math.isfinite(c.noise) and c.noise >= 0):
         raise UsageError(f"{NAME}: noise (the output noise's sd) must be ≥ 0, got {c.noise:g}")
+    if c.noise is not None and c.noise > MAX_NOISE:
+        raise UsageError(
+            f"{NAME}: noise (the output noise's sd) must be at most {MAX_NOISE:g}, got "
+            f"{c.noise:g}: the signal's variance is about 1, so that is already 1e-12 of signal "
+            "to noise, and past ~1e18 the loss leaves float32"
+        )
 
 
 def _kernel(c) -> str:

@@ -39,6 +39,7 @@ from seqbench.models import (
     uses_indrnn_kernel,
 )
 from seqbench.models.base import count_params
+from seqbench.parsing import MAX_STEPS
 from seqbench.store.common import utcnow
 from seqbench.store.recorder import RunRecorder
 from seqbench.store.store import Store
@@ -109,7 +110,13 @@ def prepare(cfg: RunConfig):
                 f"--epochs needs a task with a fixed training set; {cfg.task} draws "
                 "fresh data every batch: use --steps"
             )
-        cfg = replace(cfg, steps=cfg.epochs * math.ceil(n_train / cfg.batch_size))
+        steps = cfg.epochs * math.ceil(n_train / cfg.batch_size)
+        if steps > MAX_STEPS:
+            raise UsageError(
+                f"--epochs {cfg.epochs} is {steps:,} steps of {cfg.task} ({n_train:,} sequences, "
+                f"batch {cfg.batch_size}); a run has at most {MAX_STEPS:,}"
+            )
+        cfg = replace(cfg, steps=steps)
     check_ram(cfg, task)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model, task, cfg.model_args()).to(device)
@@ -494,10 +501,11 @@ def probe_seconds(cfg: RunConfig, threads: int | None = None) -> float:
     step = sorted(times[1:])[len(times[1:]) // 2]  # the median step, past the warm-up
     model.eval()
     with torch.no_grad():  # one evaluation batch, scaled to the evaluation set
-        x, _ = task.train_batch(cfg.eval_batch_size, gen)
+        batch = min(cfg.eval_batch_size, cfg.eval_size)  # an evaluation's batches are no larger
+        x, _ = task.train_batch(batch, gen)
         t = time.perf_counter()
         model(x.to(device))
-        valid = (time.perf_counter() - t) * math.ceil(cfg.eval_size / cfg.eval_batch_size)
+        valid = (time.perf_counter() - t) * math.ceil(cfg.eval_size / batch)
     evaluations = min(cfg.steps, cfg.steps // (cfg.eval_every or max(cfg.steps // 10, 1)))
     return build + cfg.steps * step + (evaluations + 1) * valid
 

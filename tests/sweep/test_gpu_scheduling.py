@@ -55,7 +55,7 @@ def test_a_sweep_stores_the_gpu_each_point_ran_on(store):
 @pytest.mark.parametrize(
     ("gpus", "per", "available", "msg"),
     [
-        (None, 0, 0, "--runs-per-gpu must be positive"),
+        (None, 0, 0, "--runs-per-gpu must be in 1..4096"),
         ([0, 2], 1, 2, r"this machine has 2 GPUs \(0..1\), not 2"),
         ([0], 1, 0, "no CUDA GPU is visible here"),
         ([1, 1], 1, 4, "names a GPU twice"),
@@ -79,7 +79,7 @@ def test_executor_options_that_contradict_each_other():
 @pytest.mark.parametrize(
     ("flags", "msg"),
     [
-        (["--runs-per-gpu", "0"], "--runs-per-gpu must be positive"),
+        (["--runs-per-gpu", "0"], "--runs-per-gpu must be in 1..4096"),
         (["--gpus", "0"], "no CUDA GPU is visible here"),
         (["--gpus", "0,x"], "--gpus expects GPU indices"),
         (["--set", "device=cuda"], "no CUDA GPU is available here"),
