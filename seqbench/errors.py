@@ -31,6 +31,12 @@ class StoreError(SeqbenchError):
     """The results store cannot be opened, is the wrong version, or refused a statement."""
 
 
+class StoreUnwritableError(StoreError):
+    """The store's files can no longer be written (made immutable or read-only while a command
+    ran). Closing SQLite's connections would write to its -shm file, a SIGBUS: the CLI ends the
+    process without closing them (SQLite treats that as a crash, which loses no transaction)."""
+
+
 class ReadOnlyError(StoreError):
     """A statement given to `seqbench query` would write."""
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from typing import Annotated
 
 import typer
@@ -11,7 +13,7 @@ from typer.core import TyperGroup
 from seqbench import __version__, api
 from seqbench.cli import bench, catalog, db, memory, query, report, runs, stress, sweep, train, ui
 from seqbench.cli._options import AppState, interrupt_exit_code, sigterm_as_interrupt, state
-from seqbench.errors import SeqbenchError
+from seqbench.errors import SeqbenchError, StoreUnwritableError
 
 try:  # typer 0.2x carries its own copy of click; older ones use click itself
     from typer._click.exceptions import NoArgsIsHelpError, UsageError
@@ -53,6 +55,8 @@ class _SeqbenchGroup(TyperGroup):
             raise typer.Exit(interrupt_exit_code(e)) from None
         except SeqbenchError as e:
             typer.echo(f"Error: {one_line(str(e))}", err=True)
+            if _unwritable(e):  # closing the store now would be a SIGBUS: end here
+                _end_without_closing_the_store(e.exit_code)
             raise typer.Exit(e.exit_code) from None
         except Exception as e:
             why = _database_error(e)
@@ -65,6 +69,28 @@ class _SeqbenchGroup(TyperGroup):
             # into the file now, not whenever the engine happens to be collected
             if isinstance(ctx.obj, AppState):
                 ctx.obj.dispose()
+
+
+def _end_without_closing_the_store(code: int) -> None:
+    """Exit now, leaving SQLite's connections open (closing one writes to the -shm file, a
+    SIGBUS once it is immutable): multiprocessing's exit work first (its workers stopped, its
+    semaphores released, as at a normal exit), then os._exit, which runs no finalizer."""
+    import multiprocessing.util
+
+    multiprocessing.util._exit_function()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _unwritable(e: BaseException | None) -> bool:
+    """Whether `e`, or an error it was raised from, says the store became unwritable."""
+    seen = 0
+    while e is not None and seen < 10:
+        if isinstance(e, StoreUnwritableError):
+            return True
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return False
 
 
 def _quiet_types(cmd) -> None:

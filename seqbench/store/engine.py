@@ -6,8 +6,10 @@ without changing it, and backing up a SQLite file. Opening a store (with its che
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import QueuePool
 
-from seqbench.errors import StoreError
+from seqbench.errors import StoreError, StoreUnwritableError
 from seqbench.store import migrate
 from seqbench.store.common import (
     DEFAULT_DB,
@@ -93,6 +95,7 @@ def _make_engine(url: str, readonly: bool = False) -> Engine:
             "PRAGMA journal_mode = WAL",
             "PRAGMA foreign_keys = ON",
             "PRAGMA synchronous = NORMAL",
+            guard=None if path is None else functools.partial(check_writable, path),
         )
         return engine
     try:
@@ -208,10 +211,26 @@ def _reader_engine(path: Path) -> Engine:
     return engine
 
 
-def _sqlite_session(engine: Engine, begin: str, *pragmas: str) -> None:
+def check_writable(path: Path) -> None:
+    """Refuse, in one line, a transaction on a store whose files can no longer be written
+    (made immutable or read-only under a running command). SQLite maps the -shm file into
+    memory and writes to it on every transaction; once the file is immutable, that write is a
+    SIGBUS that kills the process ("Bus error", exit 135) where no error can be caught. So
+    each writer transaction looks first: a few microseconds."""
+    for f in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if f.exists() and not os.access(f, os.W_OK):
+            raise StoreUnwritableError(
+                f"the store {path} can no longer be written ({f.name} is not writable: made "
+                "read-only or immutable while this command ran); nothing half-written was kept"
+            )
+
+
+def _sqlite_session(
+    engine: Engine, begin: str, *pragmas: str, guard: Callable[[], None] | None = None
+) -> None:
     """Every SQLite connection of `engine`: SQLAlchemy, not pysqlite, decides when
-    transactions begin (with `begin`), and each connection gets the busy timeout and
-    `pragmas`."""
+    transactions begin (with `begin`, after `guard`, which may refuse), and each connection
+    gets the busy timeout and `pragmas`."""
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_con, _record):
@@ -224,6 +243,8 @@ def _sqlite_session(engine: Engine, begin: str, *pragmas: str) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):
+        if guard is not None:
+            guard()
         conn.exec_driver_sql(begin)
 
 
