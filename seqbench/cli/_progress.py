@@ -99,3 +99,21 @@ def _clock(seconds: float) -> str:
     return (
         f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
     )
+
+
+class TableBar:
+    """The bar of a large table being read (tasks.series.reading_progress's callback): MiB
+    read of the file's."""
+
+    def __init__(self) -> None:
+        self._bar: Bar | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        mib = 2**20
+        if self._bar is None:
+            self._bar = Bar("reading the table (MiB)")
+            self._bar.start(-(-total // mib))
+        self._bar.update(-(-done // mib) if done >= total else done // mib)
+        if done >= total:
+            self._bar.stop()
+            self._bar = None

@@ -13,6 +13,7 @@ from typer.core import TyperGroup
 from seqbench import __version__, api
 from seqbench.cli import bench, catalog, db, memory, query, report, runs, stress, sweep, train, ui
 from seqbench.cli._options import AppState, interrupt_exit_code, sigterm_as_interrupt, state
+from seqbench.cli._progress import TableBar
 from seqbench.errors import SeqbenchError, StoreUnwritableError
 
 try:  # typer 0.2x carries its own copy of click; older ones use click itself
@@ -43,7 +44,7 @@ class _SeqbenchGroup(TyperGroup):
 
     def invoke(self, ctx):
         try:
-            with sigterm_as_interrupt():
+            with sigterm_as_interrupt(), api.table_progress(TableBar()):
                 return super().invoke(ctx)
         except UsageError as e:  # a bad option or value of a command: one line too
             _usage_error(e)

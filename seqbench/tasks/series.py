@@ -35,11 +35,14 @@ and persistence (the target's last value in the window: y at row e).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
 import hashlib
 import itertools
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,6 +199,44 @@ def _fail(path: str, why: str) -> TableError:
     return TableError(f"data file {path!r}: {why}")
 
 
+# A CSV past this many bytes is read in chunks of CHUNK_ROWS rows, each reported to the
+# progress callback that reading_progress() installs (the CLI's bar), when one is installed.
+PROGRESS_BYTES = 32 * 2**20
+CHUNK_ROWS = 500_000
+_progress: contextvars.ContextVar[Callable[[int, int], None] | None] = contextvars.ContextVar(
+    "seqbench_table_progress", default=None
+)
+
+
+@contextlib.contextmanager
+def reading_progress(callback: Callable[[int, int], None]):
+    """Within the block, reading a CSV of more than PROGRESS_BYTES calls
+    `callback(bytes_read, file_bytes)` after each chunk, and once at the end."""
+    token = _progress.set(callback)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
+
+
+def _read_csv(p: Path):
+    """pd.read_csv, in chunks with progress where a large file and a callback ask for it: the
+    columns come out as one read would give them (a chunk's ints beside another's floats
+    are floats, as one read makes them)."""
+    import pandas as pd
+
+    report, size = _progress.get(), p.stat().st_size
+    if report is None or size <= PROGRESS_BYTES:
+        return pd.read_csv(p)
+    with open(p, "rb") as f:
+        chunks = []
+        for chunk in pd.read_csv(f, chunksize=CHUNK_ROWS):
+            chunks.append(chunk)
+            report(min(f.tell(), size - 1), size)  # the end is reported once, below
+    report(size, size)
+    return pd.concat(chunks, ignore_index=True)
+
+
 def read_table(path: str):
     """The table as a DataFrame (pandas; Parquet through pyarrow), or one line saying why not."""
     import pandas as pd
@@ -206,7 +247,7 @@ def read_table(path: str):
         raise _fail(path, "a table must be a file")
     try:
         if p.suffix.lower() == ".csv":
-            df = pd.read_csv(p)
+            df = _read_csv(p)
             # pandas renames a repeated name (y, y.1): which one a model reads would be a guess
             head = [str(c) for c in pd.read_csv(p, header=None, nrows=1).iloc[0]]
             twice = sorted({c for c in head if head.count(c) > 1})
@@ -258,30 +299,38 @@ class Table:
         self.time_dates = False  # a time column of dates (nanoseconds) rather than numbers
         time = self._times(df) if choice.time_col else None
         series = df[choice.series_col].astype(str) if choice.series_col else None
+        n = len(df)
         key = pd.DataFrame(
-            {
-                "s": series if series is not None else pd.Series("", index=df.index),
+            {  # one series: a constant (only its changes are read, and a name is hashed)
+                "s": series if series is not None else np.zeros(n, np.int8),
                 "t": time if time is not None else pd.Series(0.0, index=df.index),
             }
         )
-        if time is not None:
-            dup = key.duplicated(keep=False)
-            if dup.any():
-                i = int(np.flatnonzero(dup.to_numpy())[0])
+        order = np.lexsort(
+            [np.arange(n)]
+            + ([time.to_numpy()] if time is not None else [])
+            + ([series.to_numpy()] if series is not None else [])
+        )
+        if time is not None:  # a repeated (series, time) sits next to its twin once sorted
+            t = time.to_numpy()[order]
+            same = t[1:] == t[:-1]
+            if series is not None:
+                ids = series.to_numpy()[order]
+                same &= ids[1:] == ids[:-1]
+            if same.any():
+                at = np.flatnonzero(same)
+                i = int(min(order[at].min(), order[at + 1].min()))  # the first in the file
                 where = f" in series {series.iloc[i]!r}" if series is not None else ""
                 raise _fail(
                     path,
                     f"time {_shown(df[choice.time_col].iloc[i])}{where} appears more than "
                     f"once ({_row(i)}); one row per time",
                 )
-        order = np.lexsort(
-            [np.arange(len(df))]
-            + ([time.to_numpy()] if time is not None else [])
-            + ([series.to_numpy()] if series is not None else [])
-        )
+        timed = time is not None
+        del time, series  # the key holds them: freed before the sorted copies are made
         df, key = df.iloc[order].reset_index(drop=True), key.iloc[order].reset_index(drop=True)
-        self.data_hash = self._hash(df, key, time is not None)
-        self._cut(df, key, time is not None)
+        self.data_hash = self._hash(df, key, timed)
+        self._cut(df, key, timed)
 
     # -- checks -----------------------------------------------------------------------------
     def _check_columns(self, df) -> None:

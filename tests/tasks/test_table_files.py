@@ -385,3 +385,45 @@ def test_what_a_user_reads_about_a_table_says_what_it_holds(cli, tmp_path):
     # and any error line: its start and end, the middle left out
     r = cli("train", "--model", "rnn", "--task", "adding", "--set", "c" * 10**5 + "=1")
     assert r.exit_code == 2 and len(r.output) < 1200 and "characters left out" in r.output
+
+
+def test_a_large_table_is_read_with_a_bar_and_as_one_read_gives_it(cli, tmp_path, monkeypatch):
+    """Past PROGRESS_BYTES a CSV is read in chunks, each drawn on the bar: the table is the
+    one a single read gives (a chunk of ints beside one of floats, a series column, a
+    repeated time found across chunks), with the same content hash."""
+    from seqbench.tasks import series
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    frame = pd.DataFrame({
+        "s": np.repeat(["a", "b", "c"], n // 3),
+        "t": np.tile(np.arange(n // 3), 3),
+        "y": np.r_[rng.integers(0, 9, n // 2), rng.standard_normal(n - n // 2)],  # ints, floats
+    })  # fmt: skip
+    frame.to_csv(tmp_path / "big.csv", index=False)
+    args = ("tasks", "--task", "file", "--path", tmp_path / "big.csv", "--set", "y_cols=y",
+            "--set", "time_col=t", "--set", "series_col=s", "--set", "seq_len=8",
+            "--format", "json")  # fmt: skip
+    whole = cli(*args)
+    assert whole.exit_code == 0, whole.output
+    assert "reading the table" not in whole.stderr  # 60 kB: one read, no bar
+
+    monkeypatch.setattr(series, "PROGRESS_BYTES", 0)
+    monkeypatch.setattr(series, "CHUNK_ROWS", 700)  # five chunks, ints and floats apart
+    from seqbench.tasks import filedata
+
+    filedata._OPENED.clear()
+    chunked = cli(*args)
+    assert chunked.exit_code == 0, chunked.output
+    bar = [line for line in chunked.stderr.splitlines() if "reading the table (MiB)" in line]
+    assert bar[0].startswith("reading the table (MiB): 0/1 (0%)")
+    assert bar[-1].startswith("reading the table (MiB): 1/1 (100%)")
+    assert json.loads(chunked.stdout) == json.loads(whole.stdout)  # the sha256 row included
+
+    frame.loc[2500, "t"] = frame.loc[2499, "t"]  # series c repeats a time, in the last chunk
+    frame.to_csv(tmp_path / "big.csv", index=False)
+    r = cli(*args)
+    assert r.exit_code == 1 and r.stderr.strip().endswith(
+        f"time {frame.loc[2499, 't']} in series 'c' appears more than once (data row 2500); "
+        "one row per time"
+    ), r.stderr
