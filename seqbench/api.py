@@ -12,9 +12,8 @@ called, so `seqbench report` and `seqbench query` start without torch or SQLAlch
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +43,6 @@ from seqbench.store.common import (
 )
 from seqbench.store.opening import open_store
 from seqbench.store.query import DEFAULT_MAX_BYTES, coerce_param, run_query
-from seqbench.store.results import ReadStore
 from seqbench.sweep.spec import SweepPlan, parse_range
 from seqbench.tasks import TASKS, is_file_task, make_task
 from seqbench.training.progress import Progress
@@ -199,20 +197,6 @@ __all__ = [
 
 
 # -- stores ------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _reads(db: str | ReadStore | None) -> Iterator[ReadStore]:
-    """`db` itself when it is a store already; else the store at that path or URL, opened
-    lean for this read (open_store(db, "lean")) and closed after it."""
-    if isinstance(db, ReadStore):
-        yield db
-        return
-    store = open_store(db, "lean")
-    try:
-        yield store
-    finally:
-        store.dispose()
-
-
 def store_is_current(db: str | None) -> bool:
     """True when `db` is a SQLite store at the current schema, checked with the standard
     library alone (the lean path of the read commands); False means: open it to find out."""

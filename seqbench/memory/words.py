@@ -20,7 +20,6 @@ FEW_SEQUENCES = 500  # own data with fewer training sequences than this: "too li
 class Tolerance:
     epsilon: float
     relative_to: str  # "gap" or "best"
-    value: float  # δ in the metric's own units
 
     def text(self) -> str:
         if self.relative_to == "gap":
@@ -116,7 +115,7 @@ def _longer_does_worse(a: Answer, sign: float) -> list[str]:
 def sentence(a: Answer) -> str:
     """The answer in one sentence."""
     where = f"on {a.label or a.task}"
-    tol = Tolerance(a.epsilon, a.relative_to, a.tolerance).text()
+    tol = Tolerance(a.epsilon, a.relative_to).text()
     if a.verdict == "nothing-learned":
         lead = (
             f"Nothing learned at this budget {where}: no model beats the trivial "

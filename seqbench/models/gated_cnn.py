@@ -68,7 +68,7 @@ class GatedCNN(Backbone):
     def __init__(self, in_dim: int, args: ModelArgs):
         super().__init__()
         self.kernels = gcnn_kernels(args.kernel_size, args.levels, args.k, args.seq_len)
-        self.n_layers, self.kernel_size = len(self.kernels), args.kernel_size
+        self.kernel_size = args.kernel_size
         H = args.hidden
         self.p = args.dropout
         self.inp = weight_norm(nn.Conv1d(in_dim, H, 1))  # fc1: a linear map at every step

@@ -52,7 +52,6 @@ from seqbench.errors import SeqbenchError, UsageError
 
 SUFFIXES = (".csv", ".parquet", ".pq")
 TABLE_FIELDS = ("x_cols", "y_cols", "time_col", "series_col", "horizon")
-LIST_FIELDS = ("x_cols", "y_cols")  # one value each is a comma-separated list of columns
 DEFAULT_T = 64
 DEFAULT_HORIZON = 1
 FRACTIONS = (0.6, 0.2)  # train, valid; test is the rest
