@@ -12,7 +12,7 @@ Usage: python benchmarks/preset_cost.py [--db seqbench.db] [--scale small] [--wo
 import argparse
 
 from seqbench.store.query import run_query
-from seqbench.sweep.spec import PRESETS
+from seqbench.sweep.presets import PRESETS
 
 p = argparse.ArgumentParser()
 p.add_argument("--db", default="seqbench.db")

@@ -14,13 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from seqbench.sweep.spec import (
-    CANARY_FEEDFORWARD,
-    CANARY_RECURRENT,
-    PRESETS,
-    expand,
-    preset_grids,
-)
+from seqbench.sweep.presets import PRESETS, preset_grids
+from seqbench.sweep.presets.canary import CANARY_FEEDFORWARD, CANARY_RECURRENT
+from seqbench.sweep.spec import expand
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = ROOT / "baselines" / "canary-tiny.json"

@@ -2,7 +2,8 @@ import pytest
 
 from seqbench.configure import config_hash
 from seqbench.errors import UnknownNameError, UsageError
-from seqbench.sweep.spec import PRESETS, expand, grid_from_flags, parse_range, preset_grids
+from seqbench.sweep.presets import PRESETS, preset_grids
+from seqbench.sweep.spec import expand, grid_from_flags, parse_range
 
 
 @pytest.mark.parametrize(
