@@ -13,6 +13,11 @@ def grids(scale: str) -> list[dict]:
     full), stable and unstable, the window model over an LSTM and a TCN with context k.
     (3) Character-level Penn Treebank: RNN and LSTM, stable and unstable (the paper's
     language-model claim: about the same)."""
+    seeds = [0] if scale == "tiny" else [0, 1]
+    return _teacher(scale, seeds) + _chorales(scale, seeds) + _ptb(scale, seeds)
+
+
+def _teacher(scale: str, seeds: list[int]) -> list[dict]:
     T = {"tiny": 32, "small": 64, "paper": 200}[scale]
     steps = {"tiny": 60, "small": 1000, "paper": 20000}[scale]
     lams = {
@@ -20,68 +25,48 @@ def grids(scale: str) -> list[dict]:
         "small": [0.5, 0.8, 0.95, 1.5],
         "paper": [0.5, 0.8, 0.9, 0.95, 0.99, 1.2, 1.5],
     }[scale]
-    ks = {"tiny": [1, 4], "small": [1, 2, 4, 8, 16, 32], "paper": [1, 2, 4, 8, 16, 32, 64, 128]}[
-        scale
-    ]
-    seeds = [0] if scale == "tiny" else [0, 1]
+    ks = {"tiny": [1, 4], "small": [1, 2, 4, 8, 16, 32], "paper": [1, 2, 4, 8, 16, 32, 64, 128]}
     hidden = {"tiny": 16, "small": 32, "paper": 128}[scale]
     teacher = {"seq_len": [T], "steps": [steps], "hidden": [hidden], "teacher_lam": lams}
     kept = {**teacher, "save_checkpoint": [True]}  # not hashed: the points are the same
     stable_lams = {"tiny": [0.5], "small": [0.5, 0.8, 0.95], "paper": [0.5, 0.8, 0.95]}[scale]
-    # chorales: training crops of 64 frames (quarter notes); evaluation on whole chorales
+    window = {"base": ["rnn"]}
+    return [
+        {"models": ["window"], "tasks": ["teacher"], "k": ks[scale], "seeds": seeds,
+         "set": {**teacher, **window}},
+        # the full RNN, and for the λ^k test on its own weights (`stress --run` of each, in
+        # scripts/reproduce.sh): the RNN projected to ‖W‖₂ ≤ λ for several λ, and the
+        # control, an IRNN (identity recurrence, ReLU), which is not made to forget
+        {"models": ["rnn", "irnn"], "tasks": ["teacher"], "seeds": seeds, "set": kept},
+        {"models": ["rnn"], "tasks": ["teacher"], "seeds": seeds,
+         "set": {**kept, "stable": [True], "lam": stable_lams}},
+    ]  # fmt: skip
+
+
+def _chorales(scale: str, seeds: list[int]) -> list[dict]:
+    # training crops of 64 frames (quarter notes); evaluation on whole chorales
     music_ks = {"tiny": [4], "small": [4, 16, 64], "paper": [4, 16, 64]}[scale]
     music = {
         "steps": [{"tiny": 30, "small": 1000, "paper": 10000}[scale]],
         "hidden": [{"tiny": 16, "small": 64, "paper": 256}[scale]],
     }
     return [
-        {
-            "models": ["window"],
-            "tasks": ["teacher"],
-            "k": ks,
-            "seeds": seeds,
-            "set": {**teacher, "base": ["rnn"]},
-        },
-        # the full RNN, and for the λ^k test on its own weights (`stress --run` of each, in
-        # scripts/reproduce.sh): the RNN projected to ‖W‖₂ ≤ λ for several λ, and the
-        # control, an IRNN (identity recurrence, ReLU), which is not made to forget
-        {"models": ["rnn", "irnn"], "tasks": ["teacher"], "seeds": seeds, "set": kept},
-        {
-            "models": ["rnn"],
-            "tasks": ["teacher"],
-            "seeds": seeds,
-            "set": {**kept, "stable": [True], "lam": stable_lams},
-        },
-        {
-            "models": ["rnn", "lstm"],
-            "tasks": ["chorales"],
-            "k": [16, None],
-            "seeds": seeds,
-            "set": {**music, "stable": [False, True]},
-        },
-        {
-            "models": ["window"],
-            "tasks": ["chorales"],
-            "k": music_ks,
-            "seeds": seeds,
-            "set": {**music, "base": ["lstm"]},
-        },
-        {
-            "models": ["tcn"],
-            "tasks": ["chorales"],
-            "k": music_ks,
-            "seeds": seeds,
-            "set": {"steps": music["steps"]},
-        },
-        {
-            "models": ["rnn", "lstm"],
-            "tasks": ["ptb-char"],
-            "seeds": seeds,
-            "set": {
-                "steps": [{"tiny": 30, "small": 2000, "paper": 20000}[scale]],
-                "hidden": [{"tiny": 16, "small": 128, "paper": 256}[scale]],
-                "seq_len": [{"tiny": 32, "small": 100, "paper": 100}[scale]],
-                "stable": [False, True],
-            },
-        },
-    ]
+        {"models": ["rnn", "lstm"], "tasks": ["chorales"], "k": [16, None], "seeds": seeds,
+         "set": {**music, "stable": [False, True]}},
+        {"models": ["window"], "tasks": ["chorales"], "k": music_ks, "seeds": seeds,
+         "set": {**music, "base": ["lstm"]}},
+        {"models": ["tcn"], "tasks": ["chorales"], "k": music_ks, "seeds": seeds,
+         "set": {"steps": music["steps"]}},
+    ]  # fmt: skip
+
+
+def _ptb(scale: str, seeds: list[int]) -> list[dict]:
+    return [
+        {"models": ["rnn", "lstm"], "tasks": ["ptb-char"], "seeds": seeds,
+         "set": {
+             "steps": [{"tiny": 30, "small": 2000, "paper": 20000}[scale]],
+             "hidden": [{"tiny": 16, "small": 128, "paper": 256}[scale]],
+             "seq_len": [{"tiny": 32, "small": 100, "paper": 100}[scale]],
+             "stable": [False, True],
+         }},
+    ]  # fmt: skip
