@@ -146,7 +146,6 @@ def make_plan(
     checked for every family at every k (nothing is written). `epsilon`: one tolerance, or
     several (a profile: one answer per ε from the same cells)."""
     from seqbench.configure import check_fits, fed_steps
-    from seqbench.models import MODELS
 
     given = parse_sets(sets)
     if path is not None:
@@ -154,25 +153,7 @@ def make_plan(
     fams = tuple(dict.fromkeys(families if families is not None else FAMILIES))
     refs = tuple(dict.fromkeys(references if references is not None else REFERENCES))
     seeds_t = tuple(dict.fromkeys(seeds if seeds is not None else SEEDS))
-    if not fams:
-        raise UsageError("--families names no feedforward family: nothing would vary k")
-    for m in fams:
-        if MODELS.get(m).recurrent:
-            raise UsageError(
-                f"--families takes feedforward models; {m} is recurrent (--references)"
-            )
-    for m in refs:
-        if not MODELS.get(m).recurrent:
-            raise UsageError(
-                f"--references takes recurrent models; {m} is feedforward (--families)"
-            )
-    if len(seeds_t) < MIN_SEEDS:
-        raise UsageError(
-            f"memory needs at least {MIN_SEEDS} seeds for an interval over seeds, got "
-            f"{len(seeds_t)}"
-        )
-    if params is not None and not (isinstance(params, int) and params > 0):
-        raise UsageError(f"--params must be a positive number of parameters, got {params}")
+    _check_parts(fams, refs, seeds_t, params)
     relative_to = RELATIVE_TO[0] if relative_to is None else relative_to
     profile = tolerances(epsilon, relative_to)
     epsilon = profile[0]
@@ -188,16 +169,7 @@ def make_plan(
     # sequence too long is refused naming seq_len now, not after a budget search at every k
     check_fits(replace(probe, params=None))
     steps = fed_steps(probe)
-    if max_k is None:
-        top = steps
-    elif max_k > steps:
-        raise UsageError(f"--max-k {max_k} is beyond the {steps} steps a sequence of {task} has")
-    elif max_k < 2:
-        raise UsageError(f"--max-k must be at least 2, got {max_k}")
-    else:
-        top = max_k
-    if top < 2:
-        raise UsageError(f"{task}'s sequences have {steps} step(s): too short for a k-sweep")
+    top = _largest_k(task, max_k, steps)
     task_name = probe.task  # `file` resolves to the file's kind
     plan = MemoryPlan(
         name or "",
@@ -227,6 +199,48 @@ def make_plan(
 # tolerances one profile may ask: each is an answer with a bisection of its own (10,000 ran
 # past 60 s before a word was said)
 MAX_TOLERANCES = 32
+
+
+def _check_parts(
+    fams: tuple[str, ...], refs: tuple[str, ...], seeds: tuple[int, ...], params: int | None
+) -> None:
+    """The families are feedforward, the references recurrent, the seeds enough for an
+    interval, the budget a positive number of parameters."""
+    from seqbench.models import MODELS
+
+    if not fams:
+        raise UsageError("--families names no feedforward family: nothing would vary k")
+    for m in fams:
+        if MODELS.get(m).recurrent:
+            raise UsageError(
+                f"--families takes feedforward models; {m} is recurrent (--references)"
+            )
+    for m in refs:
+        if not MODELS.get(m).recurrent:
+            raise UsageError(
+                f"--references takes recurrent models; {m} is feedforward (--families)"
+            )
+    if len(seeds) < MIN_SEEDS:
+        raise UsageError(
+            f"memory needs at least {MIN_SEEDS} seeds for an interval over seeds, got {len(seeds)}"
+        )
+    if params is not None and not (isinstance(params, int) and params > 0):
+        raise UsageError(f"--params must be a positive number of parameters, got {params}")
+
+
+def _largest_k(task: str, max_k: int | None, steps: int) -> int:
+    """The largest context of the grid: --max-k, or every step a sequence has."""
+    if max_k is None:
+        top = steps
+    elif max_k > steps:
+        raise UsageError(f"--max-k {max_k} is beyond the {steps} steps a sequence of {task} has")
+    elif max_k < 2:
+        raise UsageError(f"--max-k must be at least 2, got {max_k}")
+    else:
+        top = max_k
+    if top < 2:
+        raise UsageError(f"{task}'s sequences have {steps} step(s): too short for a k-sweep")
+    return top
 
 
 def tolerances(epsilon: float | list[float] | str | None, relative_to: str) -> tuple[float, ...]:
