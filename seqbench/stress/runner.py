@@ -268,7 +268,6 @@ def stress(
     analysed as it would train at k = 16, without a training run. `store` may be a function
     that opens it: called only once the input has passed every check (or a trained run is to
     be read), so that a refusal leaves no store file behind."""
-    from seqbench.models import MODELS
     from seqbench.training.heap import keep_freed_memory
     from seqbench.training.threads import apply_threads, choose_threads
 
@@ -276,57 +275,12 @@ def stress(
     apply_threads(n_threads)
     keep_freed_memory()
 
-    if seq_len <= 0:
-        raise UsageError(f"seq-len must be positive, got {seq_len}")
-    if batch <= 0:
-        raise UsageError(f"batch must be positive, got {batch}")
-    if hidden is not None and hidden <= 0:
-        raise UsageError(f"hidden must be positive, got {hidden}")
-    if dtype not in ("float32", "float64"):
-        raise UsageError(f"dtype must be float32 or float64, got {dtype!r}")
-    if not (math.isfinite(rtol) and 0 < rtol < 1):
-        raise UsageError(f"--rtol must be a number in (0, 1), got {rtol:g}")
-    if not (math.isfinite(eps) and 0 <= eps < 1):
-        raise UsageError(f"--eps must be a number in [0, 1), got {eps:g}")
+    _check_args(models, seq_len, batch, hidden, dtype, rtol, eps, seeds, k, overrides)
     tdtype = getattr(torch, dtype)
-    if k is not None and k < 1:
-        raise UsageError(f"k must be at least 1, got {k}")
-    from seqbench.parsing import MAX_SEED
-
-    for s in seeds:
-        if not 0 <= s <= MAX_SEED:
-            raise UsageError(f"--seeds: a seed must be in [0, 2^32), got {s}")
     from seqbench.configure import stored_k
 
-    for m in models:
-        MODELS.get(m)
-    flags = {"model": "--models", "seq_len": "--seq-len", "hidden": "--hidden", "k": "--k"}
-    for key in overrides or {}:
-        if key in flags:
-            raise UsageError(f"--set {key}: give it as {flags[key]}")
-        if key == "task":
-            raise UsageError("--set task: stress analyses models on random inputs, not a task")
-    if k is not None:
-        recurrent = [m for m in models if MODELS.get(m).recurrent]
-        if recurrent:
-            raise UsageError(
-                f"--k sets a feedforward model's context; {', '.join(recurrent)} "
-                "is measured through full backpropagation: stress it without --k"
-            )
-    jobs = []  # (label, make) built up front so bad input fails before any write
-    for m in models:
-        for s in seeds:
-            bb, cfg = fresh_backbone(
-                m,
-                seq_len,
-                hidden,
-                s,
-                in_dim,
-                check=lambda c: check_ram(c, batch, seq_len, c.hidden, in_dim, c.layers, tdtype),
-                k=k,
-                overrides=overrides,
-            )
-            jobs.append((m, s, "init", bb, in_dim, stored_k(cfg), {}))
+    # built up front so bad input fails before any write
+    jobs = _fresh_jobs(models, seeds, seq_len, hidden, in_dim, batch, tdtype, k, overrides)
     opened: list[Store] = []
 
     def the_store() -> Store:
@@ -354,24 +308,87 @@ def stress(
     results = []
     if on_start:
         on_start(len(jobs))
+    measure = {"seq_len": seq_len, "batch": batch, "dtype": tdtype, "rtol": rtol, "eps": eps}
     for m, s, source, bb, d, context_k, own in jobs:
-        res = analyse(
-            bb,
-            model=m,
-            seed=s,
-            seq_len=seq_len,
-            batch=batch,
-            in_dim=d,
-            dtype=tdtype,
-            source=source,
-            rtol=rtol,
-            eps=eps,
-        )
+        res = analyse(bb, model=m, seed=s, in_dim=d, source=source, **measure)
         res.run_id = save(the_store(), res, {**params, **own}, threads_from, k=context_k)
         results.append(res)
         if on_result:
             on_result(res)
     return results
+
+
+def _fresh_jobs(models, seeds, seq_len, hidden, in_dim, batch, tdtype, k, overrides) -> list:
+    """(model, seed, source, backbone, in_dim, its k, own params) of each model × seed at
+    init, each checked against the memory it needs."""
+    from seqbench.configure import stored_k
+
+    jobs = []
+    for m in models:
+        for s in seeds:
+            bb, cfg = fresh_backbone(
+                m,
+                seq_len,
+                hidden,
+                s,
+                in_dim,
+                check=lambda c: check_ram(c, batch, seq_len, c.hidden, in_dim, c.layers, tdtype),
+                k=k,
+                overrides=overrides,
+            )
+            jobs.append((m, s, "init", bb, in_dim, stored_k(cfg), {}))
+    return jobs
+
+
+def _check_args(
+    models: list[str],
+    seq_len: int,
+    batch: int,
+    hidden: int | None,
+    dtype: str,
+    rtol: float,
+    eps: float,
+    seeds,
+    k: int | None,
+    overrides: dict | None,
+) -> None:
+    """stress's arguments, each refused in one line before anything is built or written."""
+    from seqbench.models import MODELS
+
+    if seq_len <= 0:
+        raise UsageError(f"seq-len must be positive, got {seq_len}")
+    if batch <= 0:
+        raise UsageError(f"batch must be positive, got {batch}")
+    if hidden is not None and hidden <= 0:
+        raise UsageError(f"hidden must be positive, got {hidden}")
+    if dtype not in ("float32", "float64"):
+        raise UsageError(f"dtype must be float32 or float64, got {dtype!r}")
+    if not (math.isfinite(rtol) and 0 < rtol < 1):
+        raise UsageError(f"--rtol must be a number in (0, 1), got {rtol:g}")
+    if not (math.isfinite(eps) and 0 <= eps < 1):
+        raise UsageError(f"--eps must be a number in [0, 1), got {eps:g}")
+    if k is not None and k < 1:
+        raise UsageError(f"k must be at least 1, got {k}")
+    from seqbench.parsing import MAX_SEED
+
+    for s in seeds:
+        if not 0 <= s <= MAX_SEED:
+            raise UsageError(f"--seeds: a seed must be in [0, 2^32), got {s}")
+    for m in models:
+        MODELS.get(m)
+    flags = {"model": "--models", "seq_len": "--seq-len", "hidden": "--hidden", "k": "--k"}
+    for key in overrides or {}:
+        if key in flags:
+            raise UsageError(f"--set {key}: give it as {flags[key]}")
+        if key == "task":
+            raise UsageError("--set task: stress analyses models on random inputs, not a task")
+    if k is not None:
+        recurrent = [m for m in models if MODELS.get(m).recurrent]
+        if recurrent:
+            raise UsageError(
+                f"--k sets a feedforward model's context; {', '.join(recurrent)} "
+                "is measured through full backpropagation: stress it without --k"
+            )
 
 
 def curves_of(r: StressResult) -> StressCurves:
