@@ -324,11 +324,7 @@ def _loop(run: _Run) -> TrainOutcome:
     cfg, task, model, device, buffer = run.cfg, run.task, run.model, run.device, run.buffer
     progress = run.progress
     opt = make_optimizer(cfg, model)
-    sched = (
-        torch.optim.lr_scheduler.StepLR(opt, cfg.lr_decay_every, gamma=cfg.lr_decay)
-        if cfg.lr_decay_every
-        else None
-    )
+    sched = _scheduler(cfg, opt)
     gen = generator(cfg.seed, 3)
     steps = cfg.steps
     eval_every = cfg.eval_every or max(steps // 10, 1)
@@ -340,17 +336,6 @@ def _loop(run: _Run) -> TrainOutcome:
     train_time = 0.0
 
     amp, scaler = mixed_precision(cfg.precision, device)
-
-    def evaluate(split):
-        model.eval()
-        with amp():
-            if split == "test" and cfg.test_stream:  # the whole split (tasks/text.py)
-                ev = task.evaluate_stream(model, split, device)
-            else:
-                ev = task.evaluate(lambda x: model(x.to(device)), split, cfg.eval_batch_size)
-        model.train()
-        return ev
-
     progress.on_start(steps)
     model.train()
     loss_v = math.nan
@@ -369,23 +354,8 @@ def _loop(run: _Run) -> TrainOutcome:
                 {"diverged_step": step, "final_train_loss": loss_v, "steps": step},
                 f"the training loss became {loss_v} at step {step}",
             )
-        opt.zero_grad(set_to_none=True)
         log_now = step % LOG_EVERY == 0 or step == 1
-        if scaler is None:
-            loss.backward()
-            if cfg.clip or log_now:  # the norm costs a pass over every gradient: only when used
-                gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip or math.inf)
-            if cfg.clip_value:
-                torch.nn.utils.clip_grad_value_(model.parameters(), cfg.clip_value)
-            opt.step()
-        else:  # fp16: scale the loss, unscale before clipping; a step with inf grads is skipped
-            scaler.scale(loss).backward()
-            scaler.unscale_(opt)
-            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip or math.inf)
-            if cfg.clip_value:
-                torch.nn.utils.clip_grad_value_(model.parameters(), cfg.clip_value)
-            scaler.step(opt)
-            scaler.update()
+        gnorm = _update(cfg, model, opt, scaler, loss, log_now)
         if sched:
             sched.step()
         model.constrain_()
@@ -397,16 +367,13 @@ def _loop(run: _Run) -> TrainOutcome:
         progress.on_step(step, loss_v)
 
         if step % eval_every == 0 or step == steps:
-            ev = evaluate("valid")
+            ev = _evaluate(run, amp, "valid")
             last_valid = ev["metric"]
             buffer += [("valid_loss", step, ev["loss"]), ("valid_metric", step, ev["metric"])]
             bound = model.backbone.stability_bound()
             if bound is not None:
                 buffer.append(("stability_bound", step, bound))
-            if math.isfinite(last_valid) and (
-                best["metric"] is None
-                or (last_valid > best["metric"] if higher else last_valid < best["metric"])
-            ):
+            if _better(last_valid, best["metric"], higher):
                 best = {
                     "metric": last_valid,
                     "state": copy.deepcopy(model.state_dict()),
@@ -423,7 +390,73 @@ def _loop(run: _Run) -> TrainOutcome:
 
     if best["state"] is not None:
         model.load_state_dict(best["state"])
-    test = evaluate("test")
+    test = _evaluate(run, amp, "test")
+    summaries, baseline = _summaries(run, test, best, last_valid, loss_v, steps, train_time)
+    why = blown_up(test["metric"], baseline, higher)
+    if why:  # the test pass blew up although training did not: diverged, never a result
+        return run.finish("diverged", summaries, why)
+    if cfg.save_checkpoint:
+        return run.finish("completed", summaries, checkpoint=_save_checkpoint(run))
+    return run.finish("completed", summaries)
+
+
+def _scheduler(cfg: RunConfig, opt: torch.optim.Optimizer):
+    """The learning rate times lr_decay every lr_decay_every steps; None without a decay."""
+    if not cfg.lr_decay_every:
+        return None
+    return torch.optim.lr_scheduler.StepLR(opt, cfg.lr_decay_every, gamma=cfg.lr_decay)
+
+
+def _evaluate(run: _Run, amp, split: str) -> dict:
+    """The model scored on `split` in eval mode (a language model's test split whole, as
+    tasks/text.py streams it), back in train mode after."""
+    cfg, task, model, device = run.cfg, run.task, run.model, run.device
+    model.eval()
+    with amp():
+        if split == "test" and cfg.test_stream:
+            ev = task.evaluate_stream(model, split, device)
+        else:
+            ev = task.evaluate(lambda x: model(x.to(device)), split, cfg.eval_batch_size)
+    model.train()
+    return ev
+
+
+def _update(cfg: RunConfig, model, opt, scaler, loss, log_now: bool) -> torch.Tensor | None:
+    """One optimiser step from `loss`: backward, clipping, the step (fp16: through the
+    gradient scaler, which skips a step with inf gradients). Returns the gradient norm where
+    it was computed (when clipping by norm, when logging, and always under fp16)."""
+    gnorm = None
+    opt.zero_grad(set_to_none=True)
+    if scaler is None:
+        loss.backward()
+        if cfg.clip or log_now:  # the norm costs a pass over every gradient: only when used
+            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip or math.inf)
+        if cfg.clip_value:
+            torch.nn.utils.clip_grad_value_(model.parameters(), cfg.clip_value)
+        opt.step()
+    else:  # fp16: scale the loss, unscale before clipping; a step with inf grads is skipped
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip or math.inf)
+        if cfg.clip_value:
+            torch.nn.utils.clip_grad_value_(model.parameters(), cfg.clip_value)
+        scaler.step(opt)
+        scaler.update()
+    return gnorm
+
+
+def _better(value: float, best: float | None, higher: bool) -> bool:
+    """Whether a validation metric beats the best so far (a non-finite one never does)."""
+    if not math.isfinite(value):
+        return False
+    return best is None or (value > best if higher else value < best)
+
+
+def _summaries(run: _Run, test: dict, best: dict, last_valid: float, loss_v: float,
+               steps: int, train_time: float) -> tuple[dict[str, float], float | None]:  # fmt: skip
+    """What a finished run stores as its summaries (the test pass, the best validation
+    point, the steps it trained, its cost, the task's baselines), and the trivial baseline."""
+    cfg, task, model, device = run.cfg, run.task, run.model, run.device
     summaries = {
         "test_metric": test["metric"],
         "test_loss": test["loss"],
@@ -455,19 +488,18 @@ def _loop(run: _Run) -> TrainOutcome:
         summaries["baseline"] = baseline
     summaries.update(task.other_baselines())
     if not TASKS.is_builtin(cfg.task):  # a plugin task: reports read its direction from here
-        summaries["higher_is_better"] = float(higher)
-    why = blown_up(test["metric"], baseline, higher)
-    if why:  # the test pass blew up although training did not: diverged, never a result
-        return run.finish("diverged", summaries, why)
-    if cfg.save_checkpoint:
-        # the run id plus a random tag: two stores in one directory both have a run 1, and
-        # neither may overwrite the other's weights
-        tag = secrets.token_hex(4)
-        path = run.checkpoint_dir / f"run-{run.recorder.run_id}-{tag}.pt"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"config": cfg.to_dict(), "state_dict": model.state_dict()}, path)
-        return run.finish("completed", summaries, checkpoint=str(path.resolve()))
-    return run.finish("completed", summaries)
+        summaries["higher_is_better"] = float(task.higher_is_better)
+    return summaries, baseline
+
+
+def _save_checkpoint(run: _Run) -> str:
+    """The trained weights and config, saved under the run id plus a random tag (two stores
+    in one directory both have a run 1, and neither may overwrite the other's weights)."""
+    tag = secrets.token_hex(4)
+    path = run.checkpoint_dir / f"run-{run.recorder.run_id}-{tag}.pt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"config": run.cfg.to_dict(), "state_dict": run.model.state_dict()}, path)
+    return str(path.resolve())
 
 
 PROBE_STEPS = 4  # optimiser steps timed by probe_seconds, after one untimed warm-up step
