@@ -95,18 +95,15 @@ class Stop:
         return not self.missing
 
 
-class _Stopped(Exception):
-    def __init__(self, stop: Stop) -> None:
-        self.stop = stop
-
-
 def dry_replay(store, plan: MemoryPlan, race: bool = True) -> Stop:
     """What the same memory command would do on this store, training and writing nothing:
     the race and the bisection replayed on the stored runs of the plan's sweep as far as they
     go, to the end (`complete`: a rerun trains nothing and re-derives the answer) or to the
     first stage with a point the sweep has no result for."""
 
-    def check(now: MemoryPlan, runs: pd.DataFrame, rounds: int) -> None:
+    stopped: list[Stop] = []
+
+    def check(now: MemoryPlan, runs: pd.DataFrame, rounds: int) -> bool:
         """After each stage's read of the store (nothing trained): stop at a point it lacks."""
         have = {  # k is NaN in the frame where a reference has none
             (m, None if m in now.references else int(k), int(seed))
@@ -114,15 +111,13 @@ def dry_replay(store, plan: MemoryPlan, race: bool = True) -> Stop:
         }
         missing = [c for c in now.points if (*cell_key(now, c), c.seed) not in have]
         if missing:
-            raise _Stopped(Stop(rounds, now, missing, len(now.points)))
+            stopped.append(Stop(rounds, now, missing, len(now.points)))
+        return bool(missing)
 
-    try:
-        now, asked, _answers, _ran, rounds = replay(
-            store, plan, lambda now, points, stage: 0, race, seen=check
-        )
-    except _Stopped as e:
-        return e.stop
-    return Stop(rounds, now, [], len(asked))
+    now, asked, _answers, _ran, rounds = replay(
+        store, plan, lambda now, points, stage: 0, race, seen=check
+    )
+    return stopped[0] if stopped else Stop(rounds, now, [], len(asked))
 
 
 class _OnePool:
@@ -161,8 +156,9 @@ def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
     points, stage)` (which trains those without a result and returns how many it trained)
     and the answers derived from what `read(plan)` gives after it (default: the plan's runs in
     `store`, plan_runs); `seen(plan, runs, rounds)`, if given, is shown each stage's runs as
-    read (the dry replay's check). Returns the plan with every context tried, the points
-    asked for by config hash, the answers, the runs trained and the bisection rounds."""
+    read, and ends the replay there by returning True (the dry replay's check: no answers
+    then). Returns the plan with every context tried, the points asked for by config hash,
+    the answers, the runs trained and the bisection rounds."""
     from seqbench.configure import config_hash
 
     read = read or (lambda now: plan_runs(store, now))
@@ -182,8 +178,8 @@ def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
                 ran += train(plan, list(asked.values()), stage)
                 now = replace(plan, points=list(asked.values()))
                 runs = read(now)
-                if seen is not None:
-                    seen(now, runs, rounds)
+                if seen is not None and seen(now, runs, rounds):
+                    return now, asked, [], ran, rounds
                 answers = answers_from(runs, now, facts)
                 settled = race_settled(runs, now, facts) if race else frozenset()
             elif n >= len(plan.seeds):
