@@ -121,7 +121,6 @@ __all__ = [
     "curve_runs",
     "curves_frame",
     "data_file",
-    "data_note",
     "default_layers",
     "delete_runs",
     "describe_database_error",
@@ -134,6 +133,7 @@ __all__ = [
     "format_cell",
     "grouped_curves",
     "import_baseline",
+    "is_file_task",
     "junit_xml",
     "leaderboard_rows",
     "list_baselines",
@@ -393,33 +393,6 @@ def table_fields(sets: list[str] | None) -> dict[str, Any]:
             )
         out[key] = coerce(key, val)
     return out
-
-
-def data_note(cfg: RunConfig) -> str | None:
-    """One line on a file task's data, as `train` prints it (None for other tasks)."""
-
-    if not is_file_task(cfg.task):
-        return None
-    f = data_file(cfg.path, cfg.target, cfg.split_seed, cfg.to_dict())
-    sizes = "/".join(str(f.sizes[s]) for s in ("train", "valid", "test"))
-    if f.table is not None:
-        t = f.table
-        x = t["x_cols"] or f"{t['y_cols']}'s own past"
-        return (
-            f"data {f.path}: forecast {t['y_cols']} {t['horizon']} step(s) after windows of "
-            f"T={f.seq_len} rows of {x}; {t['series']} series; train/valid/test {sizes} "
-            f"(split by time); baseline mse {f.baseline:.4g} (the train mean), persistence "
-            f"{f.persistence:.4g} (the last value)"
-        )
-    how = {
-        "inferred": "inferred from the arrays; --set target=... to choose",
-        "metadata": "from the file's metadata",
-    }.get(f.kind_source, "given")
-    split = "the file's splits" if f.split_seed is None else f"split seed {f.split_seed}"
-    return (
-        f"data {f.path}: {f.kind} ({how}); T={f.seq_len}; train/valid/test {sizes} "
-        f"({split}); baseline {f.metric} {f.baseline:.4g} ({f.baseline_note})"
-    )
 
 
 def metric_name(task: str) -> str | None:

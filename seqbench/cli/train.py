@@ -189,7 +189,7 @@ def train(
         tags=api.parse_assignments(tag, "--tag"),
     )  # fmt: skip
     api.check_run_name(name)
-    note = api.data_note(cfg)
+    note = _data_note(cfg)
     if note and not quiet and not dry_run:
         typer.echo(note, err=True)
     if dry_run:
@@ -226,4 +226,31 @@ def _say(outcome) -> None:
     typer.echo(
         f"run {outcome.run_id} completed: test {metric} {s['test_metric']:.4g}{base}, "
         f"{steps} in {s['wall_seconds']:.1f}s"
+    )
+
+
+def _data_note(cfg) -> str | None:
+    """One line on a file task's data, as `train` prints it (None for other tasks)."""
+
+    if not api.is_file_task(cfg.task):
+        return None
+    f = api.data_file(cfg.path, cfg.target, cfg.split_seed, cfg.to_dict())
+    sizes = "/".join(str(f.sizes[s]) for s in ("train", "valid", "test"))
+    if f.table is not None:
+        t = f.table
+        x = t["x_cols"] or f"{t['y_cols']}'s own past"
+        return (
+            f"data {f.path}: forecast {t['y_cols']} {t['horizon']} step(s) after windows of "
+            f"T={f.seq_len} rows of {x}; {t['series']} series; train/valid/test {sizes} "
+            f"(split by time); baseline mse {f.baseline:.4g} (the train mean), persistence "
+            f"{f.persistence:.4g} (the last value)"
+        )
+    how = {
+        "inferred": "inferred from the arrays; --set target=... to choose",
+        "metadata": "from the file's metadata",
+    }.get(f.kind_source, "given")
+    split = "the file's splits" if f.split_seed is None else f"split seed {f.split_seed}"
+    return (
+        f"data {f.path}: {f.kind} ({how}); T={f.seq_len}; train/valid/test {sizes} "
+        f"({split}); baseline {f.metric} {f.baseline:.4g} ({f.baseline_note})"
     )
