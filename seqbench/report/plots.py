@@ -11,6 +11,19 @@ import pandas as pd
 from seqbench.report.tables import Report, _baseline_for
 
 
+def _finish(ax, rep, task: str, ys, xlabel: str | None = None) -> None:
+    """A task's panel, finished: a log y-axis where the values span more than 20×, the
+    trivial baseline as a dashed line, the title, the axis labels and the legend."""
+    if len(ys) and ys.max() / ys.min() > 20:
+        ax.set_yscale("log")
+        plain_log_ticks(ax.yaxis)
+    base = _plot_baseline(rep, task)
+    if base is not None:
+        ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
+    ax.set(title=task, ylabel=_ylabel(rep, task), **({"xlabel": xlabel} if xlabel else {}))
+    _legend(ax)
+
+
 def _plot_baseline(rep: Report, task: str) -> float | None:
     """One line per panel, only when the task's rows share one baseline (within 1%)."""
     vals = [v for k, v in rep.baselines.items() if k[0] == task and len(k) > 1]
@@ -74,14 +87,7 @@ def plot_report(rep: Report, path: str | None):
             ticks = spaced_ticks(sorted(set(xs)), log=ax.get_xscale() == "log")
             ax.set_xticks(ticks, [f"{int(t)}" for t in ticks])
             ax.minorticks_off()
-        if len(ys) and ys.max() / ys.min() > 20:
-            ax.set_yscale("log")
-            plain_log_ticks(ax.yaxis)
-        base = _plot_baseline(rep, task)
-        if base is not None:
-            ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
-        ax.set(title=task, xlabel=x, ylabel=_ylabel(rep, task))
-        _legend(ax)
+        _finish(ax, rep, task, ys, xlabel=x)
     return _save(fig, rep, path, plt)
 
 
@@ -176,14 +182,7 @@ def _bar_plot(rep: Report, path: str | None, plt):
             fontsize=7,
         )
         ys = sub["mean"][np.isfinite(sub["mean"]) & (sub["mean"] > 0)]
-        if len(ys) and ys.max() / ys.min() > 20:
-            ax.set_yscale("log")
-            plain_log_ticks(ax.yaxis)
-        base = _plot_baseline(rep, task)
-        if base is not None:
-            ax.axhline(base, color="grey", ls="--", lw=1, label="trivial baseline")
-        ax.set(title=task, ylabel=_ylabel(rep, task))
-        _legend(ax)
+        _finish(ax, rep, task, ys)
     return _save(fig, rep, path, plt)
 
 
