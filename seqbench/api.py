@@ -87,7 +87,7 @@ if TYPE_CHECKING:
     from seqbench.sweep.runner import SweepOutcome, check_workers, sweep_status
     from seqbench.sweep.runner import check_flags as check_sweep_flags
     from seqbench.sweep.spec import plan as sweep_plan
-    from seqbench.tasks.series import reading_progress as table_progress
+    from seqbench.tasks.reading import reading_progress as table_progress
     from seqbench.training.loop import TrainOutcome, load_checkpoint
 
 
@@ -852,7 +852,7 @@ LAZY: dict[str, str] = {
     "resolve_baseline": "seqbench.report.check:resolve_baseline",
     "check": "seqbench.report.check:check",
     "check_tolerances": "seqbench.report.check:check_tolerances",
-    "table_progress": "seqbench.tasks.series:reading_progress",
+    "table_progress": "seqbench.tasks.reading:reading_progress",
     "junit_xml": "seqbench.report.check:junit_xml",
     "variant_label": "seqbench.report.check:variant_label",
 }

@@ -35,20 +35,18 @@ and persistence (the target's last value in the window: y at row e).
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import errno
 import hashlib
 import itertools
 import json
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from seqbench.errors import SeqbenchError, UsageError
+from seqbench.tasks import reading
 
 SUFFIXES = (".csv", ".parquet", ".pq")
 TABLE_FIELDS = ("x_cols", "y_cols", "time_col", "series_col", "horizon")
@@ -199,23 +197,9 @@ def _fail(path: str, why: str) -> TableError:
 
 
 # A CSV past this many bytes is read in chunks of CHUNK_ROWS rows, each reported to the
-# progress callback that reading_progress() installs (the CLI's bar), when one is installed.
+# progress callback a front end installed (tasks/reading.py: the CLI's bar), if it did.
 PROGRESS_BYTES = 32 * 2**20
 CHUNK_ROWS = 500_000
-_progress: contextvars.ContextVar[Callable[[int, int], None] | None] = contextvars.ContextVar(
-    "seqbench_table_progress", default=None
-)
-
-
-@contextlib.contextmanager
-def reading_progress(callback: Callable[[int, int], None]):
-    """Within the block, reading a CSV of more than PROGRESS_BYTES calls
-    `callback(bytes_read, file_bytes)` after each chunk, and once at the end."""
-    token = _progress.set(callback)
-    try:
-        yield
-    finally:
-        _progress.reset(token)
 
 
 def _read_csv(p: Path):
@@ -224,7 +208,7 @@ def _read_csv(p: Path):
     are floats, as one read makes them)."""
     import pandas as pd
 
-    report, size = _progress.get(), p.stat().st_size
+    report, size = reading.progress.get(), p.stat().st_size
     if report is None or size <= PROGRESS_BYTES:
         return pd.read_csv(p)
     with open(p, "rb") as f:
