@@ -42,8 +42,8 @@ def validate(cfg: RunConfig) -> None:
     check_fields(cfg)
     models.validate(cfg)
     tasks.validate(cfg)
-    if cfg.k is not None and cfg.seq_len and cfg.k > fed_steps(cfg):
-        steps = fed_steps(cfg)
+    steps = fed_steps(cfg) if cfg.k is not None and cfg.seq_len else None
+    if steps is not None and cfg.k > steps:
         raise UsageError(
             f"k = {cfg.k} is longer than the {steps} steps a sequence of {cfg.task} has: a "
             f"context of {steps} or more is the whole sequence; leave --k out for that, or "

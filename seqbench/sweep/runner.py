@@ -78,8 +78,7 @@ def check_options(stale_after: float = 60.0, **_: object) -> None:
 
 def check_flags(executor: str, workers: int | None, runs_per_gpu: int, stale_after: float) -> None:
     """The sweep's own flags, checked before its grid is built (a --dry-run's too)."""
-    if executor not in ("local", "ray"):
-        raise UsageError(f"--executor must be local or ray, got {executor!r}")
+    check_executor(executor)
     check_workers(workers)
     check_gpus(None, runs_per_gpu, 0)
     check_options(stale_after=stale_after)
@@ -115,6 +114,11 @@ def check_gpus(gpus: list[int] | None, runs_per_gpu: int, available: int) -> Non
         )
 
 
+def check_executor(executor: str) -> None:
+    if executor not in ("local", "ray"):
+        raise UsageError(f"--executor must be local or ray, got {executor!r}")
+
+
 def check_workers(workers: int | None) -> None:
     if workers is not None and not 0 < workers <= MAX_WORKERS:
         raise UsageError(f"--workers must be in 1..{MAX_WORKERS}, got {workers}")
@@ -133,8 +137,7 @@ def executor_factory(
     """A function that starts the executor (`local` or `ray`); bad options and an unreachable
     Ray cluster fail here, before anything is written. Points that run on CUDA spread over
     `gpus` (default: every visible GPU), `runs_per_gpu` at once on each."""
-    if executor not in ("local", "ray"):
-        raise UsageError(f"--executor must be local or ray, got {executor!r}")
+    check_executor(executor)
     check_workers(workers)
     available = visible_gpus() if available_gpus is None else available_gpus
     check_gpus(gpus, runs_per_gpu, available)

@@ -429,17 +429,16 @@ def _update(cfg: RunConfig, model, opt, scaler, loss, log_now: bool) -> torch.Te
     opt.zero_grad(set_to_none=True)
     if scaler is None:
         loss.backward()
-        if cfg.clip or log_now:  # the norm costs a pass over every gradient: only when used
-            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip or math.inf)
-        if cfg.clip_value:
-            torch.nn.utils.clip_grad_value_(model.parameters(), cfg.clip_value)
-        opt.step()
     else:  # fp16: scale the loss, unscale before clipping; a step with inf grads is skipped
         scaler.scale(loss).backward()
         scaler.unscale_(opt)
+    if cfg.clip or log_now or scaler is not None:  # the norm costs a pass: only when used
         gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip or math.inf)
-        if cfg.clip_value:
-            torch.nn.utils.clip_grad_value_(model.parameters(), cfg.clip_value)
+    if cfg.clip_value:
+        torch.nn.utils.clip_grad_value_(model.parameters(), cfg.clip_value)
+    if scaler is None:
+        opt.step()
+    else:
         scaler.step(opt)
         scaler.update()
     return gnorm

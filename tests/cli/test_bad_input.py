@@ -55,6 +55,8 @@ def one_run(db):
          "steps must be at most 1000000000"),
         (["train", "-m", "rnn", "-t", "digits", "--epochs", "1000000000000"], 2,
          "--epochs 1000000000000 is 34,000,000,000,000 steps of digits"),
+        (["train", "-m", "rnn", "-t", "adding", "--set", "eval_size=1000000000"], 2,
+         "lower hidden, layers, batch_size, seq_len or eval_size"),  # 2.2 TB of evaluation sets
         (["train", "-m", "rnn", "-t", "memory-function", "--set", "noise=1e20"], 2,
          "noise (the output noise's sd) must be at most 1e+06"),
         (["sweep", "--models", "rnn", "--tasks", "adding", "--stale-after", "1e20", "--dry-run"],

@@ -30,10 +30,9 @@ def _teacher(scale: str, seeds: list[int]) -> list[dict]:
     teacher = {"seq_len": [T], "steps": [steps], "hidden": [hidden], "teacher_lam": lams}
     kept = {**teacher, "save_checkpoint": [True]}  # not hashed: the points are the same
     stable_lams = {"tiny": [0.5], "small": [0.5, 0.8, 0.95], "paper": [0.5, 0.8, 0.95]}[scale]
-    window = {"base": ["rnn"]}
     return [
         {"models": ["window"], "tasks": ["teacher"], "k": ks[scale], "seeds": seeds,
-         "set": {**teacher, **window}},
+         "set": {**teacher, "base": ["rnn"]}},
         # the full RNN, and for the λ^k test on its own weights (`stress --run` of each, in
         # scripts/reproduce.sh): the RNN projected to ‖W‖₂ ≤ λ for several λ, and the
         # control, an IRNN (identity recurrence, ReLU), which is not made to forget
