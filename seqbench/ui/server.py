@@ -506,125 +506,134 @@ def _host_name(header: str) -> str | None:
 
 
 def make_handler(board: Dashboard, hosts: frozenset[str] | None = None) -> type:
+    """The request handler class of a server over `board`, answering to `hosts` (default:
+    127.0.0.1's names), at most PAGE_SLOTS pages built at once."""
     hosts = hosts if hosts is not None else allowed_hosts("127.0.0.1")
     slots = threading.BoundedSemaphore(PAGE_SLOTS)
+    return type("Handler", (_Handler,), {"board": board, "hosts": hosts, "slots": slots})
 
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "seqbench-ui"
-        timeout = REQUEST_TIMEOUT_S  # a half-open or slow client does not hold a thread forever
 
-        def log_message(self, fmt, *args):  # quiet: a dashboard is not a web server's log
-            pass
+class _Handler(BaseHTTPRequestHandler):
+    """The dashboard's answers; make_handler gives it its board, hosts and slots."""
 
-        def _send(
-            self, status: int, text: str, kind: str = "text/html; charset=utf-8", **headers: str
-        ):
-            """Every answer of the dashboard's: its text, type and headers (`headers`: more,
-            as Allow="GET, HEAD")."""
-            data = text.encode("utf-8")
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.send_header(
-                "Content-Security-Policy",
-                "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'",
-            )
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
+    server_version = "seqbench-ui"
+    timeout = REQUEST_TIMEOUT_S  # a half-open or slow client does not hold a thread forever
+    board: Dashboard
+    hosts: frozenset[str]
+    slots: threading.BoundedSemaphore
 
-        def do_GET(self):  # http.server calls do_<METHOD>
-            url = urlsplit(self.path)
-            # every name the request gives must be ours: each Host header (one is the rule; two
-            # get 400) and an absolute-form request line's authority (GET http://other/ ...)
-            given = self.headers.get_all("Host") or []
-            if len(given) != 1:
-                self._send(HTTPStatus.BAD_REQUEST, "one Host header, please\n", "text/plain")
-                return
-            names = [_host_name(given[0])]
-            if url.scheme or url.netloc:
-                names.append((url.hostname or "").lower())
-            if names[0] is None:
-                self._send(HTTPStatus.BAD_REQUEST, "a Host header is a name and a port\n",
-                           "text/plain")  # fmt: skip
-                return
-            if any(n not in hosts for n in names):
-                text = f"this dashboard answers only to {', '.join(sorted(hosts))}\n"
-                self._send(HTTPStatus.MISDIRECTED_REQUEST, text, "text/plain; charset=utf-8")
-                return
-            where = board.store.display_url
-            with slots:
-                try:
-                    q = parse_qs(url.query)
-                    title, body, refresh = board.page(url.path, q)
-                    page = render_page(title, body, url.path, refresh, where)
-                    status = HTTPStatus.OK
-                except NotFound as e:
-                    body = f"<p>{html.escape(str(e))}</p>"
-                    page = render_page("not found", body, "", None, where)
-                    status = HTTPStatus.NOT_FOUND
-                except SeqbenchError as e:  # a bad filter, an unknown run: said on the page
-                    body = f"<p class='error'>{html.escape(str(e))}</p>"
-                    page = render_page("cannot show this", body, url.path, None, where)
-                    status = HTTPStatus.BAD_REQUEST
-                except Exception as e:  # ours: one line to the browser, the traceback logged
-                    sys.stderr.write(
-                        f"seqbench ui: error serving {self.path!r}:\n{traceback.format_exc()}"
-                    )
-                    text = f"internal error ({type(e).__name__}); the server's log has the details"
-                    page = render_page(
-                        "error", f"<p>{html.escape(text)}</p>", url.path, None, where
-                    )
-                    status = HTTPStatus.INTERNAL_SERVER_ERROR
-                finally:
-                    board.store.release()  # this thread's read connection
-            self._send(status, page)
+    def log_message(self, fmt, *args):  # quiet: a dashboard is not a web server's log
+        pass
 
-        do_HEAD = do_GET
+    def _send(self, status: int, text: str, kind: str = "text/html; charset=utf-8",
+              **headers: str):  # fmt: skip
+        """Every answer of the dashboard's: its text, type and headers (`headers`: more, as
+        Allow="GET, HEAD")."""
+        data = text.encode("utf-8")
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header(
+            "Content-Security-Policy",
+            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'",
+        )
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
 
-        def _refuse(self):
-            self.close_connection = True
-            text = "the dashboard is read-only: GET and HEAD only\n"
-            self._send(HTTPStatus.METHOD_NOT_ALLOWED, text, "text/plain; charset=utf-8",
-                       Allow="GET, HEAD")  # fmt: skip
-
-        def __getattr__(self, name: str):
-            """Every other method (POST, OPTIONS, TRACE, CONNECT, a lowercase 'get'): 405 in
-            one line, not http.server's 501 page."""
-            if name.startswith("do_"):
-                return self._refuse
-            raise AttributeError(name)
-
-        def send_error(self, code, message=None, explain=None):
-            """http.server's own refusals (a bad request line, a header too long): one line
-            of text, as every answer of the dashboard's, not its HTML page."""
-            self.close_connection = True
-            if self.request_version == "HTTP/0.9":  # not parsed yet: a status line all the same
-                self.request_version = "HTTP/1.0"
+    def do_GET(self):  # http.server calls do_<METHOD>
+        url = urlsplit(self.path)
+        refused = self._host_refusal(url)
+        if refused:
+            self._send(*refused)
+            return
+        with self.slots:
             try:
-                phrase = HTTPStatus(code).phrase
-            except ValueError:
-                phrase = "error"
-            self._send(code, f"{message or phrase}\n", "text/plain; charset=utf-8",
-                       Connection="close")  # fmt: skip
-
-        def handle_one_request(self):
-            self.server.watchdog.watch(self.connection)  # until its headers are in
-            try:
-                super().handle_one_request()
+                status, page = self._page(url)
             finally:
-                self.server.watchdog.forget(self.connection)
+                self.board.store.release()  # this thread's read connection
+        self._send(status, page)
 
-        def parse_request(self) -> bool:
-            ok = super().parse_request()  # reads the headers
+    do_HEAD = do_GET
+
+    def _host_refusal(self, url) -> tuple[int, str, str] | None:
+        """Every name the request gives must be ours: each Host header (one is the rule; two
+        get 400) and an absolute-form request line's authority (GET http://other/ ...). The
+        refusal (status, text, type), or None."""
+        given = self.headers.get_all("Host") or []
+        if len(given) != 1:
+            return HTTPStatus.BAD_REQUEST, "one Host header, please\n", "text/plain"
+        names = [_host_name(given[0])]
+        if url.scheme or url.netloc:
+            names.append((url.hostname or "").lower())
+        if names[0] is None:
+            return HTTPStatus.BAD_REQUEST, "a Host header is a name and a port\n", "text/plain"
+        if any(n not in self.hosts for n in names):
+            text = f"this dashboard answers only to {', '.join(sorted(self.hosts))}\n"
+            return HTTPStatus.MISDIRECTED_REQUEST, text, "text/plain; charset=utf-8"
+        return None
+
+    def _page(self, url) -> tuple[int, str]:
+        """The page at `url` and its status: a missing thing is a 404, a bad request a 400
+        said on the page, an error of ours a 500 in one line (its traceback logged)."""
+        where = self.board.store.display_url
+        try:
+            title, body, refresh = self.board.page(url.path, parse_qs(url.query))
+            return HTTPStatus.OK, render_page(title, body, url.path, refresh, where)
+        except NotFound as e:
+            body = f"<p>{html.escape(str(e))}</p>"
+            return HTTPStatus.NOT_FOUND, render_page("not found", body, "", None, where)
+        except SeqbenchError as e:  # a bad filter, an unknown run: said on the page
+            body = f"<p class='error'>{html.escape(str(e))}</p>"
+            page = render_page("cannot show this", body, url.path, None, where)
+            return HTTPStatus.BAD_REQUEST, page
+        except Exception as e:  # ours: one line to the browser, the traceback logged
+            sys.stderr.write(f"seqbench ui: error serving {self.path!r}:\n{traceback.format_exc()}")
+            text = f"internal error ({type(e).__name__}); the server's log has the details"
+            page = render_page("error", f"<p>{html.escape(text)}</p>", url.path, None, where)
+            return HTTPStatus.INTERNAL_SERVER_ERROR, page
+
+    def _refuse(self):
+        self.close_connection = True
+        text = "the dashboard is read-only: GET and HEAD only\n"
+        self._send(HTTPStatus.METHOD_NOT_ALLOWED, text, "text/plain; charset=utf-8",
+                   Allow="GET, HEAD")  # fmt: skip
+
+    def __getattr__(self, name: str):
+        """Every other method (POST, OPTIONS, TRACE, CONNECT, a lowercase 'get'): 405 in one
+        line, not http.server's 501 page."""
+        if name.startswith("do_"):
+            return self._refuse
+        raise AttributeError(name)
+
+    def send_error(self, code, message=None, explain=None):
+        """http.server's own refusals (a bad request line, a header too long): one line of
+        text, as every answer of the dashboard's, not its HTML page."""
+        self.close_connection = True
+        if self.request_version == "HTTP/0.9":  # not parsed yet: a status line all the same
+            self.request_version = "HTTP/1.0"
+        try:
+            phrase = HTTPStatus(code).phrase
+        except ValueError:
+            phrase = "error"
+        self._send(code, f"{message or phrase}\n", "text/plain; charset=utf-8",
+                   Connection="close")  # fmt: skip
+
+    def handle_one_request(self):
+        self.server.watchdog.watch(self.connection)  # until its headers are in
+        try:
+            super().handle_one_request()
+        finally:
             self.server.watchdog.forget(self.connection)
-            return ok
 
-    return Handler
+    def parse_request(self) -> bool:
+        ok = super().parse_request()  # reads the headers
+        self.server.watchdog.forget(self.connection)
+        return ok
 
 
 class _Watchdog:
