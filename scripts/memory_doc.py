@@ -23,26 +23,28 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 SB = [sys.executable, "-m", "seqbench"]
-COMMON = ["--families", "tcn", "--references", "gru", "--seeds", "0,1,2"]
+# every run ends once its validation has not improved for three evaluations (early stopping:
+# converged), or at its task's steps, three times what the answers of 2026-12-04 trained
+COMMON = ["--set", "patience=3", "--families", "tcn", "--references", "gru", "--seeds", "0,1,2"]
 
 # (label, task args, what theory says, or None)
 TASKS = [
     ("teacher, linear, λ = 0.5", ["--task", "teacher", "--set", "teacher_kind=linear",
-     "--set", "teacher_lam=0.5", "--set", "seq_len=16", "--set", "steps=1000"], "teacher"),
+     "--set", "teacher_lam=0.5", "--set", "seq_len=16", "--set", "steps=3000"], "teacher"),
     ("teacher, linear, λ = 0.8", ["--task", "teacher", "--set", "teacher_kind=linear",
-     "--set", "teacher_lam=0.8", "--set", "seq_len=25", "--set", "steps=1000"], "teacher"),
+     "--set", "teacher_lam=0.8", "--set", "seq_len=25", "--set", "steps=3000"], "teacher"),
     ("teacher, linear, λ = 0.9", ["--task", "teacher", "--set", "teacher_kind=linear",
-     "--set", "teacher_lam=0.9", "--set", "seq_len=50", "--set", "steps=1000"], "teacher"),
-    ("adding, T = 20", ["--task", "adding", "--set", "seq_len=20", "--set", "steps=2000"],
+     "--set", "teacher_lam=0.9", "--set", "seq_len=50", "--set", "steps=3000"], "teacher"),
+    ("adding, T = 20", ["--task", "adding", "--set", "seq_len=20", "--set", "steps=6000"],
      "T = 20: a marker may sit at any step"),
-    ("copy, T = 10", ["--task", "copy", "--set", "seq_len=10", "--set", "steps=2000"],
+    ("copy, T = 10", ["--task", "copy", "--set", "seq_len=10", "--set", "steps=6000"],
      "T + 20 = 30: the whole input"),
-    ("digits", ["--task", "digits", "--set", "steps=500"], None),
-    ("chorales", ["--task", "chorales", "--set", "steps=300"], None),
-    ("ptb-char, T = 50", ["--task", "ptb-char", "--set", "seq_len=50", "--set", "steps=500"],
+    ("digits", ["--task", "digits", "--set", "steps=1500"], None),
+    ("chorales", ["--task", "chorales", "--set", "steps=900"], None),
+    ("ptb-char, T = 50", ["--task", "ptb-char", "--set", "seq_len=50", "--set", "steps=1500"],
      None),
     ("own data: CO2 (examples/co2_arrays.py)", ["--task", "file", "--path", "co2",
-     "--set", "steps=500"], None),
+     "--set", "steps=1500"], None),
 ]  # fmt: skip
 
 

@@ -23,7 +23,9 @@ tests; scripts/simulate_answer.py measures the rates by simulating it):
   `matches` with a k*; `needs-recurrence` when a recurrent reference is the best and every
   context tried is outside its tolerance (`family-gap` when the largest context was the whole
   input: then the gap is one of model family or training, not of memory); `undecided` when
-  the seeds cannot tell.
+  the seeds cannot tell; `under-trained` in place of any of the three statements when a cell
+  it rests on was still improving at its last evaluation (`resting_on`): the k* measured on
+  these budgets is kept, as what longer training may move.
 
 docs/science.md ("How much context: k*") says the same for users, with the rates the
 simulation measured and the calibration on trained tasks (docs/memory.md).
@@ -96,6 +98,9 @@ class Answer:
     units: str = ""  # what the metric is measured in (e.g. "standardised targets")
     label: str = ""  # the task as people know it: own data named by its file (data_label)
     train_size: int | None = None  # own data: the training sequences (few: say so)
+    # the cells a stated answer rests on that were still improving (verdict "under-trained")
+    under_trained: list[str] = field(default_factory=list)
+    train_steps: int | None = None  # the most steps a cell trained for (a cap to double)
 
     @property
     def sentence(self) -> str:
@@ -127,6 +132,8 @@ class Answer:
             "metric": self.metric,
             "units": self.units,
             "train_size": self.train_size,
+            "under_trained": list(self.under_trained),
+            "train_steps": self.train_steps,
             "higher_is_better": self.higher_is_better,
             "baseline": _finite(self.baseline),
             "persistence": None if self.persistence is None else _finite(self.persistence),
@@ -417,6 +424,27 @@ def shown_short(cells: list[Cell], below: int | None = None) -> int:
     return out
 
 
+def resting_on(cells: list[Cell], best: Cell, verdict: str, k_low: int | None,
+               k_star: int | None) -> list[Cell]:  # fmt: skip
+    """The cells a stated verdict rests on, which must have converged for it to stand:
+
+    - `matches`: the best cell, every recurrent reference (a reference still improving may
+      become the best and move k*), and every feedforward cell from the interval's low end to
+      k* (one still improving may come within and move k* down);
+    - `needs-recurrence` and `family-gap`: the cells at the largest context tried (one still
+      improving may come within the best's tolerance; the best's own improving only widens
+      the gap).
+
+    None for `nothing-learned` and `undecided`: they state no k*."""
+    ff = [c for c in cells if c.k is not None]
+    if verdict == "matches":
+        return [c for c in cells if c is best or c.k is None or k_low <= c.k <= k_star]
+    if verdict in ("needs-recurrence", "family-gap"):
+        top = max(c.k for c in ff)
+        return [c for c in ff if c.k == top]
+    return []
+
+
 def verdict_of(cells: list[Cell], best: Cell, k_star: int | None, whole_input: bool) -> str:
     ff = [c for c in cells if c.k is not None]
     if not any(c.learned for c in cells):
@@ -455,6 +483,7 @@ def derive(
     units: str = "",
     label: str = "",
     train_size: int | None = None,
+    train_steps: int | None = None,
     alpha: float = ALPHA,
 ) -> Answer:
     """The answer from `runs`: one row per run with columns run_id, model, k (None for a
@@ -463,6 +492,7 @@ def derive(
     accuracy), test_const and test_gain_se (a shared test split's best constant and the noise
     of a gain over it), improving (the run was still improving at its last evaluation) and
     persistence (a forecast's last-value predictor: a warning when no model beats it).
+    `train_steps`: the most steps a cell trained, for the cap an under-trained answer names.
     Non-finite values (a diverged run) count as the baseline: a run that blew up learned
     nothing. `alpha`: the answer's level (ALPHA; the race judges at a stricter one,
     memory/race.py)."""
@@ -486,6 +516,9 @@ def derive(
     verdict = verdict_of(cells, cells[b], k_star, whole_input)
     if verdict == "nothing-learned":
         k_star = lo = hi = None
+    slow = [c.label for c in resting_on(cells, cells[b], verdict, lo, k_star) if c.improving]
+    if slow:
+        verdict = "under-trained"
     answer = Answer(
         task=task,
         verdict=verdict,
@@ -507,6 +540,8 @@ def derive(
         units=units,
         label=label,
         train_size=train_size,
+        under_trained=slow,
+        train_steps=train_steps,
     )
     from seqbench.memory.words import caveats
 

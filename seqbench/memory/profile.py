@@ -106,14 +106,17 @@ def fit_laws(points: list[dict], max_k: int | None = None) -> dict:
     third of it, a memory cut off there grows the same way, and the sentence says so).
     Returns {"laws": [Law as a dict], "law": the one the data pick or None, "sentence": one
     line}."""
-    usable = [p for p in points if p.get("k_star") is not None]
+    # a k* measured on cells still improving (an under-trained answer) is no point of a law
+    usable = [
+        p for p in points if p.get("k_star") is not None and p.get("verdict") != "under-trained"
+    ]
     if len({p["epsilon"] for p in usable}) < MIN_POINTS:
         return {
             "laws": [],
             "law": None,
             "sentence": (
                 f"cannot tell how k* grows: {len(usable)} of {len(points)} tolerance(s) have "
-                f"a k*, and a law needs {MIN_POINTS}"
+                f"a k* that stands (not under-trained), and a law needs {MIN_POINTS}"
             ),
         }
     xs = [math.log(1 / p["epsilon"]) for p in usable]

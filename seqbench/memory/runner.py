@@ -186,7 +186,8 @@ def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
                 break
             n = min(n + 1, len(plan.seeds))
         # every tolerance bisects its own boundary; a round trains all their midpoints at once
-        ks = {next_k(list(plan.ks), a.k_star) for a in answers if a.verdict == "matches"}
+        # an under-trained answer's k* is still what these budgets measured: it is bisected too
+        ks = {next_k(list(plan.ks), a.k_star) for a in answers if a.k_star is not None}
         ks.discard(None)
         if not ks or rounds >= ROUNDS:
             break
@@ -274,8 +275,8 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     """One row per point of the plan with a result: run_id, model, k, seed, value, baseline,
     test_count (the predictions its test scored), test_const and test_gain_se (own data's
     shared test split: its best constant and the noise of a gain over it), improving (its
-    validation curve was still improving at the last evaluation), and persistence where the
-    task stores it."""
+    validation curve was still improving at the last evaluation, and early stopping did not
+    end it), and persistence where the task stores it."""
     from seqbench.report.frames import curves_frame, metric_direction, results_frame
 
     statuses = ("completed", "diverged")
@@ -293,14 +294,22 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     metric = metric[[key in mine for key in keys]].reset_index(drop=True)
     ids = metric["run_id"].astype(int)
     extra = {}
-    for key in ("baseline", "test_count", "test_const", "test_gain_se", "persistence"):
+    keys = ("baseline", "test_count", "test_const", "test_gain_se", "persistence", "stopped_early")
+    for key in keys:
         got = results_frame(store, key, sweep=plan.name, statuses=statuses)
         if key == "baseline" or not got.empty:
             v = dict(zip(got["run_id"], got["value"], strict=True))
             extra[key] = [v.get(r, math.nan) for r in ids]
+    stopped = extra.pop("stopped_early", [math.nan] * len(ids))
     higher = metric_direction("test_metric", plan.task) == "higher"
     curves = curves_frame(store, list(ids), ["valid_metric"])
     by_run = {r: g.sort_values("step")["value"].tolist() for r, g in curves.groupby("run_id")}
+    # a run that early stopping ended (no better validation in `patience` evaluations) has
+    # converged by that rule, whatever its curve's tail looks like
+    improving = [
+        s != 1.0 and still_improving(by_run.get(r, []), higher)
+        for r, s in zip(ids, stopped, strict=True)
+    ]
     return pd.DataFrame(
         {
             "run_id": ids,
@@ -312,7 +321,7 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
             "seed": metric["seed"].astype(int),
             "value": metric["value"].astype(float),
             **extra,
-            "improving": [still_improving(by_run.get(r, []), higher) for r in ids],
+            "improving": improving,
         }
     )
 
@@ -333,6 +342,7 @@ def answer_facts(plan: MemoryPlan) -> dict:
         "units": metric_units(plan),
         "label": data_label(plan.task, plan.points[0].to_dict()),
         "train_size": train_size(plan),
+        "train_steps": max((p.steps for p in plan.points), default=None),
     }
 
 

@@ -141,6 +141,8 @@ def sentence(a: Answer) -> str:
             f"{lead}over seeds): {c.label} reaches {a.metric} {c.mean:.4g} against the best "
             f"{a.best:.4g} ({a.best_cell}{rel}), shown {tol} ({_references(a)})."
         )
+    if a.verdict == "under-trained":
+        return _under_trained(a, where)
     if a.verdict in ("needs-recurrence", "family-gap"):
         lead = (
             f"Needs recurrence {where}: {a.best_cell} ({a.best:.4g}) beats every finite context "
@@ -157,6 +159,23 @@ def sentence(a: Answer) -> str:
         f"Cannot tell {where} at these seeds: no context up to k = {a.max_k} is shown within "
         f"the tolerance of the best ({a.best_cell}, {a.best:.4g}), nor shown outside it "
         f"(tolerance: {tol}; {_references(a)})."
+    )
+
+
+def _under_trained(a: Answer, where: str) -> str:
+    """A statement the budgets cannot carry: what they measured, the cells it rests on that
+    were still improving, and a cap to try."""
+    if a.k_star is not None:
+        measured = f"these budgets put k* at {a.k_star} (interval {a.k_low}–{a.k_high})"
+    else:
+        measured = f"on these budgets {a.best_cell} beats every context up to k = {a.max_k}"
+    were = "was" if len(a.under_trained) == 1 else "were"
+    cap = f"steps={2 * a.train_steps}, twice these" if a.train_steps else "steps=..., more"
+    return (
+        f"Undecided (under-trained) {where}: {measured}, but {', '.join(a.under_trained)} "
+        f"{were} still improving at the last evaluation, and longer training may move the "
+        f"answer; train longer (--set {cap}; --set patience=3 ends each run once its "
+        "validation stops improving) and ask again."
     )
 
 

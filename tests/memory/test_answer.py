@@ -267,6 +267,75 @@ def test_cells_still_improving_are_flagged_under_trained():
     assert "under-trained; train longer (--set steps=...): tcn at k=1, tcn at k=4" in a.warnings
 
 
+def improving_at(cells: dict, slow: set) -> list[bool]:
+    """The `improving` column of runs(cells): every seed of the cells in `slow`."""
+    return [key in slow for key, values in cells.items() for _ in values]
+
+
+GRID = {("tcn", 1): FLAT, ("tcn", 2): FLAT, ("tcn", 4): LOW, ("tcn", 8): [0.009, 0.01, 0.008],
+        ("gru", None): [0.02, 0.021, 0.019]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("slow", "named"),
+    [
+        ({("tcn", 4)}, "tcn at k=4"),  # the k* cell
+        ({("tcn", 8)}, "tcn at k=8"),  # the best
+        ({("gru", None)}, "gru"),  # the reference: it may become the best
+        ({("tcn", 4), ("gru", None)}, "tcn at k=4, gru"),
+    ],
+)
+def test_an_answer_resting_on_a_cell_still_improving_is_under_trained(slow, named):
+    """A "matches" is only ever stated on cells that had stopped improving: with the k* cell,
+    the best or a reference still improving, the verdict is under-trained, the cells are named
+    and a cap to try is given; the k* these budgets measured is kept, said as such."""
+    converged = answer(GRID, train_steps=800)
+    assert (converged.verdict, converged.k_star) == ("matches", 4)
+    a = answer(GRID, train_steps=800, columns={"improving": improving_at(GRID, slow)})
+    assert a.verdict == "under-trained" and (a.k_star, a.k_low, a.k_high) == (4, 3, 4)
+    assert a.sentence.startswith("Undecided (under-trained) on t: these budgets put k* at 4")
+    assert f"but {named} w" in a.sentence and "--set steps=1600, twice these" in a.sentence
+    assert "matches" not in a.sentence and "is enough" not in a.sentence
+    doc = a.to_dict()
+    assert doc["verdict"] == "under-trained" and doc["under_trained"] == named.split(", ")
+
+
+def test_a_cell_inside_the_interval_still_improving_makes_it_under_trained():
+    """k = 2 cannot be told apart at these seeds (the interval is 2–4): were it trained
+    longer it could come within, and k* would move down."""
+    cells = {("tcn", 1): FLAT, ("tcn", 2): [0.05, 0.2, 0.012], ("tcn", 4): LOW, ("tcn", 8): LOW}
+    assert (answer(cells).k_low, answer(cells).k_star) == (2, 4)
+    a = answer(cells, columns={"improving": improving_at(cells, {("tcn", 2)})})
+    assert a.verdict == "under-trained" and a.under_trained == ["tcn at k=2"]
+    assert "--set steps=..., more" in a.sentence  # no steps known: no number made up
+
+
+def test_cells_an_answer_does_not_rest_on_leave_it_standing():
+    """k = 1, shown outside below the interval, still improving: the answer stands (the
+    warning still says so)."""
+    a = answer(GRID, columns={"improving": improving_at(GRID, {("tcn", 1)})})
+    assert a.verdict == "matches" and a.under_trained == []
+    assert "under-trained; train longer (--set steps=...): tcn at k=1" in a.warnings
+
+
+def test_needs_recurrence_rests_on_the_largest_context():
+    """Every context outside the GRU's tolerance: needs recurrence, unless the largest
+    context was still improving (it might yet come within)."""
+    cells = {("tcn", 1): FLAT, ("tcn", 8): [0.5, 0.51, 0.49], ("gru", None): LOW}
+    assert answer(cells).verdict == "needs-recurrence"
+    slow_ref = answer(cells, columns={"improving": improving_at(cells, {("gru", None)})})
+    assert slow_ref.verdict == "needs-recurrence"  # a better reference only widens the gap
+    a = answer(cells, columns={"improving": improving_at(cells, {("tcn", 8)})})
+    assert a.verdict == "under-trained" and a.k_star is None
+    assert "on these budgets gru beats every context up to k = 8" in a.sentence
+
+
+def test_nothing_learned_and_cannot_tell_state_no_k_star_to_doubt():
+    nothing = {("tcn", 1): FLAT, ("tcn", 8): FLAT}
+    a = answer(nothing, columns={"improving": [True] * 6})
+    assert a.verdict == "nothing-learned" and a.under_trained == []
+
+
 def test_a_cell_the_race_left_at_two_seeds_one_improving_is_flagged():
     """Half its seeds still improving flags a cell: the race stops a cell at two seeds, and
     one improving of two could have been two of three had it gone on. One of three is not."""

@@ -79,7 +79,7 @@ def test_cannot_tell_is_one_line_where_the_data_cannot():
         {"epsilon": 0.01, "k_star": None, "k_low": None, "k_high": None},
     ]
     got = fit_laws(two)
-    assert got["law"] is None and "2 of 3 tolerance(s) have a k*" in got["sentence"]
+    assert got["law"] is None and "2 of 3 tolerance(s) have a k* that stands" in got["sentence"]
     # wide intervals (what three seeds may give) let both laws through
     wide = [
         p | {"k_low": max(1, p["k_star"] - 4)} for p in closed_profile(64, kernel="exp", decay=0.9)

@@ -85,9 +85,9 @@ def test_memory_finds_the_linear_teachers_closed_form_k_star(cli):
 
     r = cli(
         "memory", "--task", "teacher", "--set", "teacher_kind=linear",
-        "--set", f"teacher_lam={LAM}", "--set", f"seq_len={T}", "--set", "steps=800",
-        "--families", "tcn", "--references", "none", "--max-k", "8", "--workers", "2",
-        "--quiet", "--format", "json",
+        "--set", f"teacher_lam={LAM}", "--set", f"seq_len={T}", "--set", "steps=2400",
+        "--set", "patience=3", "--families", "tcn", "--references", "none", "--max-k", "8",
+        "--workers", "2", "--quiet", "--format", "json",
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
