@@ -1,6 +1,8 @@
 """Naming runs and archiving them (seqbench runs name / archive / restore, train --name), on
 SQLite and PostgreSQL."""
 
+import csv
+import io
 import json
 
 import pytest
@@ -97,3 +99,17 @@ def test_names_and_archive_on_postgres(cli, pg_url):
         assert _ids(cli, "--db", pg_url, "runs") == [b.id, a.id]
     finally:
         store.dispose()
+
+
+def test_runs_in_csv_or_json_lists_every_run_and_names_its_metric(cli, store):
+    for i in range(60):
+        task = "digits" if i % 2 else "adding"
+        add_run(store, {"test_metric": 0.5}, task=task, seed=i, config_hash=f"h{i}")
+    r = cli("runs", "-f", "csv")
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert len(rows) == 60  # not the table's first 50
+    assert {(x["task"], x["metric"]) for x in rows} == {("adding", "mse"), ("digits", "acc")}
+    assert len(json.loads(cli("runs", "-f", "json").stdout)) == 60
+    r = cli("runs")
+    assert "showing 50 of 60 runs" in r.output  # a table stays short, and says so

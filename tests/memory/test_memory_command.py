@@ -321,3 +321,14 @@ def test_an_untrained_mqar_states_nothing(cli, db):
     assert doc["verdict"] == "nothing-learned" and doc["k_star"] is None
     assert not any(c["learned"] for c in doc["cells"])
     assert "no model beats the trivial baseline" in doc["sentence"]
+
+
+def test_memory_help_says_its_defaults_and_needs_no_command(cli):
+    """`memory --help` showed `(tcn,window)` and `(lstm,gru)`, the defaults, where a reader
+    sees a list of choices, and its usage line said a COMMAND was needed."""
+    r = cli("memory", "--help")
+    assert r.exit_code == 0
+    text = " ".join(r.output.split())
+    assert "Usage: seqbench memory [OPTIONS] [list [ARGS]...]" in text
+    assert "(default: tcn,window;" in text and "(default: lstm,gru)" in text
+    assert "(tcn,window)" not in text

@@ -415,3 +415,14 @@ def test_a_report_says_when_nothing_was_learned(store, db):
     r = add_run(store, model="gru", seed=0, seq_len=100, config_hash="gru")
     store.set_summaries(r.id, {"test_metric": 0.12, "baseline": 1 / 6})
     assert not any("nothing learned" in n for n in build_report(db).notes)
+
+
+def test_check_lists_k_in_numeric_order(cli, store):
+    for k in (1, 16, 2, 20, None):
+        add_run(store, {"test_metric": 0.1}, model="tcn" if k else "rnn", k=k,
+                config_hash=f"h{k}", config={"k": k})  # fmt: skip
+    assert cli("baseline", "save", "ref").exit_code == 0
+    r = cli("check", "--baseline", "ref", "-f", "csv")
+    assert r.exit_code == 0, r.output
+    ks = [row["k"] for row in csv.DictReader(io.StringIO(r.stdout)) if row["model"] == "tcn"]
+    assert ks == ["1", "2", "16", "20"]

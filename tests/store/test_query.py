@@ -1,3 +1,4 @@
+import json
 import math
 
 import pytest
@@ -224,3 +225,14 @@ def test_the_test_role_is_not_a_superuser(pg_url):
     assert run_query(pg_url, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")[1] == [
         (False,)
     ]
+
+
+def test_v_results_leaves_archived_runs_out_and_v_results_all_keeps_them(cli, store):
+    for seed, v in ((0, 0.1), (1, 0.3)):
+        add_run(store, {"test_metric": v}, seed=seed, config_hash=f"h{seed}")
+    assert cli("runs", "archive", "2").exit_code == 0
+    q = "SELECT COUNT(*) AS n, AVG(test_metric) AS m FROM {}"
+    got = json.loads(cli("query", q.format("v_results"), "-f", "json").stdout)
+    assert got == [{"n": 1, "m": 0.1}]  # what report and check see too
+    got = json.loads(cli("query", q.format("v_results_all"), "-f", "json").stdout)
+    assert got[0]["n"] == 2
