@@ -199,12 +199,17 @@ def run_case(
 
 
 def judge(case: Case, doc: dict) -> dict:
+    """Whether the case's answer was stated, its interval holds the truth, its k* is exact.
+    An under-trained answer counts as stated on a null (strictly: it carries a k*), and its
+    k* is judged as what the budget measured; `under` counts them apart."""
     stated = doc["k_star"] is not None or doc["verdict"] in ("needs-recurrence", "family-gap")
+    under = doc["verdict"] == "under-trained"
     if case.truth is None:
-        return {"null": True, "stated": stated, "held": None, "exact": None}
+        return {"null": True, "stated": stated, "held": None, "exact": None, "under": under}
     k, lo, hi = doc["k_star"], doc["k_low"], doc["k_high"]
     held = k is not None and lo <= case.truth <= (hi if hi is not None else 10**9)
-    return {"null": False, "stated": stated, "held": held, "exact": k == case.truth}
+    return {"null": False, "stated": stated, "held": held, "exact": k == case.truth,
+            "under": under}  # fmt: skip
 
 
 def table(rows: list[tuple[Case, dict, dict, float]]) -> list[str]:
@@ -234,6 +239,7 @@ def rates(rows) -> dict:
         "known": len(known),
         "null_stated": sum(j["stated"] for j in nulls),
         "nulls": len(nulls),
+        "under": sum(j.get("under", False) for _c, _d, j, _m in rows),
     }
 
 
@@ -242,7 +248,8 @@ def summary(r: dict) -> str:
     return (
         f"interval holds the true k*: {pct(r['held'], r['known'])}; k* exact: "
         f"{pct(r['exact'], r['known'])}; answers stated on null tasks: "
-        f"{r['null_stated']} of {r['nulls']}"
+        f"{r['null_stated']} of {r['nulls']}; under-trained (a cell the answer rests on "
+        f"still improving): {r.get('under', 0)} of {r['cases']}"
     )
 
 
