@@ -116,6 +116,9 @@ class RunConfig:
     # multiply lr by lr_decay every this many steps
     lr_decay_every: int | None = _field(default=None, positive=True)
     lr_decay: float = _field(default=0.1, positive=True)
+    # reduce on plateau: multiply lr by this after every evaluation that does not beat the best
+    # validation metric so far (None: never); with patience, convergence's schedule
+    lr_plateau: float | None = _field(default=None, positive=True, later=True)
     weight_decay: float = 0.0
     seed: int = _field(TASK, default=0)
     device: str = "auto"

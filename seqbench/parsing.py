@@ -244,6 +244,10 @@ def check_fields(cfg: RunConfig) -> None:
         raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, got {cfg.precision!r}")
     if cfg.init not in INITS:
         raise UsageError(f"init must be one of {', '.join(INITS)}, got {cfg.init!r}")
+    if cfg.lr_plateau is not None and not 0 < cfg.lr_plateau < 1:
+        raise UsageError(f"lr_plateau must be in (0, 1): it multiplies lr; got {cfg.lr_plateau:g}")
+    if cfg.lr_plateau is not None and cfg.lr_decay_every:
+        raise UsageError("give lr_decay_every or lr_plateau, not both: one learning-rate schedule")
     if not 0 <= cfg.dropout < 1:
         raise UsageError(f"dropout must be in [0, 1), got {cfg.dropout}")
     if cfg.stable and not 0 < cfg.lam < 1:

@@ -382,6 +382,11 @@ def _loop(run: _Run) -> TrainOutcome:
                 stale = 0
             else:
                 stale += 1
+                if cfg.lr_plateau:  # reduce on plateau: a smaller step where no better one was
+                    for group in opt.param_groups:
+                        group["lr"] *= cfg.lr_plateau
+            if cfg.lr_plateau:  # the rate the next steps train at, beside the curve it follows
+                buffer.append(("lr", step, opt.param_groups[0]["lr"]))
             run.flush()
             progress.on_eval(step, ev)
             if cfg.patience and stale >= cfg.patience and step >= (cfg.min_steps or 0):
