@@ -106,6 +106,10 @@ class RunConfig:
     params: int | None = _field(default=None, positive=True)
     layers: int | None = _field(MODEL, default=1, positive=True)
     steps: int | None = _field(default=None, positive=True)
+    # train until converged (`--steps auto`): past `steps`, on while the validation curve is
+    # still improving by the under-trained rule (training/convergence.py), at most this many
+    # steps; the steps it did are its `steps` summary, `converged` whether the rule ended it
+    max_steps: int | None = _field(default=None, positive=True, later=True)
     epochs: int | None = _field(default=None, positive=True)
     batch_size: int = _field(default=32, positive=True)
     lr: float = _field(default=1e-3, positive=True)

@@ -21,7 +21,7 @@ from seqbench.config import FIELDS, RunConfig, digest
 from seqbench.errors import UsageError
 from seqbench.models import MODELS
 from seqbench.models.context import legacy_context
-from seqbench.parsing import check_fields, coerce, load_toml
+from seqbench.parsing import AUTO, AUTO_CAP, check_fields, coerce, load_toml
 from seqbench.tasks import TASKS
 
 __all__ = [
@@ -88,6 +88,11 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
         TASKS.get(task)  # a plugin task declares its options as it loads, before they are read
     given = {k: coerce(k, v) for k, v in overrides.items()}
     given.pop("plugin", None)  # derived below, from the code that runs
+    # the pair's own steps are the floor (below a cap given alone), the cap AUTO_CAP times them
+    capped = given.get("max_steps") is not None
+    auto = given.get("steps") == AUTO or (capped and "steps" not in given)
+    if given.get("steps") == AUTO:
+        given.pop("steps")
     task, fixed = tasks.pin(task, given)
     if not fixed:
         table = ("x_cols", "y_cols", "time_col", "series_col", "horizon", "split")
@@ -112,6 +117,11 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
             values[name] = FIELDS[name].default
     if values.get("epochs") is not None and "steps" not in overrides:
         values["steps"] = None
+    if auto and values.get("steps") is not None:
+        if values.get("max_steps") is None:
+            values["max_steps"] = AUTO_CAP * values["steps"]
+        if values["max_steps"] > 0:  # a cap below the floor lowers the floor
+            values["steps"] = min(values["steps"], values["max_steps"])
     if task_spec.stream_test and values.get("test_stream") is None:
         values["test_stream"] = True
     elif values.get("test_stream") and not task_spec.stream_test:

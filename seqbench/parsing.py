@@ -51,6 +51,8 @@ def coerce(name: str, raw: Any) -> Any:
         return _typed(name, base, nullable, raw)
     if raw.lower() in ("none", "null", "") and nullable:
         return None
+    if name == "steps" and raw.lower() == AUTO:
+        return AUTO  # train until converged: configure.resolve makes it a cap (max_steps)
     try:
         if base is bool:
             if raw.lower() in ("1", "true", "yes", "on"):
@@ -60,7 +62,8 @@ def coerce(name: str, raw: Any) -> Any:
             raise ValueError(raw)
         return base(raw)
     except ValueError:
-        raise UsageError(f"{name} must be {_KINDS[base]}, got {raw!r}") from None
+        kind = _KINDS[base] + (" or auto" if name == "steps" else "")
+        raise UsageError(f"{name} must be {kind}, got {raw!r}") from None
 
 
 _KINDS = {
@@ -170,6 +173,8 @@ def load_toml(path: str | Path) -> dict[str, Any]:
 # Float fields (by annotation): every one must be finite (json has no Infinity, and an inf
 # lr is no experiment).
 FLOAT_FIELDS = tuple(name for name in _HINTS if name != "extra" and field_type(name)[0] is float)
+AUTO = "auto"  # `--steps auto`: train until converged (max_steps)
+AUTO_CAP = 10  # its cap (max_steps), unless given: this many times the pair's own steps
 MAX_SEED = 2**32 - 1  # numpy's seeds (the tasks' data) are 32-bit
 # past this Adam's first step, lr / (1 - beta1), leaves float32 and torch raises instead of
 # the run diverging (1e12 still diverges, as a result should)
@@ -192,6 +197,7 @@ LIMITS = {
     "eval_batch_size": 2**31,  # past the evaluation set, one batch of the whole set
     # a billion optimiser steps: weeks at the fastest step of any model here (0.2-5 ms)
     "steps": MAX_STEPS,
+    "max_steps": MAX_STEPS,
     "eval_every": MAX_STEPS,
     "params": 2**48,
 }
@@ -234,6 +240,14 @@ def check_fields(cfg: RunConfig) -> None:
         raise UsageError("give --steps or --epochs")
     if cfg.steps is not None and cfg.epochs is not None:
         raise UsageError("give --steps or --epochs, not both")
+    if cfg.max_steps is not None and cfg.epochs is not None:
+        raise UsageError("max_steps (--steps auto) trains past --steps until converged; give "
+                         "--steps, not --epochs, with it")  # fmt: skip
+    if cfg.max_steps is not None and cfg.steps is not None and cfg.max_steps < cfg.steps:
+        raise UsageError(
+            f"max_steps = {cfg.max_steps} is below steps = {cfg.steps}: --steps auto trains at "
+            f"least steps and at most max_steps"
+        )
     if cfg.optimizer not in OPTIMIZERS:
         raise UsageError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {cfg.optimizer!r}")
     if cfg.device not in DEVICES:

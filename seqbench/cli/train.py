@@ -77,8 +77,9 @@ def _progress(quiet: bool):
 
 # The flags that set a config field of the same name (with --stable and --save-checkpoint,
 # which set theirs to true); the rest say how to run.
-_FIELDS = ("seq_len", "k", "hidden", "params", "layers", "steps", "epochs", "batch_size", "lr",
-           "optimizer", "clip", "seed", "device", "lam", "backend", "path", "subset")  # fmt: skip
+_FIELDS = ("seq_len", "k", "hidden", "params", "layers", "steps", "max_steps", "epochs",
+           "batch_size", "lr", "optimizer", "clip", "seed", "device", "lam", "backend", "path",
+           "subset")  # fmt: skip
 _Int = int | None
 Model = Annotated[str | None, typer.Option("--model", "-m", help="Model name (seqbench models).")]
 Task = Annotated[str | None, typer.Option("--task", "-t", help="Task name (seqbench tasks).")]
@@ -89,7 +90,18 @@ K = Annotated[
 Hidden = Annotated[_Int, typer.Option(help="Width H (model default).")]
 Params = Annotated[_Int, typer.Option(help="Parameter budget: choose H to land within 5%.")]
 Layers = Annotated[_Int, typer.Option(help="Depth.")]
-Steps = Annotated[_Int, typer.Option(help="Optimiser steps.")]
+Steps = Annotated[
+    str | None,
+    typer.Option(
+        help="Optimiser steps, or 'auto': the pair's steps at least, then on until the "
+        "validation metric has stopped improving, at most 10x them (or --max-steps).",
+        metavar="INTEGER|auto",
+    ),
+]
+MaxSteps = Annotated[
+    _Int,
+    typer.Option(help="Train past --steps until converged, at most this many steps (as 'auto')."),
+]
 Epochs = Annotated[_Int, typer.Option(help="Epochs (tasks with a fixed train set).")]
 BatchSize = Annotated[_Int, typer.Option(help="Batch size.")]
 Lr = Annotated[
@@ -145,6 +157,7 @@ def train(
     params: Params = None,
     layers: Layers = None,
     steps: Steps = None,
+    max_steps: MaxSteps = None,
     epochs: Epochs = None,
     batch_size: BatchSize = None,
     lr: Lr = None,
@@ -174,6 +187,8 @@ def train(
     on a CPU. --dry-run prints the resolved config as TOML, a file that --config accepts.
 
     Example: seqbench train --model indrnn --task adding --seq-len 100
+
+    Example: seqbench train --model gru --task adding --seq-len 10 --steps 500 --max-steps 5000
 
     Example: seqbench train --from-run 12 --set lr=0.0005 --dry-run > rerun.toml
 
@@ -220,9 +235,13 @@ def _say(outcome) -> None:
         raise typer.Exit(1)
     metric = api.task_metric(outcome.config.task)
     base = f" (baseline {s['baseline']:.4g})" if "baseline" in s else ""
-    steps = f"{int(s['steps'])} steps"
+    steps, c = f"{int(s['steps'])} steps", outcome.config
     if s.get("stopped_early"):
-        steps += f" (stopped early: at most {outcome.config.steps})"
+        steps += f" (stopped early: at most {c.max_steps or c.steps})"
+    elif s.get("converged") == 1.0:
+        steps += f" (converged: at least {c.steps}, at most {c.max_steps})"
+    elif "converged" in s:
+        steps += " (the cap, still improving: train longer with --max-steps N)"
     typer.echo(
         f"run {outcome.run_id} completed: test {metric} {s['test_metric']:.4g}{base}, "
         f"{steps} in {s['wall_seconds']:.1f}s"

@@ -43,9 +43,6 @@ from seqbench.memory import EPSILON, check_tolerance, gap_share
 from seqbench.memory.stats import ALPHA, holm, lower_bound, p_above, p_normal, upper_bound
 
 ACCURACIES = ("acc",)  # metrics that are a share of right answers: chance is binomial
-# the last share of a run's evaluations that must not improve on the earlier ones by more than
-# IMPROVING of the run's whole improvement, for the run to count as trained out
-TAIL, IMPROVING = 0.25, 0.02
 
 
 @dataclass(frozen=True)
@@ -101,6 +98,7 @@ class Answer:
     # the cells a stated answer rests on that were still improving (verdict "under-trained")
     under_trained: list[str] = field(default_factory=list)
     train_steps: int | None = None  # the most steps a cell trained for (a cap to double)
+    steps_auto: bool = False  # trained with --steps auto: train_steps is the cap (max_steps)
 
     @property
     def sentence(self) -> str:
@@ -134,6 +132,7 @@ class Answer:
             "train_size": self.train_size,
             "under_trained": list(self.under_trained),
             "train_steps": self.train_steps,
+            "steps_auto": self.steps_auto,
             "higher_is_better": self.higher_is_better,
             "baseline": _finite(self.baseline),
             "persistence": None if self.persistence is None else _finite(self.persistence),
@@ -456,20 +455,6 @@ def verdict_of(cells: list[Cell], best: Cell, k_star: int | None, whole_input: b
     return "undecided"
 
 
-def still_improving(curve: list[float], higher_is_better: bool) -> bool:
-    """Whether a run's validation curve was still improving at its last evaluation: the best
-    of its last TAIL of evaluations (two at least) beats the best before them by more than
-    IMPROVING of the run's whole improvement. Too short a curve (under four) is no evidence."""
-    v = np.asarray([x for x in curve if math.isfinite(x)], float)
-    if len(v) < 4:
-        return False
-    v = -v if higher_is_better else v
-    tail = max(2, round(TAIL * len(v)))
-    head, end = v[:-tail], v[-tail:]
-    whole = v[0] - v.min()
-    return bool(whole > 0 and head.min() - end.min() > IMPROVING * whole)
-
-
 def derive(
     runs: pd.DataFrame,
     *,
@@ -484,6 +469,7 @@ def derive(
     label: str = "",
     train_size: int | None = None,
     train_steps: int | None = None,
+    steps_auto: bool = False,
     alpha: float = ALPHA,
 ) -> Answer:
     """The answer from `runs`: one row per run with columns run_id, model, k (None for a
@@ -492,7 +478,8 @@ def derive(
     accuracy), test_const and test_gain_se (a shared test split's best constant and the noise
     of a gain over it), improving (the run was still improving at its last evaluation) and
     persistence (a forecast's last-value predictor: a warning when no model beats it).
-    `train_steps`: the most steps a cell trained, for the cap an under-trained answer names.
+    `train_steps`: the most steps a cell trained, for the cap an under-trained answer names
+    (`steps_auto`: the runs trained until converged, and it is their cap, max_steps).
     Non-finite values (a diverged run) count as the baseline: a run that blew up learned
     nothing. `alpha`: the answer's level (ALPHA; the race judges at a stricter one,
     memory/race.py)."""
@@ -542,6 +529,7 @@ def derive(
         train_size=train_size,
         under_trained=slow,
         train_steps=train_steps,
+        steps_auto=steps_auto,
     )
     from seqbench.memory.words import caveats
 

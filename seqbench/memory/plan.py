@@ -14,7 +14,7 @@ from typing import Any
 from seqbench.config import FIELDS, RunConfig
 from seqbench.errors import UnknownNameError, UsageError
 from seqbench.memory import EPSILON, RELATIVE_TO, check_tolerance, k_grid
-from seqbench.parsing import coerce, split_assignment, split_list
+from seqbench.parsing import AUTO, coerce, split_assignment, split_list
 from seqbench.sweep.cost import probe_cost
 from seqbench.sweep.spec import BUDGET as PARAMS  # where the search for one budget starts
 from seqbench.sweep.spec import check_budget, expand, smallest_budget
@@ -148,6 +148,8 @@ def make_plan(
     from seqbench.configure import check_fits, fed_steps
 
     given = parse_sets(sets)
+    if not {"steps", "epochs", "max_steps"} & set(given):
+        given["steps"] = AUTO  # every cell trained until it has converged, by default
     if path is not None:
         given["path"] = path
     fams = tuple(dict.fromkeys(families if families is not None else FAMILIES))
@@ -352,6 +354,7 @@ def memory_cost(
         rounds = max(rounds - now, 0)
     bisect = rounds * len(plan.families) * len(plan.seeds) * len(plan.tolerances)
     steps = sum(c.steps or 0 for c in todo)
+    cap = sum(c.max_steps or c.steps or 0 for c in todo)  # --steps auto: trains on to this
     if all(c.model in pace for c in todo):
         how = "store"
         seconds = sum((c.steps or 0) * statistics.median(pace[c.model]) for c in todo)
@@ -366,6 +369,7 @@ def memory_cost(
         "bisection_at_most": bisect,
         "round": 0 if bisecting is None else bisecting[0],
         "steps": steps,
+        "steps_cap": cap,
         "seconds": seconds,
         "how": how,
     }

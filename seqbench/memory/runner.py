@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from seqbench.errors import NotFoundError, SeqbenchError
-from seqbench.memory.answer import ALPHA, Answer, derive, still_improving
+from seqbench.memory.answer import ALPHA, Answer, derive
 from seqbench.memory.plan import ROUNDS, MemoryPlan, cell_key, next_k, with_points
 from seqbench.memory.race import RACE_SEEDS, looks
+from seqbench.training.convergence import still_improving
 
 if TYPE_CHECKING:
     from seqbench.config import RunConfig
@@ -294,21 +295,24 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     metric = metric[[key in mine for key in keys]].reset_index(drop=True)
     ids = metric["run_id"].astype(int)
     extra = {}
-    keys = ("baseline", "test_count", "test_const", "test_gain_se", "persistence", "stopped_early")
+    keys = ("baseline", "test_count", "test_const", "test_gain_se", "persistence",
+            "stopped_early", "converged")  # fmt: skip
     for key in keys:
         got = results_frame(store, key, sweep=plan.name, statuses=statuses)
         if key == "baseline" or not got.empty:
             v = dict(zip(got["run_id"], got["value"], strict=True))
             extra[key] = [v.get(r, math.nan) for r in ids]
     stopped = extra.pop("stopped_early", [math.nan] * len(ids))
+    converged = extra.pop("converged", [math.nan] * len(ids))
     higher = metric_direction("test_metric", plan.task) == "higher"
     curves = curves_frame(store, list(ids), ["valid_metric"])
     by_run = {r: g.sort_values("step")["value"].tolist() for r, g in curves.groupby("run_id")}
     # a run that early stopping ended (no better validation in `patience` evaluations) has
-    # converged by that rule, whatever its curve's tail looks like
+    # converged by that rule, whatever its curve's tail looks like; one that --steps auto
+    # ended has converged by this one (its curve says so too)
     improving = [
-        s != 1.0 and still_improving(by_run.get(r, []), higher)
-        for r, s in zip(ids, stopped, strict=True)
+        s != 1.0 and c != 1.0 and still_improving(by_run.get(r, []), higher)
+        for r, s, c in zip(ids, stopped, converged, strict=True)
     ]
     return pd.DataFrame(
         {
@@ -342,7 +346,8 @@ def answer_facts(plan: MemoryPlan) -> dict:
         "units": metric_units(plan),
         "label": data_label(plan.task, plan.points[0].to_dict()),
         "train_size": train_size(plan),
-        "train_steps": max((p.steps for p in plan.points), default=None),
+        "train_steps": max((p.max_steps or p.steps for p in plan.points), default=None),
+        "steps_auto": any(p.max_steps for p in plan.points),
     }
 
 

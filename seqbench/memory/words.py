@@ -42,7 +42,7 @@ def caveats(a: Answer, persistence: float | None) -> list[str]:
             out.append(
                 f"the recurrent reference {c.model} did not learn (it is not beyond the trivial "
                 f"baseline {a.baseline:.4g} over seeds): it is no ceiling here; train longer "
-                "(--set steps=...)"
+                f"({_longer(a)})"
             )
             continue
         if top_ff is not None and sign * top_ff.mean < sign * c.mean:
@@ -53,11 +53,11 @@ def caveats(a: Answer, persistence: float | None) -> list[str]:
         if c.improving:
             out.append(
                 f"the recurrent reference {c.model} was still improving at its last evaluation: "
-                "it is no ceiling yet; train longer (--set steps=...)"
+                f"it is no ceiling yet; train longer ({_longer(a)})"
             )
     slow = [c.label for c in ff if c.improving]
     if slow:
-        out.append(f"under-trained; train longer (--set steps=...): {', '.join(slow)}")
+        out.append(f"under-trained; train longer ({_longer(a)}): {', '.join(slow)}")
     more = _more_seeds(a)
     if a.k_star is not None and a.k_low is not None and a.k_low < a.k_star:
         # those below a context shown outside do not widen the interval (it starts past it)
@@ -126,7 +126,7 @@ def sentence(a: Answer) -> str:
                 f"{lead}, and with {a.train_size} training sequences too little data may be "
                 "why: more data, or a smaller --params, before more steps."
             )
-        return f"{lead}; train longer (--set steps=...) or give a larger --params."
+        return f"{lead}; train longer ({_longer(a)}) or give a larger --params."
     if a.verdict == "matches":
         c = a.star_cell
         lead = f"A context of k* = {a.k_star} is enough {where} (interval {a.k_low}–{a.k_high} "
@@ -162,6 +162,11 @@ def sentence(a: Answer) -> str:
     )
 
 
+def _longer(a: Answer) -> str:
+    """How to train longer: a higher cap where the runs trained until converged."""
+    return "--set max_steps=..." if a.steps_auto else "--set steps=..."
+
+
 def _under_trained(a: Answer, where: str) -> str:
     """A statement the budgets cannot carry: what they measured, the cells it rests on that
     were still improving, and a cap to try."""
@@ -170,12 +175,16 @@ def _under_trained(a: Answer, where: str) -> str:
     else:
         measured = f"on these budgets {a.best_cell} beats every context up to k = {a.max_k}"
     were = "was" if len(a.under_trained) == 1 else "were"
-    cap = f"steps={2 * a.train_steps}, twice these" if a.train_steps else "steps=..., more"
+    if a.steps_auto:  # every run trained until converged or its cap: a higher cap
+        how = f"--set max_steps={2 * a.train_steps}, twice this cap"
+    else:
+        cap = f"steps={2 * a.train_steps}, twice these" if a.train_steps else "steps=..., more"
+        how = (f"--set steps=auto trains each run until it converges; or --set {cap}, with "
+               "--set patience=3")  # fmt: skip
     return (
         f"Undecided (under-trained) {where}: {measured}, but {', '.join(a.under_trained)} "
         f"{were} still improving at the last evaluation, and longer training may move the "
-        f"answer; train longer (--set {cap}; --set patience=3 ends each run once its "
-        "validation stops improving) and ask again."
+        f"answer; train longer ({how}) and ask again."
     )
 
 

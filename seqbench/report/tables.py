@@ -197,19 +197,41 @@ def build_report(
     notes = row_differences(df, group)
     rep = Report(stats, metric, bys, models, compared, base, df, variants, outcomes, notes)
     rep.others = others
-    rep.row_notes = [*notes, *nothing_learned(rep), *stopped_early(store, df)]
+    rep.row_notes = [*notes, *nothing_learned(rep), *stopped_early(store, df),
+                     *trained_until_converged(store, df)]  # fmt: skip
     return rep
+
+
+def trained_until_converged(store, df: pd.DataFrame) -> list[str]:
+    """A note on the runs trained until converged (config `max_steps`, --steps auto): how
+    many the rule ended, the steps they trained, and how many reached their cap improving."""
+    ids, got = _runs_with(store, df, "max_steps", ["steps", "converged"])
+    if not ids:
+        return []
+    steps = [g["steps"] for g in got.values() if "steps" in g]
+    capped = sum(g.get("converged") == 0.0 for g in got.values())
+    span = f"; trained {int(min(steps)):,}–{int(max(steps)):,} steps" if steps else ""
+    return [
+        f"--steps auto: {len(ids) - capped} of {len(ids)} run(s) converged, {capped} reached "
+        f"the cap still improving (train longer: --set max_steps=N){span}"
+    ]
+
+
+def _runs_with(store, df: pd.DataFrame, field: str, keys: list[str]):
+    """The runs whose config sets `field`, and their summaries `keys` (run id → key → value)."""
+    ids = [int(r) for r, c in zip(df["run_id"], df["config"], strict=True) if c.get(field)]
+    got: dict[int, dict[str, float]] = {}
+    for run_id, key, value in store.values_of_runs("summaries", ids, keys) if ids else []:
+        got.setdefault(run_id, {})[key] = value
+    return ids, got
 
 
 def stopped_early(store, df: pd.DataFrame) -> list[str]:
     """A note on the runs with early stopping (config `patience`): how many stopped before
     their `steps`, and the steps they trained (their `steps` summary)."""
-    ids = [int(r) for r, c in zip(df["run_id"], df["config"], strict=True) if c.get("patience")]
+    ids, got = _runs_with(store, df, "patience", ["steps", "stopped_early"])
     if not ids:
         return []
-    got: dict[int, dict[str, float]] = {}
-    for run_id, key, value in store.values_of_runs("summaries", ids, ["steps", "stopped_early"]):
-        got.setdefault(run_id, {})[key] = value
     early = [g["steps"] for g in got.values() if g.get("stopped_early") and "steps" in g]
     if not early:
         return [f"{len(ids)} run(s) could stop early (patience) and none did"]

@@ -45,6 +45,7 @@ from seqbench.store.recorder import RunRecorder
 from seqbench.store.store import Store
 from seqbench.tasks import TASKS, make_task
 from seqbench.tasks.base import generator, to_device
+from seqbench.training.convergence import still_improving
 from seqbench.training.heap import heap_state, keep_freed_memory
 from seqbench.training.progress import Progress
 from seqbench.training.threads import apply_threads, choose_threads, one_thread_for
@@ -326,12 +327,14 @@ def _loop(run: _Run) -> TrainOutcome:
     opt = make_optimizer(cfg, model)
     sched = _scheduler(cfg, opt)
     gen = generator(cfg.seed, 3)
-    steps = cfg.steps
-    eval_every = cfg.eval_every or max(steps // 10, 1)
+    steps = cfg.max_steps or cfg.steps  # the most it may train (auto: on past cfg.steps)
+    eval_every = cfg.eval_every or max(cfg.steps // 10, 1)
     tbptt = cfg.k if model.recurrent else None
     higher = task.higher_is_better
     best = {"metric": None, "state": None, "step": 0}
     stale = 0  # evaluations in a row without a better validation metric (early stopping)
+    valid: list[float] = []  # the validation curve (--steps auto: converged by its tail)
+    converged = False
     last_valid = math.nan
     train_time = 0.0
 
@@ -366,9 +369,10 @@ def _loop(run: _Run) -> TrainOutcome:
             buffer += [("train_loss", step, loss_v), ("grad_norm", step, float(gnorm))]
         progress.on_step(step, loss_v)
 
-        if step % eval_every == 0 or step == steps:
+        if step % eval_every == 0 or step in (cfg.steps, steps):
             ev = _evaluate(run, amp, "valid")
             last_valid = ev["metric"]
+            valid.append(last_valid)
             buffer += [("valid_loss", step, ev["loss"]), ("valid_metric", step, ev["metric"])]
             bound = model.backbone.stability_bound()
             if bound is not None:
@@ -392,11 +396,16 @@ def _loop(run: _Run) -> TrainOutcome:
             if cfg.patience and stale >= cfg.patience and step >= (cfg.min_steps or 0):
                 steps = step  # converged: no better validation in `patience` evaluations
                 break
+            if cfg.max_steps and step >= cfg.steps and not still_improving(valid, higher):
+                steps, converged = step, True  # trained out by the under-trained rule
+                break
 
     if best["state"] is not None:
         model.load_state_dict(best["state"])
     test = _evaluate(run, amp, "test")
     summaries, baseline = _summaries(run, test, best, last_valid, loss_v, steps, train_time)
+    if cfg.max_steps:  # --steps auto: whether the rule ended it (else the cap did, improving)
+        summaries["converged"] = float(converged)
     why = blown_up(test["metric"], baseline, higher)
     if why:  # the test pass blew up although training did not: diverged, never a result
         return run.finish("diverged", summaries, why)
@@ -474,8 +483,8 @@ def _summaries(run: _Run, test: dict, best: dict, last_valid: float, loss_v: flo
         "peak_memory_mb": peak_ram_mb(device),
         "n_params": count_params(model),
     }
-    if cfg.patience:  # early stopping asked for: whether it stopped before cfg.steps
-        summaries["stopped_early"] = float(steps < cfg.steps)
+    if cfg.patience:  # early stopping asked for: whether it stopped before its most steps
+        summaries["stopped_early"] = float(steps < (cfg.max_steps or cfg.steps))
     if test.get("n"):  # the predictions scored: chance's spread on the test set (memory/answer)
         summaries["test_count"] = float(test["n"])
     if "const" in test:  # one test split for every seed: its best constant and noise (answer)

@@ -141,7 +141,7 @@ def trained(cli, tmp_path) -> Path:
 @pytest.mark.parametrize(
     ("args", "msg"),
     [
-        (["train", "-m", "rnn", "-t", "adding", "--steps", "nan"], "Invalid value for '--steps'"),
+        (["train", "-m", "rnn", "-t", "adding", "--epochs", "nan"], "Invalid value for '--epochs'"),
         (["runs", "--format", "xml"], "'xml' is not one of"),
         (["show", "-1"], "No such option: -1"),
         (["--bogus", "runs"], "No such option: --bogus"),

@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seqbench.memory.answer import derive, still_improving
+from seqbench.memory.answer import derive
 from seqbench.memory.plan import k_grid, next_k
+from seqbench.training.convergence import still_improving
 
 
 def runs(cells: dict, baseline: float = 1.0, **columns) -> pd.DataFrame:
