@@ -50,6 +50,8 @@ from seqbench.training.threads import check_threads
 
 if TYPE_CHECKING:
     from seqbench.bench import bench_kernels
+    from seqbench.memory.confirm import confirm_plan as memory_confirm_plan
+    from seqbench.memory.confirm import confirmation as memory_confirmation
     from seqbench.memory.kernels import kernel_table as memory_kernels
     from seqbench.memory.plot import plot_answer as plot_memory
     from seqbench.memory.plot import plot_profile as plot_memory_profile
@@ -143,6 +145,8 @@ __all__ = [
     "make_config",
     "memory_answers",
     "memory_cells",
+    "memory_confirm_plan",
+    "memory_confirmation",
     "memory_cost",
     "memory_kernels",
     "memory_plan",
@@ -820,6 +824,8 @@ LAZY: dict[str, str] = {
     "check_sweep_flags": "seqbench.sweep.runner:check_flags",
     "sweep_cost": "seqbench.sweep.cost:probe_cost",
     "memory_cells": "seqbench.memory.words:cell_table",
+    "memory_confirm_plan": "seqbench.memory.confirm:confirm_plan",
+    "memory_confirmation": "seqbench.memory.confirm:confirmation",
     "plot_memory": "seqbench.memory.plot:plot_answer",
     "plot_memory_profile": "seqbench.memory.plot:plot_profile",
     "memory_profile_rows": "seqbench.memory.profile:profile_rows",

@@ -111,6 +111,15 @@ Race = Annotated[
     ),
 ]
 
+Confirm = Annotated[
+    bool,
+    typer.Option(
+        "--confirm",
+        help="Then ask again with every cell's cap doubled (stored as NAME-confirm) and say "
+        "whether k* stays inside the first interval.",
+    ),
+]
+
 
 @app.callback()
 def memory(
@@ -133,6 +142,7 @@ def memory(
     retry_failed: RetryFailedOption = False,
     plot: Plot = None,
     race: Race = True,
+    confirm: Confirm = False,
     quiet: QuietOption = False,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -140,7 +150,12 @@ def memory(
     `seqbench memory list`). Resumable: runs the store has are reused, and an interrupted
     command picks up where it stopped.
 
+    Without --set steps=N every run trains until converged (steps=auto: the pair's steps at
+    least, ten times them at most; --set max_steps=N).
+
     Example: seqbench memory --task file --path data.npz --dry-run
+
+    Example: seqbench memory --task teacher --set seq_len=16 --set steps=300 --confirm
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -155,12 +170,29 @@ def memory(
         seeds=seeds, params=params, epsilon=epsilon, relative_to=relative_to, max_k=max_k,
         name=name,
     )  # fmt: skip
+    doubled = api.memory_confirm_plan(plan) if confirm else None  # refused before any work
     if dry_run:
         _dry_run(ctx, plan, fmt, workers, race)
+        if doubled is not None:
+            typer.echo(f"--confirm: then {doubled.name!r}, the same at twice the cap", err=True)
         return
+    options = {"executor": executor, "address": address, "workers": workers,
+               "retry_failed": retry_failed, "race": race}  # fmt: skip
+    out = _run(ctx, plan, quiet, options)
+    checked = None
+    if doubled is not None:
+        again = _run(ctx, doubled, quiet, options)
+        checked = {"name": again.name, "answer_id": again.answer_id, "ran": again.ran}
+        checked |= api.memory_confirmation(out.answer, again.answer)
+    _say(out, plot, fmt, checked)
+
+
+def _run(ctx: typer.Context, plan, quiet: bool, options: dict):
+    """One plan run (or resumed) with its cost said first and a bar per round; an interrupt
+    exits with the code it came with, saying the same command resumes it."""
     if not quiet:
-        cost = api.memory_cost(state(ctx).db, plan, workers, race)
-        most = "at most " if race else ""  # the race may spare some
+        cost = api.memory_cost(state(ctx).db, plan, options["workers"], options["race"])
+        most = "at most " if options["race"] else ""  # the race may spare some
         said = (_complete(cost) if cost.get("complete")
                 else f"{most}{cost['to_train']} runs to train, {_estimate(cost)}")  # fmt: skip
         typer.echo(f"memory {plan.name!r}: {said}", err=True)
@@ -168,11 +200,8 @@ def memory(
     out, code = None, EXIT_INTERRUPTED
     try:
         with sigterm_as_interrupt():
-            out = api.run_memory(
-                state(ctx).store, plan, executor=executor, address=address, workers=workers,
-                on_round=rounds.on_round, on_result=rounds.on_result, retry_failed=retry_failed,
-                race=race,
-            )  # fmt: skip
+            out = api.run_memory(state(ctx).store, plan, on_round=rounds.on_round,
+                                 on_result=rounds.on_result, **options)  # fmt: skip
     except KeyboardInterrupt as e:
         code = interrupt_exit_code(e)
     finally:
@@ -180,7 +209,7 @@ def memory(
     if out is None:
         typer.echo(f"memory {plan.name!r} interrupted: the same command resumes it", err=True)
         raise typer.Exit(code)
-    _say(out, plot, fmt)
+    return out
 
 
 class _Rounds:
@@ -209,8 +238,9 @@ class _Rounds:
             self.bar = None
 
 
-def _say(out, plot: str | None, fmt: Format) -> None:
-    """The answer as asked (table, csv or JSON), its plot, and the one line on stderr."""
+def _say(out, plot: str | None, fmt: Format, checked: dict | None = None) -> None:
+    """The answer as asked (table, csv or JSON), its plot, what --confirm found (`checked`),
+    and the one line on stderr."""
     if out.profile is not None:
         _say_profile(out, plot, fmt)
         return
@@ -220,15 +250,21 @@ def _say(out, plot: str | None, fmt: Format) -> None:
     if fmt == Format.json:
         doc = {"name": out.name, "answer_id": out.answer_id, **answer}
         doc |= {"params": out.plan.params, "seeds": list(out.plan.seeds)}
+        if checked is not None:
+            doc["confirm"] = checked
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         _show(answer, fmt)
+        if checked is not None and fmt == Format.table:
+            typer.echo(checked["sentence"])
     typer.echo(
         f"memory {out.name!r}: {out.plan.params:,} parameters per model; trained "
         f"{out.ran} run(s), {out.rounds} bisection round(s){_spared(out)}; "
-        f"answer {out.answer_id} stored" + (f"; plot in {plot}" if plot else ""),
+        f"answer {out.answer_id} stored" + (f"; plot in {plot}" if plot else "")
+        + (f"; --confirm: trained {checked['ran']} run(s), answer {checked['answer_id']} stored "
+           f"as {checked['name']!r}" if checked else ""),
         err=True,
-    )
+    )  # fmt: skip
 
 
 def _say_profile(out, plot: str | None, fmt: Format) -> None:
@@ -284,7 +320,7 @@ def _dry_run(ctx: typer.Context, plan, fmt: Format, workers: int | None, race: b
     elif cost["round"]:  # the replay on the stored runs stopped in a bisection round
         said = (
             f"the first round is in the store; bisection round "
-            f"{cost['round']} has {cost['to_train']} to train{most} ({cost['steps']:,} steps), "
+            f"{cost['round']} has {cost['to_train']} to train{most} ({_steps(cost)}), "
             f"and at most {cost['bisection_at_most']} more to bisect the boundary; "
             + _estimate(cost)
         )
@@ -292,7 +328,7 @@ def _dry_run(ctx: typer.Context, plan, fmt: Format, workers: int | None, race: b
         said = (
             f"{cost['runs']} runs at {plan.params:,} parameters each in the first round "
             f"({cost['done']} already in the store, {cost['to_train']} to train{most}, "
-            f"{cost['steps']:,} steps), and at most {cost['bisection_at_most']} more to bisect "
+            f"{_steps(cost)}), and at most {cost['bisection_at_most']} more to bisect "
             "the boundary; " + _estimate(cost)
         )
     typer.echo(f"memory {plan.name!r}: {said}", err=True)
@@ -307,14 +343,23 @@ def _complete(cost: dict) -> str:
     )
 
 
+def _steps(cost: dict) -> str:
+    """The steps to train: with --steps auto, the floor and the cap."""
+    if cost.get("steps_cap", cost["steps"]) > cost["steps"]:
+        return f"{cost['steps']:,} to {cost['steps_cap']:,} steps: until converged"
+    return f"{cost['steps']:,} steps"
+
+
 def _estimate(cost: dict) -> str:
-    """The first round's time as the cost says it was estimated."""
+    """The first round's time as the cost says it was estimated (with --steps auto, for the
+    steps every run takes: longer as runs train on)."""
     secs = cost["seconds"]
+    least = "at least " if cost.get("steps_cap", cost["steps"]) > cost["steps"] else "about "
     if cost["how"] == "store":
-        return f"about {secs:.0f} s of training at this store's pace"
+        return f"{least}{secs:.0f} s of training at this store's pace"
     if secs is None:
         return "no time estimate (timing each model here would take too long)"
-    return f"about {secs:.0f} s for the first round (a timing probe of each model on this machine)"
+    return f"{least}{secs:.0f} s for the first round (a timing probe of each model on this machine)"
 
 
 @app.command("list")
