@@ -200,7 +200,8 @@ def plan_for(T: int, families: tuple, references: tuple, seeds: int):
     from seqbench.memory.plan import make_plan
 
     return make_plan("teacher", sets=[f"seq_len={T}", "steps=10"], families=list(families),
-                     references=list(references), seeds=list(range(seeds)))  # fmt: skip
+                     references=list(references), seeds=list(range(seeds)),
+                     lr_search="none")  # fmt: skip  # the answer's rules, not the search
 
 
 _EXTENDED: dict[tuple, object] = {}

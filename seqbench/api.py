@@ -572,6 +572,7 @@ def memory_plan(
     relative_to: str | None = None,
     max_k: int | None = None,
     name: str | None = None,
+    lr_search: str | None = None,
 ):
     """The k-sweep that answers "how much context does `task` need?": the feedforward
     `families` (default tcn, window) over a geometric grid of k up to T at one parameter budget
@@ -579,7 +580,8 @@ def memory_plan(
     5%), beside the recurrent `references` (default lstm, gru), over at
     least 3 seeds. `epsilon`: the tolerance, or several (a list, or "0.2,0.1,0.05"): a
     profile, one answer per ε from the same cells, and how k* grows as ε tightens. Every
-    point is resolved and the budget checked at every k; nothing is written. Returns a
+    point is resolved and the budget checked at every k; nothing is written. `lr_search`:
+    whose learning rate is searched, "references" (the default), "all" or "none". Returns a
     seqbench.memory.plan.MemoryPlan."""
     from seqbench.memory import plan
 
@@ -597,6 +599,7 @@ def memory_plan(
         relative_to=relative_to,
         max_k=max_k,
         name=name,
+        lr_search=lr_search,
     )
 
 

@@ -70,7 +70,7 @@ def test_the_dashboard_answers_every_request_while_others_write(tmp_path):
                  "eval_size=32", "--workers", "2", "--quiet", "--name", "w"]  # fmt: skip
         memory = [*seqbench, "memory", "--task", "file", "--path", str(tmp_path / "lag.npz"),
                   "--set", "steps=60", "--families", "tcn", "--references", "gru", "--params",
-                  "2000", "--workers", "1", "--quiet"]  # fmt: skip
+                  "2000", "--workers", "1", "--quiet", "--lr-search", "none"]  # fmt: skip
         train = [*seqbench, "train", "-m", "rnn", "-t", "adding", "--seq-len", "8", "--steps",
                  "3", "--set", "eval_size=16", "-q"]  # fmt: skip
         writers = [

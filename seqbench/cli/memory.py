@@ -24,7 +24,7 @@ from seqbench.cli._options import (
 )
 from seqbench.cli._output import Format, FormatOption, render
 from seqbench.errors import UsageError
-from seqbench.memory import EPSILON
+from seqbench.memory import EPSILON, LR_SEARCH
 
 app = typer.Typer(
     help=(
@@ -111,6 +111,16 @@ Race = Annotated[
     ),
 ]
 
+LrSearch = Annotated[
+    str,
+    typer.Option(
+        "--lr-search",
+        help="Whose learning rate is searched: references (default), all or none. A searched "
+        "model trains every seed at its rate x 0.3, 1 and 3 (three times the runs) and each "
+        "seed keeps the run whose validation was best.",
+        metavar="references|all|none",
+    ),
+]
 Confirm = Annotated[
     bool,
     typer.Option(
@@ -143,6 +153,7 @@ def memory(
     plot: Plot = None,
     race: Race = True,
     confirm: Confirm = False,
+    lr_search: LrSearch = LR_SEARCH[0],
     quiet: QuietOption = False,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -168,7 +179,7 @@ def memory(
         families=api.split_list(joined(families)) if families else None,
         references=[] if refs == "none" else (api.split_list(refs) if refs else None),
         seeds=seeds, params=params, epsilon=epsilon, relative_to=relative_to, max_k=max_k,
-        name=name,
+        name=name, lr_search=lr_search,
     )  # fmt: skip
     doubled = api.memory_confirm_plan(plan) if confirm else None  # refused before any work
     if dry_run:
@@ -308,6 +319,8 @@ def _show(answer: dict, fmt: Format) -> None:
         typer.echo(answer["sentence"])
         for w in answer["warnings"]:
             typer.echo(f"warning: {w}")
+        if answer.get("lr_chosen"):
+            typer.echo(f"note: {answer['lr_chosen']}")
     render(cols, rows, fmt, title=f"{answer['task']}: {answer['metric']} by context")
 
 

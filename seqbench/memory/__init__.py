@@ -15,6 +15,11 @@ import math
 # The answer's settings, each once (the CLI's help, the api, plan.py and answer.py read them):
 EPSILON = 0.05  # the default tolerance: 5% of the gap between the trivial baseline and the best
 RELATIVE_TO = ("gap", "best")  # what ε is a share of; the first is the default
+# whose learning rate is searched (--lr-search): the first is the default. Each searched model
+# trains every seed at the pair's rate times each of LR_FACTORS, and the run with the best
+# validation metric is the cell's (Zoology's way: best of a few, chosen on validation)
+LR_SEARCH = ("references", "all", "none")
+LR_FACTORS = (0.3, 1.0, 3.0)
 
 
 def check_tolerance(epsilon: float, relative_to: str) -> None:

@@ -99,6 +99,7 @@ class Answer:
     under_trained: list[str] = field(default_factory=list)
     train_steps: int | None = None  # the most steps a cell trained for (a cap to double)
     steps_auto: bool = False  # trained with --steps auto: train_steps is the cap (max_steps)
+    lr_chosen: str = ""  # --lr-search: the rates searched and those chosen on validation
 
     @property
     def sentence(self) -> str:
@@ -133,6 +134,7 @@ class Answer:
             "under_trained": list(self.under_trained),
             "train_steps": self.train_steps,
             "steps_auto": self.steps_auto,
+            "lr_chosen": self.lr_chosen,
             "higher_is_better": self.higher_is_better,
             "baseline": _finite(self.baseline),
             "persistence": None if self.persistence is None else _finite(self.persistence),

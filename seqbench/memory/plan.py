@@ -13,7 +13,7 @@ from typing import Any
 
 from seqbench.config import FIELDS, RunConfig
 from seqbench.errors import UnknownNameError, UsageError
-from seqbench.memory import EPSILON, RELATIVE_TO, check_tolerance, k_grid
+from seqbench.memory import EPSILON, LR_FACTORS, LR_SEARCH, RELATIVE_TO, check_tolerance, k_grid
 from seqbench.parsing import AUTO, coerce, split_assignment, split_list
 from seqbench.sweep.cost import probe_cost
 from seqbench.sweep.spec import BUDGET as PARAMS  # where the search for one budget starts
@@ -43,6 +43,9 @@ class MemoryPlan:
     points: list[RunConfig] = field(default_factory=list)
     # a profile's tolerances, loosest first (epsilon is the first); () for one tolerance
     epsilons: tuple[float, ...] = ()
+    # the learning rates each searched model trains at (--lr-search): every seed at each,
+    # the run with the best validation metric the cell's (runner.plan_runs); {} for none
+    lrs: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def tolerances(self) -> tuple[float, ...]:
@@ -61,32 +64,23 @@ class MemoryPlan:
                 **({"epsilons": list(self.epsilons)} if self.epsilons else {}),
                 "relative_to": self.relative_to,
                 "max_k": self.max_k,
+                **({"lr_search": {m: list(v) for m, v in self.lrs.items()}} if self.lrs else {}),
             },
             "grids": self.grids(),
         }
 
     def grids(self) -> list[dict]:
+        """The sweep's grids: the families over k, the references over the whole sequence;
+        a model whose learning rate is searched in a grid of its own, over its rates."""
         common = {"params": [self.params], **{k: [v] for k, v in self.sets.items()}}
         out = []
-        if self.families:
-            out.append(
-                {
-                    "models": list(self.families),
-                    "tasks": [self.task],
-                    "k": list(self.ks),
-                    "seeds": list(self.seeds),
-                    "set": common,
-                }
-            )
-        if self.references:
-            out.append(
-                {
-                    "models": list(self.references),
-                    "tasks": [self.task],
-                    "seeds": list(self.seeds),
-                    "set": common,
-                }
-            )
+        for models, ks in ((self.families, list(self.ks)), (self.references, None)):
+            plain = [m for m in models if m not in self.lrs]
+            groups = [(plain, common)] if plain else []
+            groups += [([m], common | {"lr": list(self.lrs[m])}) for m in models if m in self.lrs]
+            for group, sets in groups:
+                grid = {"models": group, "tasks": [self.task]} | ({"k": ks} if ks else {})
+                out.append(grid | {"seeds": list(self.seeds), "set": sets})
         return out
 
 
@@ -141,10 +135,12 @@ def make_plan(
     relative_to: str | None = None,
     max_k: int | None = None,
     name: str | None = None,
+    lr_search: str | None = None,
 ) -> MemoryPlan:
     """The first round of a memory sweep, every point resolved and validated and the budget
     checked for every family at every k (nothing is written). `epsilon`: one tolerance, or
-    several (a profile: one answer per ε from the same cells)."""
+    several (a profile: one answer per ε from the same cells). `lr_search`: whose learning
+    rate is searched (LR_SEARCH; default the references')."""
     from seqbench.configure import check_fits, fed_steps
 
     given = parse_sets(sets)
@@ -188,6 +184,11 @@ def make_plan(
         tuple(k_grid(top)),
         epsilons=profile,
     )
+    lr_search = LR_SEARCH[0] if lr_search is None else lr_search
+    if lr_search not in LR_SEARCH:
+        raise UsageError(f"--lr-search must be one of {', '.join(LR_SEARCH)}, got {lr_search!r}")
+    searched = {"references": refs, "all": (*fams, *refs), "none": ()}[lr_search]
+    plan = replace(plan, lrs={m: _rates(m, probe, given, params) for m in searched})
     plan = with_points(plan)
     if params is None:  # the smallest budget from PARAMS up that every model meets at every k
         plan = with_points(replace(plan, params=smallest_budget(plan.points)))
@@ -195,7 +196,16 @@ def make_plan(
         check_budget(plan.points, plan.params)
     eps_ident = list(profile) if profile else epsilon  # one ε: the name it always had
     ident = (task_name, given, probe, fams, refs, plan.params, seeds_t, eps_ident, top, relative_to)
-    return replace(plan, name=name or default_name(*ident))
+    return replace(plan, name=name or default_name(*ident, lr_search=plan.lrs))
+
+
+def _rates(model: str, probe: RunConfig, given: dict, params: int | None) -> tuple[float, ...]:
+    """The learning rates a searched model trains at: its pair's (or the given) rate times
+    each of LR_FACTORS, to three significant digits."""
+    from seqbench.configure import make_config
+
+    lr = make_config(model, probe.task, {"params": params or PARAMS, **given}).lr
+    return tuple(float(f"{lr * f:.3g}") for f in LR_FACTORS)
 
 
 # tolerances one profile may ask: each is an answer with a bisection of its own (10,000 ran
@@ -283,7 +293,8 @@ def _number(item: str) -> float:
         ) from None
 
 
-def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top, relative_to) -> str:
+def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top, relative_to,
+                 lr_search=None) -> str:  # fmt: skip
     """memory-TASK-HASH8: the same question asks under the same name (and so resumes); a
     tolerance relative to the gap (the default) keeps the names answers had before there was a
     choice."""
@@ -300,6 +311,8 @@ def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top, re
     }
     if relative_to != RELATIVE_TO[0]:
         ident["relative_to"] = relative_to
+    if lr_search:  # a search: another question than the pair's rate alone
+        ident["lr_search"] = {m: list(v) for m, v in sorted(lr_search.items())}
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
     if given.get("path"):  # own data: named by its file, as reports name it
         stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(str(given["path"])).name)[:60] or "data"

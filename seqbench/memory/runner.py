@@ -293,6 +293,9 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
         for m, k, s in zip(metric["model"], metric["k"], metric["seed"], strict=True)
     ]
     metric = metric[[key in mine for key in keys]].reset_index(drop=True)
+    higher = metric_direction("test_metric", plan.task) == "higher"
+    if plan.lrs:  # each searched cell's seed: the run whose validation was best
+        metric = _best_rate(store, plan, metric, higher)
     ids = metric["run_id"].astype(int)
     extra = {}
     keys = ("baseline", "test_count", "test_const", "test_gain_se", "persistence",
@@ -304,7 +307,6 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
             extra[key] = [v.get(r, math.nan) for r in ids]
     stopped = extra.pop("stopped_early", [math.nan] * len(ids))
     converged = extra.pop("converged", [math.nan] * len(ids))
-    higher = metric_direction("test_metric", plan.task) == "higher"
     curves = curves_frame(store, list(ids), ["valid_metric"])
     by_run = {r: g.sort_values("step")["value"].tolist() for r, g in curves.groupby("run_id")}
     # a run that early stopping ended (no better validation in `patience` evaluations) has
@@ -326,8 +328,31 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
             "value": metric["value"].astype(float),
             **extra,
             "improving": improving,
+            "lr": [float(c["lr"]) for c in metric["config"]],
         }
     )
+
+
+def _best_rate(store, plan: MemoryPlan, metric: pd.DataFrame, higher: bool) -> pd.DataFrame:
+    """`metric` with one run per (model, k, seed) of the searched models: of the rates it
+    trained at, the run with the best validation metric (best_valid_metric; a run without one,
+    diverged, comes last). The test metric plays no part in the choice."""
+    from seqbench.report.frames import results_frame
+
+    got = results_frame(store, "best_valid_metric", sweep=plan.name,
+                        statuses=("completed", "diverged"))  # fmt: skip
+    valid = dict(zip(got["run_id"], got["value"], strict=True))
+    worst = -math.inf if higher else math.inf
+
+    def rank(row) -> float:
+        v = valid.get(row.run_id, math.nan)
+        v = v if math.isfinite(v) else worst
+        return -v if higher else v
+
+    metric = metric.assign(_rank=[rank(r) for r in metric.itertuples()])
+    metric = metric.assign(_k=metric["k"].fillna(-1))
+    best = metric.sort_values(["_rank", "run_id"]).drop_duplicates(["model", "_k", "seed"])
+    return best.sort_index().drop(columns=["_rank", "_k"]).reset_index(drop=True)
 
 
 def answer_facts(plan: MemoryPlan) -> dict:
@@ -359,7 +384,23 @@ def answers_from(
     test at `alpha`."""
     if runs.empty:
         raise SeqbenchError(f"no completed run of {plan.name!r} to answer from")
-    return [derive(runs, epsilon=eps, alpha=alpha, **facts) for eps in plan.tolerances]
+    answers = [derive(runs, epsilon=eps, alpha=alpha, **facts) for eps in plan.tolerances]
+    chosen = lr_chosen(runs, plan)
+    return [replace(a, lr_chosen=chosen) for a in answers] if chosen else answers
+
+
+def lr_chosen(runs: pd.DataFrame, plan: MemoryPlan) -> str:
+    """What the learning-rate search chose, model by model: each rate and the seeds (over
+    every context) it won, e.g. "gru 0.003 ×3"; "" without a search."""
+    parts = []
+    for model, rates in plan.lrs.items() if "lr" in runs else ():
+        won = runs.loc[runs["model"] == model, "lr"].value_counts()
+        if not won.empty:
+            shown = ", ".join(f"{lr:g} ×{n}" for lr, n in sorted(won.items()))
+            parts.append(f"{model} {shown} (of {', '.join(f'{r:g}' for r in rates)})")
+    if not parts:
+        return ""
+    return "learning rate chosen on validation, per seed: " + "; ".join(parts)
 
 
 def train_size(plan: MemoryPlan) -> int | None:

@@ -400,6 +400,8 @@ class Dashboard:
             body += "run the same <code>seqbench memory</code> command again.</p>"
         for w in d.get("warnings", []):
             body += f"<p class='warning'>warning: {_e(w)}</p>"
+        if d.get("lr_chosen"):  # --lr-search: the rates chosen on validation
+            body += f"<p id='lr-chosen'>note: {_e(d['lr_chosen'])}</p>"
         head, cells = api.memory_cells(d)
         body += _table(head, cells, ident="cells")
         with _DRAW:

@@ -73,7 +73,7 @@ def test_memory_confirm_asks_again_at_twice_the_cap(cli, db, tmp_path):
     data = lag_data(tmp_path / "lag.npz", 2, T=4)
     args = ["memory", "--task", "file", "--path", data, "--set", "steps=200",
             "--set", "max_steps=400", "--families", "tcn", "--references", "gru",
-            "--params", "3000", "--workers", "2", "--quiet"]  # fmt: skip
+            "--params", "3000", "--workers", "2", "--quiet", "--lr-search", "none"]  # fmt: skip
     r = cli(*args, "--confirm", "--format", "json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)

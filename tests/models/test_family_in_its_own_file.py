@@ -269,8 +269,8 @@ def test_sweep_stress_and_memory_run_on_the_family(tree):
 
     # the task's own field: the input 2 steps back needs the last 3, k* = lag + 1
     r = sb(tree, "memory", "--task", "lag", "--set", "lag=2", "--families", "decay-window",
-           "--references", "gru", "--set", "steps=300", "--params", "3000", "--workers", "2",
-           "-q", "-f", "json")  # fmt: skip
+           "--references", "gru", "--lr-search", "none", "--set", "steps=300", "--params",
+           "3000", "--workers", "2", "-q", "-f", "json")  # fmt: skip
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert (doc["verdict"], doc["k_star"]) == ("matches", 3), doc

@@ -177,7 +177,8 @@ def test_memory_finds_k_star_m_on_a_table(cli, db, tmp_path):
     _lag_frame(n=600, m=3).to_csv(tmp_path / "lag.csv", index=False)
     r = cli("memory", "--task", "file", "--path", tmp_path / "lag.csv", *LAG,
             "--set", "steps=600", "--set", "patience=2", "--families", "tcn", "--references", "gru",
-            "--params", "3000", "--workers", "2", "--quiet", "--format", "json")  # fmt: skip
+            "--params", "3000", "--workers", "2", "--quiet", "--format", "json",
+            "--lr-search", "none")  # fmt: skip
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["verdict"] == "matches" and doc["k_star"] == 3, doc
