@@ -126,6 +126,11 @@ def sentence(a: Answer) -> str:
                 f"{lead}, and with {a.train_size} training sequences too little data may be "
                 "why: more data, or a smaller --params, before more steps."
             )
+        if a.steps_auto:  # the runs looked converged: a plateau before learning ends them
+            return (
+                f"{lead}; train longer (--set steps=..., a higher floor: a run on a "
+                "plateau before it learns looks converged) or give a larger --params."
+            )
         return f"{lead}; train longer ({_longer(a)}) or give a larger --params."
     if a.verdict == "matches":
         c = a.star_cell

@@ -170,9 +170,14 @@ def test_undecided_when_the_reference_is_ahead_within_noise():
 
 
 def test_nothing_learned_when_every_cell_is_at_the_baseline():
-    a = answer({("tcn", 1): FLAT, ("tcn", 8): [0.98, 0.99, 1.0], ("lstm", None): FLAT})
+    cells = {("tcn", 1): FLAT, ("tcn", 8): [0.98, 0.99, 1.0], ("lstm", None): FLAT}
+    a = answer(cells)
     assert a.verdict == "nothing-learned" and a.k_star is None
     assert not any(c.matches for c in a.cells)
+    assert "train longer (--set steps=...) or give a larger --params" in a.sentence
+    # trained until converged: runs that stopped on a plateau need a higher floor, not a cap
+    auto = answer(cells, steps_auto=True, train_steps=3000)
+    assert "train longer (--set steps=..., a higher floor" in auto.sentence
 
 
 def test_chance_cells_learned_nothing():
