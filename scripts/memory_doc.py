@@ -23,28 +23,33 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 SB = [sys.executable, "-m", "seqbench"]
-# every run ends once its validation has not improved for three evaluations (early stopping:
-# converged), or at its task's steps, three times what the answers of 2026-12-04 trained
-COMMON = ["--set", "patience=3", "--families", "tcn", "--references", "gru", "--seeds", "0,1,2"]
+# every run trains until converged (`--steps auto`'s rule: its validation curve no longer
+# improving, docs/science.md 8), from the answers of 2026-12-04's steps (the floor) to six
+# times them (the cap); a stated answer is then asked again at twice both (--confirm)
+COMMON = ["--families", "tcn", "--references", "gru", "--seeds", "0,1,2", "--lr-search", "none"]
+
+
+def _steps(floor: int) -> list[str]:
+    return ["--set", f"steps={floor}", "--set", f"max_steps={6 * floor}"]
+
 
 # (label, task args, what theory says, or None)
 TASKS = [
     ("teacher, linear, λ = 0.5", ["--task", "teacher", "--set", "teacher_kind=linear",
-     "--set", "teacher_lam=0.5", "--set", "seq_len=16", "--set", "steps=3000"], "teacher"),
+     "--set", "teacher_lam=0.5", "--set", "seq_len=16", *_steps(1000)], "teacher"),
     ("teacher, linear, λ = 0.8", ["--task", "teacher", "--set", "teacher_kind=linear",
-     "--set", "teacher_lam=0.8", "--set", "seq_len=25", "--set", "steps=3000"], "teacher"),
+     "--set", "teacher_lam=0.8", "--set", "seq_len=25", *_steps(1000)], "teacher"),
     ("teacher, linear, λ = 0.9", ["--task", "teacher", "--set", "teacher_kind=linear",
-     "--set", "teacher_lam=0.9", "--set", "seq_len=50", "--set", "steps=3000"], "teacher"),
-    ("adding, T = 20", ["--task", "adding", "--set", "seq_len=20", "--set", "steps=6000"],
+     "--set", "teacher_lam=0.9", "--set", "seq_len=50", *_steps(1000)], "teacher"),
+    ("adding, T = 20", ["--task", "adding", "--set", "seq_len=20", *_steps(2000)],
      "T = 20: a marker may sit at any step"),
-    ("copy, T = 10", ["--task", "copy", "--set", "seq_len=10", "--set", "steps=6000"],
+    ("copy, T = 10", ["--task", "copy", "--set", "seq_len=10", *_steps(2000)],
      "T + 20 = 30: the whole input"),
-    ("digits", ["--task", "digits", "--set", "steps=1500"], None),
-    ("chorales", ["--task", "chorales", "--set", "steps=900"], None),
-    ("ptb-char, T = 50", ["--task", "ptb-char", "--set", "seq_len=50", "--set", "steps=1500"],
-     None),
+    ("digits", ["--task", "digits", *_steps(500)], None),
+    ("chorales", ["--task", "chorales", *_steps(300)], None),
+    ("ptb-char, T = 50", ["--task", "ptb-char", "--set", "seq_len=50", *_steps(500)], None),
     ("own data: CO2 (examples/co2_arrays.py)", ["--task", "file", "--path", "co2",
-     "--set", "steps=1500"], None),
+     *_steps(500)], None),
 ]  # fmt: skip
 
 
@@ -200,14 +205,32 @@ def main() -> None:
                 print(label, "failed:", out.stderr.strip()[-300:], flush=True)
                 continue
             doc = json.loads(out.stdout)
+            if doc["verdict"] == "matches":  # a stated k*: asked again at twice the caps
+                again = subprocess.run([*cmd, "--confirm"], cwd=work, capture_output=True,
+                                       text=True)  # fmt: skip
+                if again.returncode == 0:
+                    doc["confirm"] = json.loads(again.stdout)["confirm"]
+                else:
+                    doc["confirm"] = {"sentence": f"--confirm failed: {again.stderr[-300:]}"}
             if theory == "teacher":
                 lam = float(next(a.split("=")[1] for a in task_args if "teacher_lam" in a))
                 T = int(next(a.split("=")[1] for a in task_args if a.startswith("seq_len")))
                 theory = f"closed form: {teacher_k_star(lam, T, doc['epsilon'])}"
             minutes = (time.monotonic() - t0) / 60
             rows.append((label, task_args, doc, theory, None, minutes))
-            print(label, doc["verdict"], doc["k_star"], f"{minutes:.1f} min", flush=True)
+            print(label, doc["verdict"], doc["k_star"], f"{minutes:.1f} min",
+                  doc.get("confirm", {}).get("sentence", ""), flush=True)  # fmt: skip
     write(rows, (time.monotonic() - t_all) / 60, args.workers)
+
+
+def _confirmed(confirm: dict | None) -> str:
+    """The table's cell for --confirm: not asked (no k* stated), held, or moved."""
+    if not confirm:
+        return "—"
+    if "confirmed" not in confirm:
+        return "failed"
+    seen = f"k\\* = {confirm['k_star']}" if confirm["k_star"] is not None else confirm["verdict"]
+    return f"{'held' if confirm['confirmed'] else 'moved'} ({seen})"
 
 
 def _cmd(task_args: list[str]) -> str:
@@ -225,28 +248,34 @@ def write(rows, minutes: float, workers: int) -> None:
         f"Regenerate with `.venv/bin/python scripts/memory_doc.py --only answers` ({minutes:.0f} "
         f"minutes\non a 2-core machine with `--workers {workers}`, {date.today()}; `--dir D` "
         "keeps the stores, and a\nsecond run re-derives every answer from them in a minute, "
-        "training nothing). Minutes: the wall\ntime of the run that trained the answer's runs, "
-        f"{workers} workers.",
+        "training nothing). Minutes: the wall\ntime of the runs that trained the answer and its "
+        f"confirmation, {workers} workers.",
         "",
-        "| task | verdict | k\\* | interval | best (metric) | trivial baseline | theory | "
-        "minutes |",
-        "|---|---|---|---|---|---|---|---|",
+        "| task | verdict | k\\* | interval | at twice the caps | best (metric) | "
+        "trivial baseline | theory | minutes |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     notes = []
     for label, task_args, doc, theory, error, minutes in rows:
         if doc is None:
-            lines.append(f"| {label} | failed | | | | | {theory or ''} | |")
+            lines.append(f"| {label} | failed | | | | | | {theory or ''} | |")
             notes.append(f"- {label}: `{_cmd(task_args)}` failed: {error}")
             continue
         hi = doc["k_high"] if doc["k_high"] is not None else f">{doc['max_k']}"
         interval = f"{doc['k_low']}–{hi}" if doc["k_star"] is not None else ""
+        verdict = doc["verdict"]
+        if doc.get("confirm", {}).get("confirmed") is False:  # stated, but moved when trained on
+            verdict = "undecided (moved)"
         lines.append(
-            f"| {label} | {doc['verdict']} | {doc['k_star'] or ''} | {interval} | "
+            f"| {label} | {verdict} | {doc['k_star'] or ''} | {interval} | "
+            f"{_confirmed(doc.get('confirm'))} | "
             f"{doc['best']:.4g} {doc['metric']} ({doc['best_cell']}) | {doc['baseline']:.4g} | "
             f"{theory or '—'} | {minutes:.1f} |"
         )
         notes.append(f"- **{label}**: `{_cmd(task_args)}`. {doc['sentence']}")
         notes += [f"  - warning: {w}" for w in doc["warnings"]]
+        if doc.get("confirm"):
+            notes.append(f"  - `--confirm`: {doc['confirm']['sentence']}")
     lines += ["", "### Each answer", "", *notes, MARK[1]]
     doc = REPO / "docs" / "memory.md"
     text = doc.read_text(encoding="utf-8")
