@@ -71,3 +71,17 @@ def test_each_seed_keeps_the_run_with_the_best_validation(cli, db, tmp_path):
                "--quiet", "--format", "json", "--lr-search", "none")  # fmt: skip
     assert none.exit_code == 0, none.output
     assert json.loads(none.stdout)["lr_chosen"] == ""
+
+
+def test_the_search_finds_the_rate_known_to_be_best(cli, db, tmp_path):
+    """Rates all far too small for 200 steps (Adam moves each weight by about the rate a step):
+    the validation loss falls the further the weights move, so the largest of the three is
+    the right one, at every seed."""
+    data = lag_data(tmp_path / "lag.npz", 2, T=4)
+    r = cli("memory", "--task", "file", "--path", data, "--set", "steps=200",
+            "--set", "lr=0.00001", "--families", "tcn", "--references", "gru", "--params",
+            "3000", "--workers", "2", "--quiet", "--format", "json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["lr_chosen"] == (
+        "learning rate chosen on validation, per seed: gru 3e-05 ×3 (of 3e-06, 1e-05, 3e-05)"
+    )
