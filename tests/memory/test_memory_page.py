@@ -41,8 +41,10 @@ def test_the_memory_page_shows_the_answer(browser, answered):  # noqa: F811
         assert page.locator("main h1").inner_text() == NAME  # not "memory <name>"
         assert "k* = 2" in page.locator("#sentence").inner_text()
         # the reference's rate, searched by default, and what validation chose
-        assert page.locator("#lr-chosen").inner_text().startswith(
-            "note: learning rate chosen on validation, per seed: gru "
+        assert (
+            page.locator("#lr-chosen")
+            .inner_text()
+            .startswith("note: learning rate chosen on validation, per seed: gru ")
         )
         cells = _cells(page, "cells")
         assert [c[1] for c in cells] == ["1", "2", "4", "full"]
