@@ -437,12 +437,11 @@ def resting_on(cells: list[Cell], best: Cell, verdict: str, k_low: int | None,
       the gap).
 
     None for `nothing-learned` and `undecided`: they state no k*."""
-    ff = [c for c in cells if c.k is not None]
     if verdict == "matches":
         return [c for c in cells if c is best or c.k is None or k_low <= c.k <= k_star]
     if verdict in ("needs-recurrence", "family-gap"):
-        top = max(c.k for c in ff)
-        return [c for c in ff if c.k == top]
+        top = max(c.k for c in cells if c.k is not None)
+        return [c for c in cells if c.k == top]
     return []
 
 
