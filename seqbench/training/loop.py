@@ -321,95 +321,127 @@ def train(
         progress.on_end()
 
 
+@dataclass
+class _Curve:
+    """The validation curve so far and its best point (whose weights the test pass scores)."""
+
+    higher: bool
+    valid: list[float] = field(default_factory=list)
+    best: dict = field(default_factory=lambda: {"metric": None, "state": None, "step": 0})
+    stale: int = 0  # evaluations in a row without a better validation metric
+
+    @property
+    def last(self) -> float:
+        return self.valid[-1] if self.valid else math.nan
+
+
 def _loop(run: _Run) -> TrainOutcome:
-    cfg, task, model, device, buffer = run.cfg, run.task, run.model, run.device, run.buffer
-    progress = run.progress
+    """Train step by step, evaluate every eval_every steps, stop at the most steps or where
+    early stopping or `--steps auto`'s rule ends it, then score the best point on test."""
+    cfg, model = run.cfg, run.model
     opt = make_optimizer(cfg, model)
     sched = _scheduler(cfg, opt)
     gen = generator(cfg.seed, 3)
     steps = cfg.max_steps or cfg.steps  # the most it may train (auto: on past cfg.steps)
     eval_every = cfg.eval_every or max(cfg.steps // 10, 1)
-    tbptt = cfg.k if model.recurrent else None
-    higher = task.higher_is_better
-    best = {"metric": None, "state": None, "step": 0}
-    stale = 0  # evaluations in a row without a better validation metric (early stopping)
-    valid: list[float] = []  # the validation curve (--steps auto: converged by its tail)
+    curve = _Curve(run.task.higher_is_better)
     converged = False
-    last_valid = math.nan
     train_time = 0.0
-
-    amp, scaler = mixed_precision(cfg.precision, device)
-    progress.on_start(steps)
+    amp, scaler = mixed_precision(cfg.precision, run.device)
+    run.progress.on_start(steps)
     model.train()
     loss_v = math.nan
     for step in range(1, steps + 1):
         t_step = time.perf_counter()
-        x, y = task.train_batch(cfg.batch_size, gen)
-        x, y = x.to(device), to_device(y, device)
-        with amp():
-            out = model(x, tbptt=tbptt)
-            loss = task.loss(out, y)
-        loss_v = float(loss.detach())
+        loss_v = _step(run, opt, scaler, amp, gen, step)
         if not math.isfinite(loss_v):
-            buffer.append(("train_loss", step, loss_v))
             return run.finish(
                 "diverged",
                 {"diverged_step": step, "final_train_loss": loss_v, "steps": step},
                 f"the training loss became {loss_v} at step {step}",
             )
-        log_now = step % LOG_EVERY == 0 or step == 1
-        gnorm = _update(cfg, model, opt, scaler, loss, log_now)
         if sched:
             sched.step()
-        model.constrain_()
-        if cfg.stable:
-            model.backbone.project_(cfg.lam)
         train_time += time.perf_counter() - t_step
-        if log_now:
-            buffer += [("train_loss", step, loss_v), ("grad_norm", step, float(gnorm))]
-        progress.on_step(step, loss_v)
-
+        run.progress.on_step(step, loss_v)
         if step % eval_every == 0 or step in (cfg.steps, steps):
-            ev = _evaluate(run, amp, "valid")
-            last_valid = ev["metric"]
-            valid.append(last_valid)
-            buffer += [("valid_loss", step, ev["loss"]), ("valid_metric", step, ev["metric"])]
-            bound = model.backbone.stability_bound()
-            if bound is not None:
-                buffer.append(("stability_bound", step, bound))
-            if _better(last_valid, best["metric"], higher):
-                best = {
-                    "metric": last_valid,
-                    "state": copy.deepcopy(model.state_dict()),
-                    "step": step,
-                }
-                stale = 0
-            else:
-                stale += 1
-                if cfg.lr_plateau:  # reduce on plateau: a smaller step where no better one was
-                    for group in opt.param_groups:
-                        group["lr"] *= cfg.lr_plateau
-            if cfg.lr_plateau:  # the rate the next steps train at, beside the curve it follows
-                buffer.append(("lr", step, opt.param_groups[0]["lr"]))
-            run.flush()
-            progress.on_eval(step, ev)
-            if cfg.patience and stale >= cfg.patience and step >= (cfg.min_steps or 0):
+            _validate(run, opt, amp, curve, step)
+            if cfg.patience and curve.stale >= cfg.patience and step >= (cfg.min_steps or 0):
                 steps = step  # converged: no better validation in `patience` evaluations
                 break
-            if cfg.max_steps and step >= cfg.steps and not still_improving(valid, higher):
+            if (
+                cfg.max_steps
+                and step >= cfg.steps
+                and not still_improving(curve.valid, curve.higher)
+            ):
                 steps, converged = step, True  # trained out by the under-trained rule
                 break
+    return _finish(run, amp, curve, loss_v, steps, train_time, converged)
 
-    if best["state"] is not None:
-        model.load_state_dict(best["state"])
+
+def _step(run: _Run, opt, scaler, amp, gen, step: int) -> float:
+    """One training step on a fresh batch: the loss, the update, the model's constraints
+    (IndRNN's clamp, `--stable`'s projection) and the logged curves. Returns the loss (not
+    finite: logged, nothing updated, the caller records the run diverged)."""
+    cfg, task, model, device = run.cfg, run.task, run.model, run.device
+    x, y = task.train_batch(cfg.batch_size, gen)
+    x, y = x.to(device), to_device(y, device)
+    with amp():
+        out = model(x, tbptt=cfg.k if model.recurrent else None)
+        loss = task.loss(out, y)
+    loss_v = float(loss.detach())
+    if not math.isfinite(loss_v):
+        run.buffer.append(("train_loss", step, loss_v))
+        return loss_v
+    log_now = step % LOG_EVERY == 0 or step == 1
+    gnorm = _update(cfg, model, opt, scaler, loss, log_now)
+    model.constrain_()
+    if cfg.stable:
+        model.backbone.project_(cfg.lam)
+    if log_now:
+        run.buffer += [("train_loss", step, loss_v), ("grad_norm", step, float(gnorm))]
+    return loss_v
+
+
+def _validate(run: _Run, opt, amp, curve: _Curve, step: int) -> None:
+    """Score the validation split, log it, keep the best weights, and (lr_plateau) lower the
+    rate after an evaluation that found nothing better."""
+    cfg, model = run.cfg, run.model
+    ev = _evaluate(run, amp, "valid")
+    curve.valid.append(ev["metric"])
+    run.buffer += [("valid_loss", step, ev["loss"]), ("valid_metric", step, ev["metric"])]
+    bound = model.backbone.stability_bound()
+    if bound is not None:
+        run.buffer.append(("stability_bound", step, bound))
+    if _better(ev["metric"], curve.best["metric"], curve.higher):
+        curve.best = {"metric": ev["metric"], "state": copy.deepcopy(model.state_dict()),
+                      "step": step}  # fmt: skip
+        curve.stale = 0
+    else:
+        curve.stale += 1
+        if cfg.lr_plateau:  # reduce on plateau: a smaller step where no better one was
+            for group in opt.param_groups:
+                group["lr"] *= cfg.lr_plateau
+    if cfg.lr_plateau:  # the rate the next steps train at, beside the curve it follows
+        run.buffer.append(("lr", step, opt.param_groups[0]["lr"]))
+    run.flush()
+    run.progress.on_eval(step, ev)
+
+
+def _finish(run: _Run, amp, curve: _Curve, loss_v: float, steps: int, train_time: float,
+            converged: bool) -> TrainOutcome:  # fmt: skip
+    """Score the best validation point on test and record the run: completed, or diverged
+    where the test pass blew up although training did not."""
+    if curve.best["state"] is not None:
+        run.model.load_state_dict(curve.best["state"])
     test = _evaluate(run, amp, "test")
-    summaries, baseline = _summaries(run, test, best, last_valid, loss_v, steps, train_time)
-    if cfg.max_steps:  # --steps auto: whether the rule ended it (else the cap did, improving)
+    summaries, baseline = _summaries(run, test, curve.best, curve.last, loss_v, steps, train_time)
+    if run.cfg.max_steps:  # --steps auto: whether the rule ended it (else the cap did, improving)
         summaries["converged"] = float(converged)
-    why = blown_up(test["metric"], baseline, higher)
+    why = blown_up(test["metric"], baseline, curve.higher)
     if why:  # the test pass blew up although training did not: diverged, never a result
         return run.finish("diverged", summaries, why)
-    if cfg.save_checkpoint:
+    if run.cfg.save_checkpoint:
         return run.finish("completed", summaries, checkpoint=_save_checkpoint(run))
     return run.finish("completed", summaries)
 
