@@ -488,14 +488,7 @@ def derive(
     if runs.empty:
         raise ValueError("no runs to derive an answer from")
     sign = -1.0 if higher_is_better else 1.0  # loss = sign * value: lower is better
-    # the trivial baseline: each seed's (a seed fixes the data), then their mean, so that a
-    # seed with more runs (cells the race settled have fewer) does not weigh more
-    seeds, where = np.unique(runs["seed"].to_numpy(), return_inverse=True)
-    base = sign * runs["baseline"].to_numpy(float)
-    ok = ~np.isnan(base)
-    total = np.bincount(where[ok], base[ok], len(seeds))
-    count = np.bincount(where[ok], minlength=len(seeds))
-    base_loss = float(np.mean(total[count > 0] / count[count > 0])) if ok.any() else math.nan
+    base_loss = _baseline_loss(runs, sign)
     cells, b, delta = judge_cells(
         cell_runs(runs, sign), sign=sign, accuracy=metric in ACCURACIES, base_loss=base_loss,
         epsilon=epsilon, relative_to=relative_to, alpha=alpha, max_k=max_k,
@@ -537,6 +530,17 @@ def derive(
     persistence = _persistence(runs)
     warnings = caveats(answer, persistence)
     return Answer(**{**answer.__dict__, "warnings": warnings, "persistence": persistence})
+
+
+def _baseline_loss(runs: pd.DataFrame, sign: float) -> float:
+    """The trivial baseline as a loss: each seed's (a seed fixes the data), then their mean,
+    so that a seed with more runs (cells the race settled have fewer) does not weigh more."""
+    seeds, where = np.unique(runs["seed"].to_numpy(), return_inverse=True)
+    base = sign * runs["baseline"].to_numpy(float)
+    ok = ~np.isnan(base)
+    total = np.bincount(where[ok], base[ok], len(seeds))
+    count = np.bincount(where[ok], minlength=len(seeds))
+    return float(np.mean(total[count > 0] / count[count > 0])) if ok.any() else math.nan
 
 
 def _persistence(runs: pd.DataFrame) -> float | None:
