@@ -139,3 +139,11 @@ def popen(cmd: list[str]):
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def one_line_error(r, code: int = 2) -> str:
+    """The single line a refused command printed (exit `code`, no traceback)."""
+    assert r.exit_code == code, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.output, r.output
+    return lines[0]
