@@ -42,7 +42,7 @@ def caveats(a: Answer, persistence: float | None) -> list[str]:
             out.append(
                 f"the recurrent reference {c.model} did not learn (it is not beyond the trivial "
                 f"baseline {a.baseline:.4g} over seeds): it is no ceiling here; train longer "
-                f"({_longer(a)})"
+                f"({_longer(a, c.improving)})"
             )
             continue
         if top_ff is not None and sign * top_ff.mean < sign * c.mean:
@@ -126,12 +126,7 @@ def sentence(a: Answer) -> str:
                 f"{lead}, and with {a.train_size} training sequences too little data may be "
                 "why: more data, or a smaller --params, before more steps."
             )
-        if a.steps_auto:  # the runs looked converged: a plateau before learning ends them
-            return (
-                f"{lead}; train longer (--set steps=..., a higher floor: a run on a "
-                "plateau before it learns looks converged) or give a larger --params."
-            )
-        return f"{lead}; train longer ({_longer(a)}) or give a larger --params."
+        return f"{lead}; train longer ({_longer(a, improving=False)}) or give a larger --params."
     if a.verdict == "matches":
         c = a.star_cell
         lead = f"A context of k* = {a.k_star} is enough {where} (interval {a.k_low}–{a.k_high} "
@@ -167,9 +162,15 @@ def sentence(a: Answer) -> str:
     )
 
 
-def _longer(a: Answer) -> str:
-    """How to train longer: a higher cap where the runs trained until converged."""
-    return "--set max_steps=..." if a.steps_auto else "--set steps=..."
+def _longer(a: Answer, improving: bool = True) -> str:
+    """How to train longer: more steps; where the runs trained until converged, a higher cap
+    for a run the cap stopped still improving, and a higher floor for one that stopped
+    without having learned (a plateau before learning looks converged to the rule)."""
+    if not a.steps_auto:
+        return "--set steps=..."
+    if improving:
+        return "--set max_steps=..."
+    return "--set steps=..., a higher floor: a run on a plateau before it learns looks converged"
 
 
 def _under_trained(a: Answer, where: str) -> str:

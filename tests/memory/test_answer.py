@@ -178,6 +178,9 @@ def test_nothing_learned_when_every_cell_is_at_the_baseline():
     # trained until converged: runs that stopped on a plateau need a higher floor, not a cap
     auto = answer(cells, steps_auto=True, train_steps=3000)
     assert "train longer (--set steps=..., a higher floor" in auto.sentence
+    # and so does a reference that stopped there (docs/memory.md's chorales: it asked for a cap)
+    (w,) = [w for w in auto.warnings if "lstm did not learn" in w]
+    assert "--set steps=..., a higher floor" in w and "max_steps" not in w
 
 
 def test_chance_cells_learned_nothing():
