@@ -274,6 +274,7 @@ class ModelInfo:
     context: str  # the family's context rule (what a run stores as k)
     source: str = "built-in"  # or a plugin's provenance ("dist version")
     state_size: int | None = None  # Backbone.state_size at these sizes (None: not declared)
+    options: str = ""  # the --set fields of its own it reads (ModelSpec.reads and .options)
 
 
 @dataclass(frozen=True)
@@ -285,6 +286,15 @@ class TaskInfo:
     baseline: str
     description: str
     source: str = "built-in"  # or a plugin's provenance ("dist version")
+    options: str = ""  # the --set fields of its own it reads (TaskSpec.reads and .options)
+
+
+def _own_fields(spec) -> str:
+    """The fields a family or task reads beyond every one's own, its options among them, as
+    `models` and `tasks` list them ("any" where a plugin does not say)."""
+    if spec.reads is None:
+        return "any"
+    return ", ".join([*spec.reads, *(o.name for o in spec.options)]) or "-"
 
 
 def _specs(registry, problems: list[str] | None) -> list:
@@ -323,11 +333,8 @@ def model_catalog(problems: list[str] | None = None) -> list[ModelInfo]:
             continue
         kind = "recurrent" if spec.recurrent else "feedforward"
         source = spec.plugin or "built-in"
-        out.append(
-            ModelInfo(
-                spec.name, kind, args.hidden, n, spec.description, spec.context_rule, source, state
-            )
-        )
+        info = (spec.name, kind, args.hidden, n, spec.description, spec.context_rule, source)
+        out.append(ModelInfo(*info, state, _own_fields(spec)))
     return out
 
 
@@ -361,6 +368,7 @@ def task_catalog(problems: list[str] | None = None) -> list[TaskInfo]:
             s.baseline_note,
             s.description,
             s.plugin or "built-in",
+            _own_fields(s),
         )
         for s in _specs(TASKS, problems)
     ]
@@ -476,11 +484,14 @@ def train_config_from(
         from_file = load_toml(config_file) if config_file else {}
         if config_file:
             check_shadowed(model, task, from_file, overrides, config_file)
+        checked = set(from_file) | set(overrides)  # the stored fields are what they were
         overrides = {**base.overrides(), **from_file, **overrides}
         config_file = None
+    else:
+        checked = None
     if model is None or task is None:
         raise UsageError("give --model and --task (or --from-run RUN)")
-    cfg = make_config(model, task, overrides, config_file)
+    cfg = make_config(model, task, overrides, config_file, checked=checked)
     if tags:
         cfg = replace(cfg, tags={**cfg.tags, **tags})
     return cfg

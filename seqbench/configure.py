@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from seqbench import models, tasks
-from seqbench.config import FIELDS, RunConfig, digest
+from seqbench.config import FIELDS, MODEL_FIELDS, RunConfig, digest
 from seqbench.errors import UsageError
 from seqbench.models import MODELS
 from seqbench.models.context import legacy_context
@@ -79,10 +79,72 @@ def config_hash(cfg: RunConfig) -> str:
     return digest(d)
 
 
-def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
+# The fields one family or task reads and another does not (ModelSpec.reads, TaskSpec.reads):
+# given to a model and task that do not read it, refused (check_read), so that a field that
+# changes nothing never makes two runs of one experiment two experiments. The file and table
+# fields, `symbols` and `test_stream` have refusals of their own (resolve, tasks/specs).
+MODEL_OWN = tuple(n for n in MODEL_FIELDS if n not in ("seq_len", "k", "hidden", "layers"))
+TASK_OWN = ("marker", "subset", "path", "teacher_lam", "teacher_kind", "vocab_size", "num_pairs")
+
+
+def _base(model: str, values: Mapping[str, Any]) -> str | None:
+    """The base family a window wraps under `values` (its default where not given)."""
+    if not MODELS.get(model).wraps_base:
+        return None
+    return values.get("base") or MODELS.get(model).defaults.get("base") or FIELDS["base"].default
+
+
+def unread(model: str, task: str, values: Mapping[str, Any], base: str | None = None) -> list[str]:
+    """The fields given in `values` that neither `model` (a window: with its base, `base` or
+    the one `values` names) nor `task` reads, in the order given."""
+    base = base or _base(model, values)
+    m, t = models.reads(model, base), tasks.reads(task)
+    return [
+        name
+        for name in values
+        if (name in MODEL_OWN and m is not None and name not in m)
+        or (name in TASK_OWN and t is not None and name not in t)
+    ]
+
+
+def readers(name: str) -> str:
+    """The families (a window over them too) or the tasks that read `name`, in words."""
+    if name not in MODEL_OWN:
+        found = [t for t in TASKS if (r := tasks.reads(t)) is not None and name in r]
+        return ", ".join(found) or "none of the tasks"
+    found = [m for m in MODELS if (r := models.reads(m)) is not None and name in r]
+    wrappers = [m for m in MODELS if MODELS.get(m).wraps_base]
+    over = " and a window over them" if any(MODELS.get(m).recurrent for m in found) else ""
+    return (", ".join(found) + over.replace("window", "/".join(wrappers))) or "none of them"
+
+
+def check_read(model: str, task: str, values: Mapping[str, Any], base: str | None = None) -> None:
+    """Refuse a field given for a model and task that do not read it, in one line naming
+    the families or tasks that do."""
+    bad = unread(model, task, values, base)
+    if bad:
+        name = bad[0]
+        part = task if name not in MODEL_OWN else model
+        if name in MODEL_OWN and MODELS.get(model).wraps_base:
+            part = f"{model} over {base or _base(model, values)}"
+        raise UsageError(f"{name} is not read by {part}, so it would change nothing; "
+                         f"leave it out (it is read by {readers(name)})")  # fmt: skip
+
+
+def readable(model: str, task: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """`values` without the fields `model` and `task` do not read: a grid's --set applied to
+    each point where it means something (a kernel_size to the TCNs of a grid, not its GRU)."""
+    drop = set(unread(model, task, values))
+    return {k: v for k, v in values.items() if k not in drop}
+
+
+def resolve(model: str, task: str, overrides: dict[str, Any], checked: Any = None) -> RunConfig:
     """Defaults < family < pair < `overrides` (already merged file + flags), validated. The
     fields a task's data fixes (tasks.pin: a data file's kind, T and content hash) and the
-    plugins' provenance are derived here, never taken from `overrides`."""
+    plugins' provenance are derived here, never taken from `overrides`. A field in
+    `overrides` that the model and task do not read is refused (check_read) unless it is at
+    the value it would have anyway; `checked`: the names to check (default all: a stored
+    run's own fields are what they were)."""
     spec = MODELS.get(model)
     if not tasks.is_file_task(task):
         TASKS.get(task)  # a plugin task declares its options as it loads, before they are read
@@ -104,8 +166,14 @@ def resolve(model: str, task: str, overrides: dict[str, Any]) -> RunConfig:
     values.update(spec.defaults)
     values.update(task_spec.defaults)
     values.update(spec.task_defaults.get(task, {}))
+    # a field the model and task do not read, given at the value it has anyway (a config
+    # printed by --dry-run holds every field), changes nothing and is let through
+    default = {k: values.get(k, FIELDS[k].default if k in FIELDS else None) for k in given}
     values.update(given)
     values.update(fixed)
+    asked = {k: v for k, v in given.items()
+             if (checked is None or k in checked) and v != default[k]}  # fmt: skip
+    check_read(model, task, asked, base=values.get("base"))
     if overrides.get("params") is not None and "hidden" not in overrides:
         values.pop("hidden", None)
     if overrides.get("k") is not None and "levels" not in overrides:
@@ -148,8 +216,11 @@ def make_config(
     task: str,
     overrides: Mapping[str, Any] | None = None,
     config_file: str | None = None,
+    checked: Any = None,
 ) -> RunConfig:
-    """Resolve a RunConfig: defaults < family < paper pair < config file < overrides."""
+    """Resolve a RunConfig: defaults < family < paper pair < config file < overrides. A field
+    given that the model and task do not read is refused; `checked`: the names to check
+    (default all given: a stored run's fields, given back, are what they were)."""
     merged: dict[str, Any] = {}
     if config_file:
         merged.update(load_toml(config_file))
@@ -162,7 +233,7 @@ def make_config(
             where = f"the config file says {key} = {named!r}" if config_file else f"{key}={named!r}"
             raise UsageError(f"{where}, but the {key} asked for is {given!r}")
     tags = dict(merged.pop("tags", None) or {})
-    cfg = resolve(model, task, merged)
+    cfg = resolve(model, task, merged, checked)
     return RunConfig(**{**cfg.to_dict(), "tags": tags})
 
 
@@ -189,7 +260,7 @@ def stored_config(
     conf.update(over)
     if conf.get("epochs") is not None:
         conf["steps"] = None  # prepare() derives steps from epochs again
-    return make_config(model, task, conf)
+    return make_config(model, task, conf, checked=set(over))
 
 
 def check_fits(cfg: RunConfig) -> None:

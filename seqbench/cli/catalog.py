@@ -33,17 +33,21 @@ def models(fmt: FormatOption = Format.table) -> None:
     depends on exactly the last k inputs; a recurrent model's k is its truncated
     backpropagation, and no k (NULL) means full backpropagation. Models from installed
     plugins (entry points in the group seqbench.models) are listed with their package and
-    version in the source column (docs/plugins.md).
+    version in the source column (docs/plugins.md). The --set column lists the fields of its
+    own a family reads (beyond seq_len, k, hidden, layers and the training fields every run
+    has); another family's is refused on it (a window takes its base's too).
 
     Example: seqbench models --format markdown
     """
     problems: list[str] = []
     rows = [
-        (m.name, m.kind, m.hidden, m.n_params, m.state_size, m.context, m.source, m.description)
+        (m.name, m.kind, m.hidden, m.n_params, m.state_size, m.context, m.options, m.source,
+         m.description)
         for m in api.model_catalog(problems)
-    ]
+    ]  # fmt: skip
     _problems(problems)
-    head = ["model", "kind", "hidden", "params", "state", "context k", "source", "description"]
+    head = ["model", "kind", "hidden", "params", "state", "context k", "--set", "source",
+            "description"]  # fmt: skip
     render(head, rows, fmt)
 
 
@@ -132,11 +136,13 @@ def tasks(
         return
     problems: list[str] = []
     rows = [
-        (t.name, t.metric, t.better, t.seq_len or "file", t.baseline, t.source, t.description)
+        (t.name, t.metric, t.better, t.seq_len or "file", t.baseline, t.options, t.source,
+         t.description)
         for t in api.task_catalog(problems)
-    ]
+    ]  # fmt: skip
     _problems(problems)
-    render(["task", "metric", "better", "T", "baseline", "source", "description"], rows, fmt)
+    head = ["task", "metric", "better", "T", "baseline", "--set", "source", "description"]
+    render(head, rows, fmt)
 
 
 def _file_rows(f, fmt: Format) -> None:

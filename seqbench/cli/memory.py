@@ -45,7 +45,11 @@ Task = Annotated[
 DataPath = Annotated[str | None, typer.Option(help="--task file: the data file.")]
 Sets = Annotated[
     list[str] | None,
-    typer.Option("--set", help="A task or training field: key=value (repeatable)."),
+    typer.Option(
+        "--set",
+        help="A task, model or training field: key=value (repeatable); "
+        "each model takes it where it reads it.",
+    ),
 ]
 Families = Annotated[
     list[str] | None,

@@ -35,7 +35,11 @@ K = Annotated[
 ]
 Sets = Annotated[
     list[str] | None,
-    typer.Option("--set", help="Any other model field of fresh models, key=value."),
+    typer.Option(
+        "--set",
+        help="Another model field of fresh models, key=value; "
+        "each model takes it where it reads it.",
+    ),
 ]
 Batch = Annotated[int, typer.Option(help="Sequences averaged over.")]
 Seeds = Annotated[list[str] | None, typer.Option("--seeds", "--seed", help="Seeds: 0,1,2.")]

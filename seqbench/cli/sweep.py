@@ -39,7 +39,12 @@ Seeds = Annotated[
     list[str] | None, typer.Option("--seeds", "--seed", help="Seeds: 0,1,2 or 0:9:+1.")
 ]
 Sets = Annotated[
-    list[str] | None, typer.Option("--set", help="Another axis: field=v1,v2 (repeatable).")
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="Another axis: field=v1,v2 (repeatable); "
+        "each point takes it where its model and task read it.",
+    ),
 ]
 Spec = Annotated[str | None, typer.Option(help="A TOML sweep spec file.")]
 Preset = Annotated[

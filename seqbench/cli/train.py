@@ -130,7 +130,12 @@ Subset = Annotated[_Int, typer.Option(help="Real-data tasks: use only the first 
 Tag = Annotated[list[str] | None, typer.Option("--tag", help="key=value label (repeatable).")]
 Name = Annotated[str | None, typer.Option(help="A name for the run (usable wherever a run id is).")]
 Sets = Annotated[
-    list[str] | None, typer.Option("--set", help="Any config field as key=value (repeatable).")
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="A config field as key=value (repeatable); "
+        "one the model and task do not read is refused (the --set column of models, tasks).",
+    ),
 ]
 Config = Annotated[str | None, typer.Option("--config", help="A TOML file of config fields.")]
 SaveCheckpoint = Annotated[

@@ -156,12 +156,13 @@ def make_plan(
     profile = tolerances(epsilon, relative_to)
     epsilon = profile[0]
     profile = profile if len(profile) > 1 else ()
-    from seqbench.configure import make_config
+    from seqbench.configure import make_config, readable
 
+    first = refs[0] if refs else fams[0]
     probe = make_config(
-        refs[0] if refs else fams[0],
+        first,
         task,
-        {"params": params or PARAMS, "seed": seeds_t[0], **given},
+        readable(first, task, {"params": params or PARAMS, "seed": seeds_t[0], **given}),
     )
     # the length alone, at the default width (a lower bound of what each cell needs): a
     # sequence too long is refused naming seq_len now, not after a budget search at every k
@@ -202,9 +203,11 @@ def make_plan(
 def _rates(model: str, probe: RunConfig, given: dict, params: int | None) -> tuple[float, ...]:
     """The learning rates a searched model trains at: its pair's (or the given) rate times
     each of LR_FACTORS, to three significant digits."""
-    from seqbench.configure import make_config
+    from seqbench.configure import make_config, readable
 
-    lr = make_config(model, probe.task, {"params": params or PARAMS, **given}).lr
+    lr = make_config(
+        model, probe.task, readable(model, probe.task, {"params": params or PARAMS, **given})
+    ).lr
     return tuple(float(f"{lr * f:.3g}") for f in LR_FACTORS)
 
 

@@ -85,6 +85,21 @@ def base_spec(c) -> ModelSpec:
     return MODELS.get(c.base) if spec.wraps_base else spec
 
 
+def reads(model: str, base: str | None = None) -> frozenset[str] | None:
+    """The model fields beyond every family's own that `model` reads (ModelSpec.reads; a
+    window: its base's too, `base` the base family). None: not declared (a plugin's)."""
+    spec = MODELS.get(model)
+    if spec.reads is None:
+        return None
+    out = set(spec.reads)
+    if spec.wraps_base and base is not None:
+        inner = MODELS.get(base).reads if base in MODELS else ()
+        if inner is None:
+            return None
+        out |= set(inner)
+    return frozenset(out)
+
+
 def validate(c) -> None:
     """The model checks of a config (torch-free): the family's own, d_state only where the
     family (or a window's base) has a state it sizes, and --stable only where the family (or

@@ -56,6 +56,12 @@ class ModelSpec:
     options: config fields of the family's own (config.Option, group MODEL), declared here
         rather than in RunConfig: its network reads them off its ModelArgs, its `defaults`
         may set them, and every other family refuses them.
+    reads: the RunConfig model fields beyond every family's own (seq_len, k, hidden, layers)
+        that the family's network reads (a window: and its base's); a config that gives one
+        the family does not read is refused, naming the families that do
+        (configure.check_read). None: not declared (a plugin's), every field accepted.
+        tests/models/test_reads.py measures each built-in's from the outside: a field it
+        reads changes the network built, one it does not leaves it bit for bit the same.
     """
 
     name: str
@@ -79,6 +85,7 @@ class ModelSpec:
     condition: Callable[[Any], Any] | None = None
     state_units: Callable[[Any], int] | None = None
     options: tuple[Any, ...] = ()
+    reads: tuple[str, ...] | None = None
 
 
 MODELS: Registry[ModelSpec] = Registry("model", "model", ModelSpec)

@@ -116,10 +116,10 @@ def fresh_backbone(
     """A freshly initialised backbone and its config (the model's defaults on the adding task,
     T = seq_len, then `hidden`, `k` and `overrides`, any config fields as --set gives them);
     `check(cfg)` runs before anything is allocated (the memory estimate)."""
-    from seqbench.configure import resolve
+    from seqbench.configure import readable, resolve
     from seqbench.models import make_backbone
 
-    over = {**(overrides or {}), "seq_len": seq_len}
+    over = {**readable(model, "adding", overrides or {}), "seq_len": seq_len}
     if hidden:
         over["hidden"] = hidden
     if k is not None:
@@ -382,6 +382,16 @@ def _check_args(
             raise UsageError(f"--set {key}: give it as {flags[key]}")
         if key == "task":
             raise UsageError("--set task: stress analyses models on random inputs, not a task")
+    from seqbench.configure import readers, unread
+
+    for key in overrides or {}:  # each model takes a --set it reads; one none reads is refused
+        if all(
+            key in unread(m, "adding", {key: None}, (overrides or {}).get("base")) for m in models
+        ):
+            raise UsageError(
+                f"--set {key} is read by none of {', '.join(models)}: leave it out (it is read "
+                f"by {readers(key)})"
+            )
     if k is not None:
         recurrent = [m for m in models if MODELS.get(m).recurrent]
         if recurrent:

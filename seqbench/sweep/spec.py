@@ -223,10 +223,12 @@ def holds_budget(grid: dict) -> bool:
 def expand(grids: list[dict]) -> list[RunConfig]:
     """All points of all grids as resolved, validated RunConfigs, duplicates removed, in order.
     Raises (before anything is written) on an empty grid or any invalid point."""
-    from seqbench.configure import check_fits, config_hash, make_config
+    from seqbench.configure import check_fits, config_hash, make_config, readable, readers, unread
 
     points: list[RunConfig] = []
     seen: set[str] = set()
+    asked: dict[str, bool] = {}  # each --set axis: whether some point of the grids reads it
+    seen_parts: tuple[list[str], list[str]] = ([], [])
     for g in grids:
         models, tasks = g.get("models") or [], g.get("tasks") or []
         if not models or not tasks:
@@ -243,10 +245,18 @@ def expand(grids: list[dict]) -> list[RunConfig]:
                 f"the grid has {len(points) + size:,} points; a sweep has at most "
                 f"{MAX_POINTS:,} (split it into several sweeps)"
             )
+        bases = axes.get("base") or [None]
+        for n in names:  # is some point of the grids' reading it (checked once all are seen)
+            read = any(n not in unread(m, t, {n: None}, b)
+                       for m in models for t in tasks for b in bases)  # fmt: skip
+            asked[n] = asked.get(n, False) or read
+            seen_parts[0].extend(m for m in models if m not in seen_parts[0])
+            seen_parts[1].extend(t for t in tasks if t not in seen_parts[1])
         for model, task, k, seed, *vals in itertools.product(
             models, tasks, ks, seeds, *(axes[n] for n in names)
         ):
-            over = {"seed": seed, **dict(zip(names, vals, strict=True))}
+            # each point takes the grid's --set where its model and task read it
+            over = readable(model, task, {"seed": seed, **dict(zip(names, vals, strict=True))})
             if k is not None:
                 over["k"] = k
             try:
@@ -262,6 +272,11 @@ def expand(grids: list[dict]) -> list[RunConfig]:
             if h not in seen:
                 seen.add(h)
                 points.append(cfg)
+    for n, read in asked.items():  # a --set that no point reads is a mistake, said once
+        if not read:
+            models, tasks = (", ".join(p) for p in seen_parts)
+            raise UsageError(f"{n} is read by none of the grid's models ({models}) and tasks "
+                             f"({tasks}): leave it out (it is read by {readers(n)})")  # fmt: skip
     if not points:
         raise UsageError("empty grid: nothing to run")
     return points

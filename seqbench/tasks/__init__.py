@@ -134,6 +134,15 @@ def condition(cfg):
     return spec.condition(cfg) if spec.condition is not None else cfg
 
 
+def reads(task: str) -> frozenset[str] | None:
+    """The task fields beyond every task's own that `task` reads (TaskSpec.reads); None: not
+    declared (a plugin's)."""
+    if task == FILE_TASK:  # before pin: every file task reads the same
+        task = "file-regression"
+    spec = TASKS.get(task)
+    return None if spec.reads is None else frozenset(spec.reads)
+
+
 def validate(c) -> None:
     """The task checks of a config (torch-free): the options it owns (TaskSpec.options) and
     no other task's, the length it allows, and its own checks."""

@@ -48,6 +48,11 @@ class TaskSpec:
     # group TASK): the task reads them off its TaskArgs, its defaults may set them, and every
     # other task refuses them
     options: tuple[Any, ...] = ()
+    # the RunConfig task fields beyond every task's own (seq_len, seed, eval_size) that the task
+    # reads, among configure.TASK_OWN (marker, subset, path, teacher_lam, teacher_kind,
+    # vocab_size, num_pairs); a config that gives another is refused, naming the tasks that
+    # read it. None: not declared (a plugin's), every field accepted
+    reads: tuple[str, ...] | None = None
 
     def load(self) -> type:
         module, _, cls = self.target.partition(":")

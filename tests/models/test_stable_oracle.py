@@ -123,7 +123,7 @@ def test_forget_cap_defaults_to_half_lambda_and_is_checked():
     assert make_config("rnn", "adding", {"stable": True}).forget_cap is None
     with pytest.raises(UsageError, match="forget_cap is the forget-gate cap"):
         make_config("lstm", "adding", {"forget_cap": 0.3})
-    with pytest.raises(UsageError, match="forget_cap is the forget-gate cap"):
+    with pytest.raises(UsageError, match="forget_cap is not read by rnn"):
         make_config("rnn", "adding", {"stable": True, "forget_cap": 0.3})
     for bad in (0.0, 0.8, 1.2, -0.1):
         with pytest.raises(UsageError, match=r"forget_cap must be in \(0, lam"):

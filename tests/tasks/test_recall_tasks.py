@@ -113,7 +113,7 @@ def test_a_model_whose_context_is_short_of_the_source_scores_chance(name):
         (["-t", "mqar", "--seq-len", "16", "--set", "num_pairs=5"], "need seq_len >= 20"),
         (["-t", "selective-copy", "--set", "vocab_size=3"], "at least 4"),
         (["-t", "selective-copy", "--seq-len", "8", "--set", "num_pairs=5"], "need seq_len"),
-        (["-t", "induction", "--set", "num_pairs=2"], "num_pairs does not apply"),
+        (["-t", "induction", "--set", "num_pairs=2"], "num_pairs is not read by induction"),
         (["-t", "induction", "--set", "vocab_size=2"], "at least 3"),
         (["-m", "s4d", "-t", "induction", "--set", "d_state=7"], "must be even"),
         (["-m", "linear-attention", "-t", "induction", "--set", "hidden=30"], "divide by heads"),

@@ -15,4 +15,5 @@ SPEC = ModelSpec(
     check=check_conv("gcnn"),
     context=ctx.gcnn_context,
     context_rule="exactly k (last kernel cropped); levels L: 1 + L(K−1); neither: min(T, 32)",
+    reads=("dropout", "kernel_size", "levels"),
 )

@@ -12,4 +12,5 @@ SPEC = ModelSpec(
     activation_units=10,
     small_steps=True,
     task_defaults={"adding": TORCH_RNN_ON_ADDING},
+    reads=(),
 )

@@ -47,4 +47,5 @@ SPEC = ModelSpec(
             for t in ("digits", "pdigits", "fashion", "pfashion")
         },
     },
+    reads=("dropout", "magnitude", "deep", "backend"),
 )

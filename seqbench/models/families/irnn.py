@@ -25,4 +25,5 @@ SPEC = ModelSpec(
     small_steps=True,
     # adding: the IndRNN adding script's settings for its IRNN baseline
     task_defaults={"adding": {"lr": 2e-4, "clip_value": 10.0, "lr_decay_every": 20100}},
+    reads=("nonlinearity",),
 )

@@ -13,4 +13,5 @@ SPEC = ModelSpec(
     activation_units=40,
     width_multiple_of="heads",
     check=check_heads("linear-attention"),
+    reads=("dropout", "heads"),
 )

@@ -27,4 +27,5 @@ SPEC = ModelSpec(
     # lr_factor 0.5): Adam without weight decay at half the learning rate on these
     no_decay=_SSM,
     own_lr=(_SSM, _half),
+    reads=("dropout", "d_state", "backend"),
 )

@@ -32,4 +32,5 @@ SPEC = ModelSpec(
     # Miller & Hardt: polyphonic music with 256 hidden units
     task_defaults={"adding": TORCH_RNN_ON_ADDING, "chorales": {"hidden": 256}},
     condition=condition,
+    reads=("forget_bias", "forget_cap"),
 )

@@ -15,4 +15,5 @@ SPEC = ModelSpec(
     # default 16 that activation_units (110 per unit of width) already covers
     state_units=lambda c, H: 12 * H * max(0, (c.d_state or 16) - 16),
     no_decay=("A_log", "D"),  # mamba_simple: _no_weight_decay
+    reads=("d_state", "backend"),
 )

@@ -21,4 +21,5 @@ SPEC = ModelSpec(
     check=_check,
     small_steps=True,
     task_defaults={"adding": TORCH_RNN_ON_ADDING},
+    reads=("nonlinearity",),
 )

@@ -32,4 +32,5 @@ SPEC = ModelSpec(
     # s4d.py registers these with weight decay 0 and lr = min(0.001, lr) (example.py)
     no_decay=_SSM,
     own_lr=(_SSM, _at_most_1e3),
+    reads=("dropout", "d_state", "backend"),
 )

@@ -47,4 +47,5 @@ SPEC = ModelSpec(
         },
         "ptb-char": {"hidden": 450, "kernel_size": 3, "levels": 3},
     },
+    reads=("dropout", "kernel_size", "levels", "init"),
 )

@@ -23,4 +23,5 @@ SPEC = ModelSpec(
     check=_check,
     context=ctx.transformer_context,
     context_rule="exactly k (k − 1 split over the layers' windows); no k: T",
+    reads=("dropout", "heads"),
 )

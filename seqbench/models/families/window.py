@@ -32,4 +32,5 @@ SPEC = ModelSpec(
     check=_check,
     context=ctx.window_context,
     context_rule="exactly k (the base run on the last k inputs); no k: min(T, 32)",
+    reads=("base",),  # and its base's
 )

@@ -21,4 +21,5 @@ SPEC = TaskSpec(
     min_seq_len=2,
     check=_check,
     defaults={"steps": 3000},
+    reads=("marker",),
 )

@@ -29,6 +29,7 @@ SPECS = tuple(
         baseline_note=note,
         check=_check,
         defaults={"steps": 1000},
+        reads=("path",),
     )
     for kind, metric, note in (
         ("regression", "mse", "predict the train mean"),

@@ -21,6 +21,7 @@ SPECS = (
         default_seq_len=64,
         defaults={"steps": 2000, "batch_size": 32},
         **_ACC,
+        reads=("subset",),
     ),
     TaskSpec(
         "pdigits",
@@ -29,6 +30,7 @@ SPECS = (
         default_seq_len=64,
         defaults={"steps": 2000, "batch_size": 32},
         **_ACC,
+        reads=("subset",),
     ),
     TaskSpec(
         "fashion",
@@ -37,6 +39,7 @@ SPECS = (
         default_seq_len=784,
         defaults={"steps": 1000},
         **_ACC,
+        reads=("subset",),
     ),
     TaskSpec(
         "pfashion",
@@ -45,5 +48,6 @@ SPECS = (
         default_seq_len=784,
         defaults={"steps": 1000},
         **_ACC,
+        reads=("subset",),
     ),
 )

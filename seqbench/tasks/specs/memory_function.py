@@ -18,4 +18,5 @@ SPEC = TaskSpec(
     defaults={"steps": 1000},
     options=_mf.OPTIONS,
     condition=_mf.condition,
+    reads=(),
 )

@@ -61,6 +61,7 @@ SPECS = (
         check=_check_mqar,
         defaults={"steps": 2000, "batch_size": 64},
         **_RECALL,
+        reads=("vocab_size", "num_pairs"),
     ),
     TaskSpec(
         "selective-copy",
@@ -72,6 +73,7 @@ SPECS = (
         check=_check_selective_copy,
         defaults={"steps": 2000, "batch_size": 64},
         **_RECALL,
+        reads=("vocab_size", "num_pairs"),
     ),
     TaskSpec(
         "induction",
@@ -83,5 +85,6 @@ SPECS = (
         check=_check_induction,
         defaults={"steps": 2000, "batch_size": 64},
         **_RECALL,
+        reads=("vocab_size",),
     ),
 )

@@ -34,4 +34,5 @@ SPEC = TaskSpec(
     baseline_note="predict the mean: Var(y)",
     check=_check,
     defaults={"steps": 1000},
+    reads=("teacher_lam", "teacher_kind"),
 )

@@ -14,6 +14,7 @@ SPECS = (
         baseline_note="unigram of train",
         stream_test=True,
         defaults={"steps": 1000},
+        reads=("subset",),
     ),
     TaskSpec(
         "ptb-word",
@@ -24,6 +25,7 @@ SPECS = (
         baseline_note="unigram of train",
         stream_test=True,
         defaults={"steps": 1000},
+        reads=("subset",),
     ),
     TaskSpec(
         "text",
@@ -34,5 +36,6 @@ SPECS = (
         baseline_note="unigram of train",
         stream_test=True,
         defaults={"steps": 1000},
+        reads=("path", "subset"),
     ),
 )
