@@ -391,13 +391,19 @@ def answers_from(
 
 def lr_chosen(runs: pd.DataFrame, plan: MemoryPlan) -> str:
     """What the learning-rate search chose, model by model: each rate and the seeds (over
-    every context) it won, e.g. "gru 0.003 ×3"; "" without a search."""
+    every context) it won, e.g. "gru 0.003 ×3", and where every seed chose an end of the
+    rates tried, that the best may lie past it; "" without a search."""
     parts = []
     for model, rates in plan.lrs.items() if "lr" in runs else ():
         won = runs.loc[runs["model"] == model, "lr"].value_counts()
         if not won.empty:
             shown = ", ".join(f"{lr:g} ×{n}" for lr, n in sorted(won.items()))
-            parts.append(f"{model} {shown} (of {', '.join(f'{r:g}' for r in rates)})")
+            part = f"{model} {shown} (of {', '.join(f'{r:g}' for r in rates)})"
+            ends = ((max(rates), "largest", "larger"), (min(rates), "smallest", "smaller"))
+            for end, most, more in ends:
+                if len(won) == 1 and math.isclose(won.index[0], end, rel_tol=1e-6):
+                    part += f", the {most} tried at every seed: a {more} rate may do better"
+            parts.append(part)
     if not parts:
         return ""
     return "learning rate chosen on validation, per seed: " + "; ".join(parts)

@@ -126,7 +126,10 @@ def sentence(a: Answer) -> str:
                 f"{lead}, and with {a.train_size} training sequences too little data may be "
                 "why: more data, or a smaller --params, before more steps."
             )
-        return f"{lead}; train longer ({_longer(a, improving=False)}) or give a larger --params."
+        # a cell the cap stopped still improving wants a higher cap; else, under auto, the runs
+        # stopped on what looked converged: a plateau before learning, which a floor carries past
+        improving = any(c.improving for c in a.cells)
+        return f"{lead}; train longer ({_longer(a, improving)}) or give a larger --params."
     if a.verdict == "matches":
         c = a.star_cell
         lead = f"A context of k* = {a.k_star} is enough {where} (interval {a.k_low}–{a.k_high} "

@@ -181,6 +181,10 @@ def test_nothing_learned_when_every_cell_is_at_the_baseline():
     # and so does a reference that stopped there (docs/memory.md's chorales: it asked for a cap)
     (w,) = [w for w in auto.warnings if "lstm did not learn" in w]
     assert "--set steps=..., a higher floor" in w and "max_steps" not in w
+    # a cell the cap stopped still improving asks for a higher cap (docs/memory.md's copy)
+    slow = answer(cells, steps_auto=True, train_steps=3000,
+                  columns={"improving": improving_at(cells, {("lstm", None)})})  # fmt: skip
+    assert "train longer (--set max_steps=...) or give" in slow.sentence
 
 
 def test_chance_cells_learned_nothing():

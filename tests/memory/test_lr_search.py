@@ -83,5 +83,6 @@ def test_the_search_finds_the_rate_known_to_be_best(cli, db, tmp_path):
             "3000", "--workers", "2", "--quiet", "--format", "json")  # fmt: skip
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["lr_chosen"] == (
-        "learning rate chosen on validation, per seed: gru 3e-05 ×3 (of 3e-06, 1e-05, 3e-05)"
+        "learning rate chosen on validation, per seed: gru 3e-05 ×3 (of 3e-06, 1e-05, 3e-05), "
+        "the largest tried at every seed: a larger rate may do better"
     )
