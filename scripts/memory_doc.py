@@ -25,8 +25,10 @@ REPO = Path(__file__).resolve().parents[1]
 SB = [sys.executable, "-m", "seqbench"]
 # every run trains until converged (`--steps auto`'s rule: its validation curve no longer
 # improving, docs/science.md 8), from the answers of 2026-12-04's steps (the floor) to six
-# times them (the cap); a stated answer is then asked again at twice both (--confirm)
-COMMON = ["--families", "tcn", "--references", "gru", "--seeds", "0,1,2", "--lr-search", "none"]
+# times them (the cap); the GRU reference at its pair's rate times 0.3, 1 and 3, the best on
+# validation (--lr-search references, the default); a stated answer is then asked again at
+# twice the floors and caps (--confirm)
+COMMON = ["--families", "tcn", "--references", "gru", "--seeds", "0,1,2"]
 
 
 def _steps(floor: int) -> list[str]:
@@ -274,6 +276,8 @@ def write(rows, minutes: float, workers: int) -> None:
         )
         notes.append(f"- **{label}**: `{_cmd(task_args)}`. {doc['sentence']}")
         notes += [f"  - warning: {w}" for w in doc["warnings"]]
+        if doc.get("lr_chosen"):
+            notes.append(f"  - note: {doc['lr_chosen']}")
         if doc.get("confirm"):
             notes.append(f"  - `--confirm`: {doc['confirm']['sentence']}")
     lines += ["", "### Each answer", "", *notes, MARK[1]]
