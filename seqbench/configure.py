@@ -17,12 +17,13 @@ from dataclasses import replace
 from typing import Any
 
 from seqbench import models, tasks
-from seqbench.config import FIELDS, MODEL_FIELDS, RunConfig, digest
+from seqbench.config import FIELDS, MODEL_FIELDS, TASK_FIELDS, RunConfig, digest
 from seqbench.errors import UsageError
 from seqbench.models import MODELS
 from seqbench.models.context import legacy_context
 from seqbench.parsing import AUTO, AUTO_CAP, check_fields, coerce, load_toml
 from seqbench.tasks import TASKS
+from seqbench.tasks.specs.files import FILE_READS, TABLE_READS
 
 __all__ = [
     "config_hash",
@@ -80,11 +81,11 @@ def config_hash(cfg: RunConfig) -> str:
 
 
 # The fields one family or task reads and another does not (ModelSpec.reads, TaskSpec.reads):
-# given to a model and task that do not read it, refused (check_read), so that a field that
-# changes nothing never makes two runs of one experiment two experiments. The file and table
-# fields, `symbols` and `test_stream` have refusals of their own (resolve, tasks/specs).
+# every model and task field but those all of them read. Given to a model and task that do
+# not read it, refused (check_read), so that a field that changes nothing never makes two
+# runs of one experiment two experiments.
 MODEL_OWN = tuple(n for n in MODEL_FIELDS if n not in ("seq_len", "k", "hidden", "layers"))
-TASK_OWN = ("marker", "subset", "path", "teacher_lam", "teacher_kind", "vocab_size", "num_pairs")
+TASK_OWN = tuple(n for n in TASK_FIELDS if n not in ("seq_len", "seed", "eval_size"))
 
 
 def _base(model: str, values: Mapping[str, Any]) -> str | None:
@@ -98,13 +99,26 @@ def unread(model: str, task: str, values: Mapping[str, Any], base: str | None = 
     """The fields given in `values` that neither `model` (a window: with its base, `base` or
     the one `values` names) nor `task` reads, in the order given."""
     base = base or _base(model, values)
-    m, t = models.reads(model, base), tasks.reads(task)
+    m, t = models.reads(model, base), _task_reads(task)
     return [
         name
         for name in values
         if (name in MODEL_OWN and m is not None and name not in m)
         or (name in TASK_OWN and t is not None and name not in t)
     ]
+
+
+def _task_reads(task: str) -> frozenset[str]:
+    """What a task reads (TaskSpec.reads); a plugin task that does not say reads every task
+    field but the built-in file tasks' own, `symbols` (copy's) and, unless it scores a test
+    stream, `test_stream`: what such a task was always refused."""
+    declared = tasks.reads(task)
+    if declared is not None:
+        return declared
+    never = {*FILE_READS, *TABLE_READS, "symbols"} - {"path"}
+    if not TASKS.get(task).stream_test:
+        never.add("test_stream")
+    return frozenset(n for n in TASK_OWN if n not in never)
 
 
 def readers(name: str) -> str:
@@ -156,11 +170,6 @@ def resolve(model: str, task: str, overrides: dict[str, Any], checked: Any = Non
     if given.get("steps") == AUTO:
         given.pop("steps")
     task, fixed = tasks.pin(task, given)
-    if not fixed:
-        table = ("x_cols", "y_cols", "time_col", "series_col", "horizon", "split")
-        for name in ("target", "data_hash", "split_seed", "scale", *table):
-            if given.get(name) is not None:
-                raise UsageError(f"{name} is for the file tasks (--task file), not {task}")
     task_spec = TASKS.get(task)
     values: dict[str, Any] = {}
     values.update(spec.defaults)
@@ -192,10 +201,6 @@ def resolve(model: str, task: str, overrides: dict[str, Any], checked: Any = Non
             values["steps"] = min(values["steps"], values["max_steps"])
     if task_spec.stream_test and values.get("test_stream") is None:
         values["test_stream"] = True
-    elif values.get("test_stream") and not task_spec.stream_test:
-        raise UsageError(f"test_stream scores a language model's test split; {task} has none")
-    if given.get("symbols") is not None and "symbols" not in task_spec.defaults:
-        raise UsageError(f"symbols says how copy feeds its symbols; {task} has none")
     cfg = tasks.condition(models.condition(RunConfig(model=model, task=task, **values)))
     validate(cfg)
     return replace(cfg, plugin=provenance(cfg))

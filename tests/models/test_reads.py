@@ -88,13 +88,19 @@ def test_a_family_reads_what_it_says_and_nothing_else(model):
 SYNTHETIC = ["adding", "copy", "teacher", "mqar", "selective-copy", "induction",
              "memory-function"]  # fmt: skip
 TASK_ALT = {"marker": "fixed", "subset": 50, "path": "x.txt", "teacher_lam": 0.5,
-            "teacher_kind": "linear", "vocab_size": 64, "num_pairs": 2}  # fmt: skip
+            "teacher_kind": "linear", "vocab_size": 64, "num_pairs": 2, "symbols": "tokens",
+            "test_stream": True, "target": "regression", "data_hash": "ab12", "split_seed": 3,
+            "scale": "raw", "x_cols": "a", "y_cols": "b", "time_col": "t", "series_col": "s",
+            "horizon": 2, "split": "time"}  # fmt: skip
 
 
 def _batch(task: str, args) -> torch.Tensor:
+    """A batch as the model sees it: its numbers, and whether they are token ids (copy's
+    symbols fed as tokens are the same numbers, embedded) and of how many channels."""
     t = make_task(task, args)
     x, y = t.train_batch(4, generator(0, 3))
-    return torch.cat([x.float().flatten(), torch.as_tensor(y).float().flatten()])
+    shape = torch.tensor([t.vocab or 0, t.in_dim], dtype=torch.float)
+    return torch.cat([shape, x.float().flatten(), torch.as_tensor(y).float().flatten()])
 
 
 @pytest.mark.parametrize("task", SYNTHETIC)
@@ -179,3 +185,13 @@ def test_a_grid_applies_a_set_where_it_is_read(cli):
     assert {p.get("kernel_size") for p in points if p["model"] == "gru"} == {7}
     r = cli("stress", "--models", "rnn", "--seq-len", "20", "--set", "heads=2")
     assert r.exit_code == 2 and "--set heads is read by none of rnn" in r.output, r.output
+
+
+def test_a_plugin_that_does_not_say_what_it_reads_is_refused_what_it_always_was():
+    """The example plugin's task declares no reads: every task field passes as before, but
+    the built-in file tasks' own (and copy's symbols) are refused, as they always were."""
+    assert TASKS.get("sunspots").reads is None
+    make_config("rnn", "sunspots", {"teacher_lam": 0.5, "marker": "fixed"})
+    for name, value in (("split_seed", 3), ("horizon", 2), ("symbols", "tokens")):
+        with pytest.raises(UsageError, match=f"{name} is not read by sunspots"):
+            make_config("rnn", "sunspots", {name: value})

@@ -45,7 +45,7 @@ def test_tokens_hash_as_the_runs_from_before_the_option():
     ("task", "value", "message"),
     [
         ("copy", "bytes", "copy: symbols must be float or tokens, got 'bytes'"),
-        ("adding", "float", "symbols says how copy feeds its symbols; adding has none"),
+        ("adding", "float", "symbols is not read by adding"),
     ],
 )
 def test_a_bad_symbols_is_refused(task, value, message):

@@ -258,7 +258,7 @@ def test_split_seed_is_recorded_and_refused_where_the_file_has_splits(tmp_path):
     q = _save(tmp_path / "q.npz", x=x, y=y)
     a, b = Dataset(str(q), split_seed=1), Dataset(str(q), split_seed=2)
     assert not np.array_equal(a.splits["test"][2], b.splits["test"][2])
-    with pytest.raises(UsageError, match="target is for the file tasks"):
+    with pytest.raises(UsageError, match="target is not read by"):
         make_config("gru", "adding", {"target": "regression"})
 
 
@@ -319,7 +319,7 @@ def test_an_array_file_is_fed_standardised_with_the_training_split(tmp_path):
     assert 0.5 < task.baseline() < 2  # about the test targets' variance in sd units
     with pytest.raises(UsageError, match="scale must be one of standard, raw"):
         make_config("tcn", "file", {"path": str(p), "scale": "minmax"})
-    with pytest.raises(UsageError, match="scale is for the file tasks"):
+    with pytest.raises(UsageError, match="scale is not read by"):
         make_config("tcn", "adding", {"scale": "raw"})
 
 

@@ -58,7 +58,7 @@ def test_test_stream_is_set_for_language_models_only():
     assert make_config("lstm", "ptb-char", {}).test_stream is True
     assert make_config("lstm", "ptb-word", {}).test_stream is True
     assert make_config("lstm", "adding", {}).test_stream is None
-    with pytest.raises(UsageError, match="test_stream scores a language model"):
+    with pytest.raises(UsageError, match="test_stream is not read by"):
         make_config("lstm", "adding", {"test_stream": True})
 
 

@@ -345,7 +345,7 @@ def test_table_fields_elsewhere_are_refused(cli, db, tmp_path):
     np.savez(tmp_path / "a.npz", x=np.zeros((10, 4, 1), "float32"), y=np.zeros(10, "float32"))
     for args, msg in [
         (["-t", "file", "--path", tmp_path / "a.npz", "--set", "y_cols=y"], "is not one"),
-        (["-t", "adding", "--set", "horizon=2"], "is for the file tasks"),
+        (["-t", "adding", "--set", "horizon=2"], "horizon is not read by adding"),
     ]:
         r = cli("train", "-m", "tcn", *args, "--steps", "2", "-q")
         assert r.exit_code != 0 and msg in r.output and len(r.output.strip().splitlines()) == 1

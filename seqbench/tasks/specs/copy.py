@@ -23,5 +23,5 @@ SPEC = TaskSpec(
     # the reference code (locuslab/TCN copy_memory) feeds each symbol's value as one
     # float channel; symbols=tokens embeds them (seqbench's variant)
     defaults={"steps": 2000, "symbols": "float"},
-    reads=(),
+    reads=("symbols",),
 )

@@ -16,6 +16,11 @@ def _check(c) -> None:
         raise UsageError("subset does not apply to a data file: cut the arrays instead")
 
 
+# what every file task reads of the config (the split, kind and content hash are fixed from the
+# file by resolution), and a table's cut, which only the regression task (a forecast) reads
+FILE_READS = ("path", "target", "data_hash", "split_seed", "scale")
+TABLE_READS = ("x_cols", "y_cols", "time_col", "series_col", "horizon", "split")
+
 SPECS = tuple(
     TaskSpec(
         f"file-{kind}",
@@ -29,7 +34,7 @@ SPECS = tuple(
         baseline_note=note,
         check=_check,
         defaults={"steps": 1000},
-        reads=("path",),
+        reads=FILE_READS + (TABLE_READS if kind == "regression" else ()),
     )
     for kind, metric, note in (
         ("regression", "mse", "predict the train mean"),

@@ -14,7 +14,7 @@ SPECS = (
         baseline_note="unigram of train",
         stream_test=True,
         defaults={"steps": 1000},
-        reads=("subset",),
+        reads=("subset", "test_stream"),
     ),
     TaskSpec(
         "ptb-word",
@@ -25,7 +25,7 @@ SPECS = (
         baseline_note="unigram of train",
         stream_test=True,
         defaults={"steps": 1000},
-        reads=("subset",),
+        reads=("subset", "test_stream"),
     ),
     TaskSpec(
         "text",
@@ -36,6 +36,6 @@ SPECS = (
         baseline_note="unigram of train",
         stream_test=True,
         defaults={"steps": 1000},
-        reads=("path", "subset"),
+        reads=("path", "subset", "data_hash", "test_stream"),
     ),
 )
