@@ -414,10 +414,15 @@ def test_every_test_the_docs_cite_exists():
     root = PKG.parent
     missing = []
     for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
-        for path, name in re.findall(r"(tests/[\w/]+\.py)(?:::(\w+))?", doc.read_text()):
-            file = root / path
-            if not file.exists():
-                missing.append(f"{doc.name}: {path}")
-            elif name and not re.search(rf"^def {name}\b", file.read_text(), re.M):
+        path = None  # `::name` alone is a test of the file cited last before it
+        for m in re.finditer(r"(tests/[\w/]+\.py)(?:::(\w+))?|`::(\w+)", doc.read_text()):
+            if m.group(1):
+                path, name = m.group(1), m.group(2)
+                if not (root / path).exists():
+                    missing.append(f"{doc.name}: {path}")
+                    continue
+            else:
+                name = m.group(3)
+            if name and path and not re.search(rf"^def {name}\b", (root / path).read_text(), re.M):
                 missing.append(f"{doc.name}: {path}::{name}")
     assert missing == [], missing
