@@ -4,38 +4,29 @@ from __future__ import annotations
 
 from seqbench.tasks.spec import TaskSpec
 
+
+def _language_model(name: str, cls: str, description: str, metric: str, T: int,
+                    reads: tuple[str, ...] = ()) -> TaskSpec:  # fmt: skip
+    """A language model's task: its test split scored whole as a stream (stream_test), the
+    unigram of train its trivial baseline, 1000 steps by default."""
+    return TaskSpec(
+        name,
+        f"seqbench.tasks.text:{cls}",
+        description,
+        metric,
+        T,
+        baseline_note="unigram of train",
+        stream_test=True,
+        defaults={"steps": 1000},
+        reads=(*reads, "subset", "test_stream"),
+    )
+
+
 SPECS = (
-    TaskSpec(
-        "ptb-char",
-        "seqbench.tasks.text:PTBChar",
-        "Penn Treebank characters (bits per character)",
-        "bpc",
-        100,
-        baseline_note="unigram of train",
-        stream_test=True,
-        defaults={"steps": 1000},
-        reads=("subset", "test_stream"),
-    ),
-    TaskSpec(
-        "ptb-word",
-        "seqbench.tasks.text:PTBWord",
-        "Penn Treebank words, 10k vocabulary (perplexity)",
-        "ppl",
-        35,
-        baseline_note="unigram of train",
-        stream_test=True,
-        defaults={"steps": 1000},
-        reads=("subset", "test_stream"),
-    ),
-    TaskSpec(
-        "text",
-        "seqbench.tasks.text:TextFile",
-        "character-level modelling of a text file given by path (bits per char)",
-        "bpc",
-        100,
-        baseline_note="unigram of train",
-        stream_test=True,
-        defaults={"steps": 1000},
-        reads=("path", "subset", "data_hash", "test_stream"),
-    ),
-)
+    _language_model("ptb-char", "PTBChar", "Penn Treebank characters (bits per character)",
+                    "bpc", 100),
+    _language_model("ptb-word", "PTBWord", "Penn Treebank words, 10k vocabulary (perplexity)",
+                    "ppl", 35),
+    _language_model("text", "TextFile", "character-level modelling of a text file given by "
+                    "path (bits per char)", "bpc", 100, reads=("path", "data_hash")),
+)  # fmt: skip
