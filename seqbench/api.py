@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from seqbench.config import FIELDS, NOT_HASHED, ModelArgs, RunConfig, TaskArgs
+from seqbench.config import FIELDS, NOT_HASHED, RunConfig
 from seqbench.configure import check_fits, check_shadowed, make_config, stored_config
 from seqbench.errors import NotFoundError, UnknownNameError, UsageError
 from seqbench.memory import EPSILON as MEMORY_EPSILON
-from seqbench.models import MODELS, build_model
 from seqbench.parsing import (
-    coerce,
     flags_and_sets,
     load_toml,
     parse_assignments,
@@ -44,12 +42,23 @@ from seqbench.store.common import (
 from seqbench.store.opening import open_store
 from seqbench.store.query import DEFAULT_MAX_BYTES, coerce_param, run_query
 from seqbench.sweep.spec import SweepPlan, parse_range
-from seqbench.tasks import TASKS, is_file_task, make_task
+from seqbench.tasks import is_file_task
 from seqbench.training.progress import Progress
 from seqbench.training.threads import check_threads
 
 if TYPE_CHECKING:
     from seqbench.bench import bench_kernels
+    from seqbench.catalog import (
+        ModelInfo,
+        TaskInfo,
+        data_file,
+        default_layers,
+        metric_name,
+        model_catalog,
+        table_fields,
+        task_catalog,
+        task_metric,
+    )
     from seqbench.memory.confirm import confirm_plan as memory_confirm_plan
     from seqbench.memory.confirm import confirmation as memory_confirmation
     from seqbench.memory.kernels import kernel_table as memory_kernels
@@ -81,6 +90,7 @@ if TYPE_CHECKING:
     )
     from seqbench.store.engine import integrity_problems as check_store
     from seqbench.store.migrate import history as schema_history
+    from seqbench.store.roles import reader_role, reader_role_effects_left, reader_role_limits_left
     from seqbench.store.store import Store, upgrade_store
     from seqbench.stress.runner import plot_stress, stress
     from seqbench.stress.views import stored_curves as stored_stress_curves
@@ -213,211 +223,6 @@ def store_revision(store: Store) -> tuple[str | None, str]:
     from seqbench.store import migrate
 
     return store.revision(), migrate.head_revision()
-
-
-def reader_role(
-    db: str | None,
-    role: str,
-    password: str | None = None,
-    *,
-    execute: bool = True,
-    **limits: Any,
-) -> list[str]:
-    """Create (or re-grant) a least-privilege reader role on a PostgreSQL store: LOGIN,
-    SELECT on seqbench's tables and views, read-only sessions, nothing else, and bounds on
-    what it may take of the server (`limits`: connection_limit, temp_file_limit, work_mem;
-    store/pg_query.reader_role_sql). Returns the SQL (the password masked); `execute=False`
-    only renders it."""
-    from seqbench.store.engine import resolve_url
-    from seqbench.store.pg_query import create_reader_role, valid_role_name
-
-    if not 1 <= limits.get("connection_limit", 1) <= 10_000:  # the flags first, then the store
-        raise UsageError(
-            f"--connection-limit must be in 1..10000, got {limits['connection_limit']}"
-        )
-    url = resolve_url(db)
-    if not url.startswith("postgresql"):
-        raise UsageError("a reader role is for a PostgreSQL store (--db postgresql+psycopg://…)")
-    valid_role_name(role)
-    if execute:
-        open_store(db, "read").dispose()  # a seqbench store at head
-    return create_reader_role(url, role, password, execute=execute, **limits)
-
-
-def reader_role_limits_left(db: str | None, role: str) -> list[str]:
-    """The server-held bounds the reader role `role` lacks (temp_file_limit: a superuser's
-    setting, left out when another role created it)."""
-    from seqbench.store.engine import resolve_url
-    from seqbench.store.pg_query import limits_left
-
-    return limits_left(resolve_url(db), role)
-
-
-def reader_role_effects_left(db: str | None, role: str) -> list[str]:
-    """The functions with effects outside a transaction (WAL messages, notifications, advisory
-    locks, large objects, xid assignment) that the reader role `role` may still call: [] once
-    a superuser has run `db reader-role`."""
-    from seqbench.store.engine import resolve_url
-    from seqbench.store.pg_query import effects_left, valid_role_name
-
-    return effects_left(resolve_url(db), valid_role_name(role))
-
-
-# -- what can be trained -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ModelInfo:
-    name: str
-    kind: str
-    hidden: int
-    n_params: int
-    description: str
-    context: str  # the family's context rule (what a run stores as k)
-    source: str = "built-in"  # or a plugin's provenance ("dist version")
-    state_size: int | None = None  # Backbone.state_size at these sizes (None: not declared)
-    options: str = ""  # the --set fields of its own it reads (ModelSpec.reads and .options)
-
-
-@dataclass(frozen=True)
-class TaskInfo:
-    name: str
-    metric: str
-    better: str  # "higher" or "lower"
-    seq_len: int
-    baseline: str
-    description: str
-    source: str = "built-in"  # or a plugin's provenance ("dist version")
-    options: str = ""  # the --set fields of its own it reads (TaskSpec.reads and .options)
-
-
-def _own_fields(spec) -> str:
-    """The fields a family or task reads beyond every one's own, its options among them, as
-    `models` and `tasks` list them ("any" where a plugin does not say)."""
-    if spec.reads is None:
-        return "any"
-    return ", ".join([*spec.reads, *(o.name for o in spec.options)]) or "-"
-
-
-def _specs(registry, problems: list[str] | None) -> list:
-    """Every spec of a registry, the installed plugins' included (imported here); a plugin that
-    fails to load is left out with its one-line error in `problems` (raised without it)."""
-    from seqbench.plugins import PluginError
-
-    out = []
-    for name in registry.names(plugins=True):
-        try:
-            out.append(registry.get(name))
-        except PluginError as e:
-            if problems is None:
-                raise
-            problems.append(str(e))
-    return out
-
-
-def model_catalog(problems: list[str] | None = None) -> list[ModelInfo]:
-    """Every model, installed plugins' too, at its default width, sized for the adding task at
-    T = 100. A plugin that fails to import goes to `problems` (one line each)."""
-    from seqbench.models.base import count_params
-
-    task = make_task("adding", TaskArgs(seq_len=100))
-    out = []
-    for spec in _specs(MODELS, problems):
-        args = ModelArgs(seq_len=100).with_(**spec.defaults)
-        try:
-            model = build_model(spec.name, task, args)
-            n = count_params(model)
-            state = getattr(model.backbone, "state_size", None)
-        except Exception as e:  # a plugin's builder: reported, the list goes on
-            if spec.plugin is None or problems is None:
-                raise
-            problems.append(f"plugin model {spec.name!r} failed to build: {e}")
-            continue
-        kind = "recurrent" if spec.recurrent else "feedforward"
-        source = spec.plugin or "built-in"
-        info = (spec.name, kind, args.hidden, n, spec.description, spec.context_rule, source)
-        out.append(ModelInfo(*info, state, _own_fields(spec)))
-    return out
-
-
-def default_layers() -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
-    """Where `train`'s defaults come from, in the order they apply (later wins): the main
-    fields' own defaults, each model family's, each task's, then the papers' per (model,
-    task) pair; torch-free."""
-
-    own = {n: FIELDS[n].default for n in ("batch_size", "lr", "optimizer", "hidden")}
-    families = [(m, MODELS.get(m).defaults) for m in MODELS if MODELS.get(m).defaults]
-    own_tasks = [(t, TASKS.get(t).defaults) for t in TASKS if TASKS.get(t).defaults]
-    pairs = [(f"{m}/{t}", d) for m in MODELS for t, d in MODELS.get(m).task_defaults.items()]
-    return [
-        ("field", [("", own)]),
-        ("family", families),
-        ("task", own_tasks),
-        ("pair", pairs),
-    ]
-
-
-def task_catalog(problems: list[str] | None = None) -> list[TaskInfo]:
-    """Every task, installed plugins' too, with its metric, direction, default T and trivial
-    baseline (a file task's T is its file's: 0 here)."""
-
-    return [
-        TaskInfo(
-            s.name,
-            s.metric,
-            "higher" if s.higher_is_better else "lower",
-            s.default_seq_len,
-            s.baseline_note,
-            s.description,
-            s.plugin or "built-in",
-            _own_fields(s),
-        )
-        for s in _specs(TASKS, problems)
-    ]
-
-
-def data_file(
-    path: str,
-    target: str | None = None,
-    split_seed: int | None = None,
-    table: dict[str, Any] | None = None,
-):
-    """What a data file holds, checked (tasks/filedata.FileFacts: kind, T, sizes, content hash,
-    trivial baselines); a bad file raises a one-line error. NumPy (and pandas for a table)
-    only. `table`: how a CSV or Parquet file is cut, as task fields (y_cols, x_cols, time_col,
-    series_col, horizon, seq_len)."""
-    from seqbench.tasks import series
-    from seqbench.tasks.filedata import describe
-
-    return describe(path, target, split_seed, series.choice_for(path, dict(table or {})))
-
-
-def table_fields(sets: list[str] | None) -> dict[str, Any]:
-    """--set key=value items naming how to cut a table (tasks/series.TABLE_FIELDS and seq_len),
-    typed as config fields; any other key is refused."""
-    from seqbench.tasks.series import TABLE_FIELDS
-
-    out: dict[str, Any] = {}
-    for item in sets or []:
-        key, val = split_assignment(item, "--set", "key=value")
-        if key not in (*TABLE_FIELDS, "seq_len"):
-            raise UsageError(
-                f"--set {key}= does not say how to cut a table; give "
-                f"{', '.join((*TABLE_FIELDS, 'seq_len'))}"
-            )
-        out[key] = coerce(key, val)
-    return out
-
-
-def metric_name(task: str) -> str | None:
-    """The metric's name of a built-in task, or of a plugin task already loaded (None for one
-    that is not: listing runs imports no plugin)."""
-
-    return TASKS.get(task).metric if task in TASKS else None
-
-
-def task_metric(task: str) -> str:
-    """The name of a task's metric (mse, acc, bpc, ...)."""
-
-    return TASKS.get(task).metric
 
 
 # -- train ---------------------------------------------------------------------------------------
@@ -830,6 +635,18 @@ def run_details(store: Store, ref: str) -> tuple[Any, dict[str, float], dict]:
 # imports no torch, pandas or SQLAlchemy. The reads over a store take a path as well
 # (store/opening.reads). Name: "module:attribute".
 LAZY: dict[str, str] = {
+    "reader_role": "seqbench.store.roles:reader_role",
+    "reader_role_limits_left": "seqbench.store.roles:reader_role_limits_left",
+    "reader_role_effects_left": "seqbench.store.roles:reader_role_effects_left",
+    "ModelInfo": "seqbench.catalog:ModelInfo",
+    "TaskInfo": "seqbench.catalog:TaskInfo",
+    "model_catalog": "seqbench.catalog:model_catalog",
+    "task_catalog": "seqbench.catalog:task_catalog",
+    "default_layers": "seqbench.catalog:default_layers",
+    "data_file": "seqbench.catalog:data_file",
+    "table_fields": "seqbench.catalog:table_fields",
+    "metric_name": "seqbench.catalog:metric_name",
+    "task_metric": "seqbench.catalog:task_metric",
     "schema_history": "seqbench.store.migrate:history",
     "check_store": "seqbench.store.engine:integrity_problems",
     "sweep_plan": "seqbench.sweep.spec:plan",
