@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from seqbench.config import FIELDS, NOT_HASHED, RunConfig
+from seqbench.config import RunConfig
 from seqbench.configure import check_fits, check_shadowed, make_config
 from seqbench.errors import NotFoundError, UsageError
 from seqbench.memory import EPSILON as MEMORY_EPSILON
@@ -107,9 +107,10 @@ if TYPE_CHECKING:
     from seqbench.stress.views import stored_curves as stored_stress_curves
     from seqbench.stress.views import stress_figure, stress_rows
     from seqbench.sweep.cost import probe_cost as sweep_cost
-    from seqbench.sweep.runner import SweepOutcome, check_workers, sweep_status
+    from seqbench.sweep.runner import SweepOutcome, check_workers, sweep_points, sweep_status
     from seqbench.sweep.runner import check_flags as check_sweep_flags
     from seqbench.sweep.spec import plan as sweep_plan
+    from seqbench.sweep.spec import sweep_grid
     from seqbench.tasks.reading import reading_progress as table_progress
     from seqbench.training.loop import TrainOutcome, load_checkpoint
 
@@ -347,15 +348,6 @@ def train_config(
 
 
 # -- sweep ---------------------------------------------------------------------------------------
-def sweep_grid(points: list[RunConfig]) -> tuple[list[str], list[list]]:
-    """(columns, rows) of a plan's points: model, task and the fields that vary."""
-
-    names = [n for n in FIELDS if n not in NOT_HASHED]
-    varying = [n for n in names if len({repr(getattr(p, n)) for p in points}) > 1]
-    cols = ["#", *dict.fromkeys(["model", "task", *varying])]
-    return cols, [[i, *(getattr(p, c) for c in cols[1:])] for i, p in enumerate(points)]
-
-
 def run_sweep(
     store: Store | Callable[[], Store],
     plan: SweepPlan,
@@ -509,34 +501,6 @@ def memory_answers(store: Store, name: str | None = None, task: str | None = Non
     return rows
 
 
-# -- configs of stored runs ---------------------------------------------------------------------
-def sweep_points(store: Store, name: str) -> tuple[dict, list[dict]]:
-    """Sweep `name`'s summary (as sweep_status gives it) and every point in order: position,
-    model, task, k, seed, status (completed, diverged, running, failed, interrupted, crashed,
-    pending), run_id, and for a point in flight its latest logged metrics ({key: (step,
-    value)}), as a running sweep's page shows them. One read of the points."""
-    from seqbench.sweep.runner import sweep_detail
-
-    summary, states = sweep_detail(store, name)
-    out = []
-    for p in states:
-        c = p.config or {}
-        latest = store.last_metrics(p.run_id) if p.run_id and p.status == "running" else {}
-        out.append(
-            {
-                "position": p.position,
-                "model": c.get("model"),
-                "task": c.get("task"),
-                "k": c.get("k"),
-                "seed": c.get("seed"),
-                "status": p.status,
-                "run_id": p.run_id,
-                "latest": latest,
-            }
-        )
-    return summary, out
-
-
 config_toml = to_toml  # a resolved config as TOML that `seqbench train --config` accepts
 
 
@@ -546,6 +510,8 @@ config_toml = to_toml  # a resolved config as TOML that `seqbench train --config
 # imports no torch, pandas or SQLAlchemy. The reads over a store take a path as well
 # (store/opening.reads). Name: "module:attribute".
 LAZY: dict[str, str] = {
+    "sweep_grid": "seqbench.sweep.spec:sweep_grid",
+    "sweep_points": "seqbench.sweep.runner:sweep_points",
     "run_config": "seqbench.runs:run_config",
     "list_runs": "seqbench.runs:list_runs",
     "curve_runs": "seqbench.runs:curve_runs",

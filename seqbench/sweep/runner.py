@@ -360,3 +360,28 @@ def _computed_status(stored: str, counts: dict[str, int]) -> str:
     if not (counts["failed"] or counts["remaining"]):
         return "completed"
     return "interrupted" if stored == "interrupted" else "incomplete"
+
+
+def sweep_points(store: Store, name: str) -> tuple[dict, list[dict]]:
+    """Sweep `name`'s summary (as sweep_status gives it) and every point in order: position,
+    model, task, k, seed, status (completed, diverged, running, failed, interrupted, crashed,
+    pending), run_id, and for a point in flight its latest logged metrics ({key: (step,
+    value)}), as a running sweep's page shows them. One read of the points."""
+    summary, states = sweep_detail(store, name)
+    out = []
+    for p in states:
+        c = p.config or {}
+        latest = store.last_metrics(p.run_id) if p.run_id and p.status == "running" else {}
+        out.append(
+            {
+                "position": p.position,
+                "model": c.get("model"),
+                "task": c.get("task"),
+                "k": c.get("k"),
+                "seed": c.get("seed"),
+                "status": p.status,
+                "run_id": p.run_id,
+                "latest": latest,
+            }
+        )
+    return summary, out

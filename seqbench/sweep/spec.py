@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seqbench.config import FIELDS, RunConfig
+from seqbench.config import FIELDS, NOT_HASHED, RunConfig
 from seqbench.errors import SeqbenchError, UnknownNameError, UsageError
 from seqbench.parsing import coerce, split_assignment, split_list
 from seqbench.store.common import check_label
@@ -290,6 +290,15 @@ def canonical(spec: dict) -> dict:
 def spec_name(spec: dict) -> str:
     blob = json.dumps(canonical(spec), sort_keys=True)
     return "sweep-" + hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+def sweep_grid(points: list[RunConfig]) -> tuple[list[str], list[list]]:
+    """(columns, rows) of a plan's points: model, task and the fields that vary."""
+
+    names = [n for n in FIELDS if n not in NOT_HASHED]
+    varying = [n for n in names if len({repr(getattr(p, n)) for p in points}) > 1]
+    cols = ["#", *dict.fromkeys(["model", "task", *varying])]
+    return cols, [[i, *(getattr(p, c) for c in cols[1:])] for i, p in enumerate(points)]
 
 
 # -- a sweep's plan ------------------------------------------------------------------------------
