@@ -293,12 +293,18 @@ def spec_name(spec: dict) -> str:
 
 
 def sweep_grid(points: list[RunConfig]) -> tuple[list[str], list[list]]:
-    """(columns, rows) of a plan's points: model, task and the fields that vary."""
+    """(columns, rows) of a plan's points: model, task and the fields that vary; a field a
+    point's model and task do not read is left blank (an RNN's kernel_size beside TCNs)."""
+    from seqbench.configure import unread
 
     names = [n for n in FIELDS if n not in NOT_HASHED]
     varying = [n for n in names if len({repr(getattr(p, n)) for p in points}) > 1]
     cols = ["#", *dict.fromkeys(["model", "task", *varying])]
-    return cols, [[i, *(getattr(p, c) for c in cols[1:])] for i, p in enumerate(points)]
+
+    def shown(p: RunConfig, c: str):
+        return None if unread(p.model, p.task, {c: None}, p.base) else getattr(p, c)
+
+    return cols, [[i, *(shown(p, c) for c in cols[1:])] for i, p in enumerate(points)]
 
 
 # -- a sweep's plan ------------------------------------------------------------------------------
