@@ -251,7 +251,8 @@ def write(rows, minutes: float, workers: int) -> None:
         f"minutes\non a 2-core machine with `--workers {workers}`, {date.today()}; `--dir D` "
         "keeps the stores, and a\nsecond run re-derives every answer from them in a minute, "
         "training nothing). Minutes: the wall\ntime of the runs that trained the answer and its "
-        f"confirmation, {workers} workers.",
+        f"confirmation, {workers} workers. A k\\* in parentheses was measured but is not\n"
+        "stated: the verdict says why.",
         "",
         "| task | verdict | k\\* | interval | at twice the caps | best (metric) | "
         "trivial baseline | theory | minutes |",
@@ -268,8 +269,11 @@ def write(rows, minutes: float, workers: int) -> None:
         verdict = doc["verdict"]
         if doc.get("confirm", {}).get("confirmed") is False:  # stated, but moved when trained on
             verdict = "undecided (moved)"
+        k_star = doc["k_star"] or ""
+        if verdict != "matches" and k_star:  # measured, not stated: in parentheses
+            k_star, interval = f"({k_star})", f"({interval})"
         lines.append(
-            f"| {label} | {verdict} | {doc['k_star'] or ''} | {interval} | "
+            f"| {label} | {verdict} | {k_star} | {interval} | "
             f"{_confirmed(doc.get('confirm'))} | "
             f"{doc['best']:.4g} {doc['metric']} ({doc['best_cell']}) | {doc['baseline']:.4g} | "
             f"{theory or '—'} | {minutes:.1f} |"
