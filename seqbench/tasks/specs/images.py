@@ -5,49 +5,33 @@ from __future__ import annotations
 
 from seqbench.tasks.spec import TaskSpec
 
-_ACC = {
-    "metric": "acc",
-    "higher_is_better": True,
-    "baseline_note": "chance: 10%",
-    "fixed_seq_len": True,
-}
+
+def _pixels(name: str, cls: str, description: str, T: int, defaults: dict) -> TaskSpec:
+    """A pixel-sequence classification: ten classes, T pixels a sequence (fixed), `subset`
+    the training images it keeps."""
+    return TaskSpec(
+        name,
+        f"seqbench.tasks.images:{cls}",
+        description,
+        metric="acc",
+        default_seq_len=T,
+        higher_is_better=True,
+        baseline_note="chance: 10%",
+        fixed_seq_len=True,
+        defaults=defaults,
+        reads=("subset",),
+    )
 
 
 SPECS = (
-    TaskSpec(
-        "digits",
-        "seqbench.tasks.images:Digits",
-        "scikit-learn digits as 64-step pixel sequences (accuracy)",
-        default_seq_len=64,
-        defaults={"steps": 2000, "batch_size": 32},
-        **_ACC,
-        reads=("subset",),
-    ),
-    TaskSpec(
-        "pdigits",
-        "seqbench.tasks.images:PermutedDigits",
-        "digits with one fixed seeded pixel permutation (accuracy)",
-        default_seq_len=64,
-        defaults={"steps": 2000, "batch_size": 32},
-        **_ACC,
-        reads=("subset",),
-    ),
-    TaskSpec(
-        "fashion",
-        "seqbench.tasks.images:Fashion",
-        "Fashion-MNIST as 784-step pixel sequences (accuracy)",
-        default_seq_len=784,
-        defaults={"steps": 1000},
-        **_ACC,
-        reads=("subset",),
-    ),
-    TaskSpec(
-        "pfashion",
-        "seqbench.tasks.images:PermutedFashion",
-        "Fashion-MNIST with one fixed seeded pixel permutation (accuracy)",
-        default_seq_len=784,
-        defaults={"steps": 1000},
-        **_ACC,
-        reads=("subset",),
-    ),
-)
+    _pixels("digits", "Digits", "scikit-learn digits as 64-step pixel sequences (accuracy)", 64,
+            {"steps": 2000, "batch_size": 32}),
+    _pixels("pdigits", "PermutedDigits",
+            "digits with one fixed seeded pixel permutation (accuracy)", 64,
+            {"steps": 2000, "batch_size": 32}),
+    _pixels("fashion", "Fashion", "Fashion-MNIST as 784-step pixel sequences (accuracy)", 784,
+            {"steps": 1000}),
+    _pixels("pfashion", "PermutedFashion",
+            "Fashion-MNIST with one fixed seeded pixel permutation (accuracy)", 784,
+            {"steps": 1000}),
+)  # fmt: skip

@@ -14,7 +14,7 @@ RECALL_DEFAULTS = {
     "induction": {"vocab_size": 16, "num_pairs": None},
 }
 RECALL_T = 64  # their default length
-_RECALL = {"metric": "acc", "higher_is_better": True}
+_RECALL = {"metric": "acc", "higher_is_better": True, "defaults": {"steps": 2000, "batch_size": 64}}
 
 
 def recall_sizes(task: str, c) -> tuple[int, int, int | None]:
@@ -59,7 +59,6 @@ SPECS = (
         baseline_note="chance: 2/vocab_size",
         min_seq_len=8,
         check=_check_mqar,
-        defaults={"steps": 2000, "batch_size": 64},
         **_RECALL,
         reads=("vocab_size", "num_pairs"),
     ),
@@ -71,7 +70,6 @@ SPECS = (
         baseline_note="chance: 1/(vocab_size − 2)",
         min_seq_len=4,
         check=_check_selective_copy,
-        defaults={"steps": 2000, "batch_size": 64},
         **_RECALL,
         reads=("vocab_size", "num_pairs"),
     ),
@@ -83,7 +81,6 @@ SPECS = (
         baseline_note="chance: 1/(vocab_size − 1)",
         min_seq_len=3,
         check=_check_induction,
-        defaults={"steps": 2000, "batch_size": 64},
         **_RECALL,
         reads=("vocab_size",),
     ),
