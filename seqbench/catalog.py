@@ -41,10 +41,11 @@ class TaskInfo:
 
 def _own_fields(spec) -> str:
     """The fields a family or task reads beyond every one's own, its options among them, as
-    `models` and `tasks` list them ("any" where a plugin does not say)."""
+    `models` and `tasks` list them ("any" for the shared ones where a plugin does not say)."""
+    own = [o.name for o in spec.options]
     if spec.reads is None:
-        return "any"
-    return ", ".join([*spec.reads, *(o.name for o in spec.options)]) or "-"
+        return ", ".join(["any", *own])
+    return ", ".join([*spec.reads, *own]) or "-"
 
 
 def _specs(registry, problems: list[str] | None) -> list:

@@ -12,7 +12,7 @@ the run; config_hash is the de-duplication key for sweeps.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -127,9 +127,31 @@ def readers(name: str) -> str:
         found = [t for t in TASKS if (r := tasks.reads(t)) is not None and name in r]
         return ", ".join(found) or "none of the tasks"
     found = [m for m in MODELS if (r := models.reads(m)) is not None and name in r]
-    wrappers = [m for m in MODELS if MODELS.get(m).wraps_base]
-    over = " and a window over them" if any(MODELS.get(m).recurrent for m in found) else ""
-    return (", ".join(found) + over.replace("window", "/".join(wrappers))) or "none of them"
+    if not found:
+        return "none of them"
+    wrappers = "/".join(m for m in MODELS if MODELS.get(m).wraps_base)
+    over = any(MODELS.get(m).recurrent for m in found)
+    return ", ".join(found) + (f" and a {wrappers} over them" if over else "")
+
+
+def read_by_any(
+    name: str, models: Sequence[str], tasks: Sequence[str], bases: Sequence[str | None] = (None,)
+) -> bool:
+    """Whether some point of a grid (every model × task × base) reads `name`."""
+    return any(
+        name not in unread(m, t, {name: None}, b) for m in models for t in tasks for b in bases
+    )
+
+
+def not_read_by_any(name: str, models: Sequence[str], tasks: Sequence[str] = ()) -> UsageError:
+    """The one-line refusal of a grid's --set that no point reads, naming the grid's parts
+    (its models alone where it has no task, as stress) and the parts that do read it."""
+    grid = ", ".join(models)
+    if tasks:
+        grid = f"the grid's models ({grid}) and tasks ({', '.join(tasks)})"
+    return UsageError(
+        f"--set {name} is read by none of {grid}: leave it out (it is read by {readers(name)})"
+    )
 
 
 def check_read(model: str, task: str, values: Mapping[str, Any], base: str | None = None) -> None:

@@ -408,3 +408,17 @@ def test_a_new_family_and_task_from_their_own_file(tmp_path):
     assert r.returncode == 2 and "unknown config field 'leak'" in r.stderr
     r = sb(db, "train", "-m", "zoo:leaky", "-t", "zoo:sum", "--set", "leak=0", cwd=tmp_path)
     assert r.returncode == 2 and "leak must be positive" in r.stderr
+
+
+def test_the_catalogue_lists_a_plugins_own_options_beside_any():
+    """`models`/`tasks` show a part's --set fields: a plugin that does not declare `reads` may
+    read any shared field, and its own options are listed after "any", not hidden by it."""
+    from seqbench.catalog import _own_fields
+    from seqbench.config import MODEL, Option
+    from seqbench.models import MODELS, ModelSpec
+
+    leak = Option("leak", float, MODEL, "what h keeps", positive=True)
+    spec = ModelSpec("zoo:leaky", "a leaky integrator", True, lambda *a: None, {}, options=(leak,))
+    assert _own_fields(spec) == "any, leak"
+    assert _own_fields(MODELS.get("rnn")) == "nonlinearity"  # a built-in: what it reads
+    assert _own_fields(MODELS.get("tcn")) == "dropout, kernel_size, levels, init"

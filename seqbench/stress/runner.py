@@ -382,16 +382,12 @@ def _check_args(
             raise UsageError(f"--set {key}: give it as {flags[key]}")
         if key == "task":
             raise UsageError("--set task: stress analyses models on random inputs, not a task")
-    from seqbench.configure import readers, unread
+    from seqbench.configure import not_read_by_any, read_by_any
 
+    base = (overrides or {}).get("base")
     for key in overrides or {}:  # each model takes a --set it reads; one none reads is refused
-        if all(
-            key in unread(m, "adding", {key: None}, (overrides or {}).get("base")) for m in models
-        ):
-            raise UsageError(
-                f"--set {key} is read by none of {', '.join(models)}: leave it out (it is read "
-                f"by {readers(key)})"
-            )
+        if not read_by_any(key, models, ["adding"], [base]):  # stress's inputs read no task field
+            raise not_read_by_any(key, models)
     if k is not None:
         recurrent = [m for m in models if MODELS.get(m).recurrent]
         if recurrent:

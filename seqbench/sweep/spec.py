@@ -223,7 +223,14 @@ def holds_budget(grid: dict) -> bool:
 def expand(grids: list[dict]) -> list[RunConfig]:
     """All points of all grids as resolved, validated RunConfigs, duplicates removed, in order.
     Raises (before anything is written) on an empty grid or any invalid point."""
-    from seqbench.configure import check_fits, config_hash, make_config, readable, readers, unread
+    from seqbench.configure import (
+        check_fits,
+        config_hash,
+        make_config,
+        not_read_by_any,
+        read_by_any,
+        readable,
+    )
 
     points: list[RunConfig] = []
     seen: set[str] = set()
@@ -246,12 +253,10 @@ def expand(grids: list[dict]) -> list[RunConfig]:
                 f"{MAX_POINTS:,} (split it into several sweeps)"
             )
         bases = axes.get("base") or [None]
-        for n in names:  # is some point of the grids' reading it (checked once all are seen)
-            read = any(n not in unread(m, t, {n: None}, b)
-                       for m in models for t in tasks for b in bases)  # fmt: skip
-            asked[n] = asked.get(n, False) or read
-            seen_parts[0].extend(m for m in models if m not in seen_parts[0])
-            seen_parts[1].extend(t for t in tasks if t not in seen_parts[1])
+        for n in names:  # is some point of the grids reading it (refused once all are seen)
+            asked[n] = asked.get(n, False) or read_by_any(n, models, tasks, bases)
+        seen_parts[0].extend(m for m in models if m not in seen_parts[0])
+        seen_parts[1].extend(t for t in tasks if t not in seen_parts[1])
         for model, task, k, seed, *vals in itertools.product(
             models, tasks, ks, seeds, *(axes[n] for n in names)
         ):
@@ -272,11 +277,9 @@ def expand(grids: list[dict]) -> list[RunConfig]:
             if h not in seen:
                 seen.add(h)
                 points.append(cfg)
-    for n, read in asked.items():  # a --set that no point reads is a mistake, said once
+    for n, read in asked.items():  # a --set that no point of any grid reads, said once
         if not read:
-            models, tasks = (", ".join(p) for p in seen_parts)
-            raise UsageError(f"{n} is read by none of the grid's models ({models}) and tasks "
-                             f"({tasks}): leave it out (it is read by {readers(n)})")  # fmt: skip
+            raise not_read_by_any(n, *seen_parts)
     if not points:
         raise UsageError("empty grid: nothing to run")
     return points

@@ -175,7 +175,8 @@ def test_a_grid_applies_a_set_where_it_is_read(cli):
     assert got == [("rnn", None), ("tcn", 3), ("tcn", 5)]  # one rnn: the axis is not its
     r = cli("sweep", "--models", "rnn,gru", "--tasks", "adding", "--set", "kernel_size=3",
             "--dry-run")  # fmt: skip
-    assert r.exit_code == 2 and "read by none of the grid's models (rnn, gru)" in r.output
+    msg = "--set kernel_size is read by none of the grid's models (rnn, gru)"
+    assert r.exit_code == 2 and msg in r.output, r.output
     # memory's grids (one a searched model) take it where read: the TCN's, not the GRU's
     r = cli("memory", "--task", "adding", "--set", "seq_len=10", "--set", "kernel_size=3",
             "--families", "tcn", "--references", "gru", "--dry-run", "-f", "json")  # fmt: skip
