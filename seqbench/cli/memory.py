@@ -274,7 +274,7 @@ def _say(out, plot: str | None, fmt: Format, checked: dict | None = None) -> Non
             typer.echo(checked["sentence"])
     typer.echo(
         f"memory {out.name!r}: {out.plan.params:,} parameters per model; trained "
-        f"{out.ran} run(s), {out.rounds} bisection round(s){_spared(out)}; "
+        f"{out.ran} run(s), {out.rounds} search round(s){_spared(out)}; "
         f"answer {out.answer_id} stored" + (f"; plot in {plot}" if plot else "")
         + (f"; --confirm: trained {checked['ran']} run(s), answer {checked['answer_id']} stored "
            f"as {checked['name']!r}" if checked else ""),
@@ -305,7 +305,7 @@ def _say_profile(out, plot: str | None, fmt: Format) -> None:
             typer.echo(out.profile["growth"]["sentence"])
     typer.echo(
         f"memory {out.name!r}: {out.plan.params:,} parameters per model; trained "
-        f"{out.ran} run(s), {out.rounds} bisection round(s){_spared(out)}; "
+        f"{out.ran} run(s), {out.rounds} search round(s){_spared(out)}; "
         f"{len(answers)} answers stored "
         f"({', '.join(out.names)})" + (f"; plot in {plot}" if plot else ""),
         err=True,
@@ -334,18 +334,18 @@ def _dry_run(ctx: typer.Context, plan, fmt: Format, workers: int | None, race: b
     most = " at most" if race else ""  # the race may spare some
     if cost.get("complete"):
         said = _complete(cost)
-    elif cost["round"]:  # the replay on the stored runs stopped in a bisection round
+    elif cost["round"]:  # the replay on the stored runs stopped in a search round
         said = (
-            f"the first round is in the store; bisection round "
+            f"the first round is in the store; search round "
             f"{cost['round']} has {cost['to_train']} to train{most} ({_steps(cost)}), "
-            f"and at most {cost['bisection_at_most']} more to bisect the boundary; "
+            f"and at most {cost['bisection_at_most']} more to search for the boundary; "
             + _estimate(cost)
         )
     else:
         said = (
             f"{cost['runs']} runs at {plan.params:,} parameters each in the first round "
             f"({cost['done']} already in the store, {cost['to_train']} to train{most}, "
-            f"{_steps(cost)}), and at most {cost['bisection_at_most']} more to bisect "
+            f"{_steps(cost)}), and at most {cost['bisection_at_most']} more to search for "
             "the boundary; " + _estimate(cost)
         )
     typer.echo(f"memory {plan.name!r}: {said}", err=True)
@@ -353,7 +353,7 @@ def _dry_run(ctx: typer.Context, plan, fmt: Format, workers: int | None, race: b
 
 def _complete(cost: dict) -> str:
     """The store has every run the answer rests on (the command replayed on them)."""
-    rounds = f", {cost['round']} bisection round(s)" if cost["round"] else ""
+    rounds = f", {cost['round']} search round(s)" if cost["round"] else ""
     return (
         f"nothing to train: the store has all {cost['runs']} runs the answer rests on"
         f"{rounds}; the command re-derives the answer from them"

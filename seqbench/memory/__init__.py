@@ -39,18 +39,52 @@ def k_grid(max_k: int) -> list[int]:
     return [*out, max_k]
 
 
-def gap_share(k: int, max_k: int) -> float:
-    """The share of the level a within test of context k runs at, so that a search for the
-    boundary in k's grid gap [l, u) is wrong at most the level of the time: the grid's l,
-    always tested, half; each of the ⌈log₂(u − l)⌉ contexts the bisection may add after a
-    failure, an equal part of the other half. 1 where no bisection follows (u − l = 1, or k
-    the largest context)."""
+def search_gap(k: int, max_k: int) -> tuple[int, int, int, int] | None:
+    """The grid gap [l, u) that k lies in (l ≤ k < u), the search for a boundary inside it and
+    its shares of the level: (l, u, d, r) where the search first descends from u through the
+    d contexts u − 1, …, u − d (one at a time, while each is shown within: a fixed sequence),
+    then bisects what is left, (l, u − d), in at most r rounds. None where k is the largest
+    context or its gap holds no context to search (u − l = 1)."""
     grid = k_grid(max_k)
     lower = [g for g in grid if g <= k]
     upper = [g for g in grid if g > k]
-    if not lower or not upper:
+    if not lower or not upper or upper[0] - lower[-1] <= 1:
+        return None
+    low, up = lower[-1], upper[0]
+    d = _descent(up - low)
+    return low, up, d, _halvings(up - d - low)  # the bisection's gap (l, u − d)
+
+
+def _descent(width: int) -> int:
+    """How many contexts below u the search of a gap of `width` descends through first: as
+    many as a bisection of the whole gap would try (⌈log₂ width⌉), the gap's own at most."""
+    return min(_halvings(width), width - 1)
+
+
+def _halvings(width: int) -> int:
+    return math.ceil(math.log2(width)) if width > 1 else 0
+
+
+def search_rounds(width: int) -> int:
+    """The most rounds the search of a gap of `width` takes to narrow it to one step (its
+    descent, then its bisection): at most twice a bisection's."""
+    d = _descent(width)
+    return d + _halvings(width - d)
+
+
+def gap_share(k: int, max_k: int) -> float:
+    """The share of the level a within test of context k runs at, so that the search for the
+    boundary in k's grid gap [l, u) is wrong at most the level of the time. Half goes to the
+    grid's l, half to the search: each context of the descent from u at that half (a fixed
+    sequence: one is tried only when the context above it was shown within, so only the first
+    context beyond the tolerance can pass wrongly and the half is spent once), each context
+    the bisection after it may add at an equal part of the half (after a failure another
+    context is tried: Bonferroni over its ⌈log₂⌉ rounds). 1 where no search follows (u − l
+    = 1, or k the largest context)."""
+    gap = search_gap(k, max_k)
+    if gap is None:
         return 1.0
-    rounds = math.ceil(math.log2(upper[0] - lower[-1]))
-    if rounds == 0:
-        return 1.0
-    return 0.5 if k == lower[-1] else 0.5 / rounds
+    low, up, d, r = gap
+    if k == low or k >= up - d:
+        return 0.5
+    return 0.5 / r

@@ -352,9 +352,10 @@ def judge_cells(
     - within: each family's contexts in sequence from its best cell down (`sequence`; and,
       for the table, from it up), the first that fails ending it (a cell past it is not
       tested); a test is shown_within's, against the best cell, at `alpha` over the number
-      of families times the context's share of its grid gap's tests (gap_share: the
-      bisection tries a context more after each one that fails, and each is another chance
-      for a context beyond the tolerance to pass; `max_k` sets the grid, None: no bisection);
+      of families times the context's share of its grid gap's tests (gap_share: the search
+      descends from the gap's top while contexts pass, then bisects, trying a context more
+      after each one that fails, and each is another chance for a context beyond the
+      tolerance to pass; `max_k` sets the grid, None: no search);
     - outside: the cell's excess over the best cell (the lowest mean among the cells that
       learned) above the tolerance at the lower bound, at `alpha` over the cells it could have
       been compared with (the best is chosen by the data: Bonferroni over the choice).

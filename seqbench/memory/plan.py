@@ -1,11 +1,10 @@
-"""The k-sweep behind an answer: its grid of contexts, its points, and the next bisection k."""
+"""The k-sweep behind an answer: its grid of contexts, its points, and the next k to search."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
 import json
-import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,7 +12,16 @@ from typing import Any
 
 from seqbench.config import FIELDS, RunConfig
 from seqbench.errors import UnknownNameError, UsageError
-from seqbench.memory import EPSILON, LR_FACTORS, LR_SEARCH, RELATIVE_TO, check_tolerance, k_grid
+from seqbench.memory import (
+    EPSILON,
+    LR_FACTORS,
+    LR_SEARCH,
+    RELATIVE_TO,
+    check_tolerance,
+    k_grid,
+    search_gap,
+    search_rounds,
+)  # fmt: skip
 from seqbench.parsing import AUTO, coerce, split_assignment, split_list
 from seqbench.sweep.cost import probe_cost
 from seqbench.sweep.spec import BUDGET as PARAMS  # where the search for one budget starts
@@ -23,7 +31,6 @@ FAMILIES = ("tcn", "window")  # the feedforward families a k-sweep runs by defau
 REFERENCES = ("lstm", "gru")  # the recurrent references (full backpropagation through time)
 SEEDS = (0, 1, 2)
 MIN_SEEDS = 3  # an interval over seeds needs at least three
-ROUNDS = 8  # bisection rounds at most (a boundary between 1 and 256 needs 8)
 
 
 @dataclass(frozen=True)
@@ -92,14 +99,19 @@ def cell_key(plan: MemoryPlan, c: RunConfig) -> tuple[str, int | None]:
     return c.model, None if c.model in plan.references else stored_k(c)
 
 
-def next_k(tried: list[int], k_star: int | None) -> int | None:
-    """The bisection point between the largest k tried below k* (it fell short) and k*;
-    None when they are adjacent (the boundary is exact) or there is no k*."""
+def next_k(tried: list[int], k_star: int | None, max_k: int) -> int | None:
+    """The next context to try: one below k* while k* is in its grid gap's descent (the
+    d contexts below the grid's u, memory.search_gap), then the bisection point between the
+    largest k tried below k* (it fell short) and k*; None when they are adjacent (the boundary
+    is exact) or there is no k*."""
     if k_star is None:
         return None
     below = [k for k in tried if k < k_star]
     if not below or k_star - max(below) <= 1:
         return None
+    gap = search_gap(k_star - 1, max_k)
+    if gap is not None and gap[1] - gap[2] < k_star:  # still descending from u: one below
+        return k_star - 1
     return (max(below) + k_star) // 2
 
 
@@ -338,7 +350,7 @@ def memory_cost(
     store's runs already settle in the race (memory/race.py), whose missing runs it would
     not train; the rest is the most the
     race trains (it may spare more). `bisecting`: the store has the whole first round and the
-    replay (memory/runner.dry_replay) stopped in this bisection round, whose points these are
+    replay (memory/runner.dry_replay) stopped in this search round, whose points these are
     (every seed of each cell it lacks): they are what is to train, and the rounds after it
     what the bisection may add."""
     import statistics
@@ -357,8 +369,7 @@ def memory_cost(
         return cell_key(plan, c) in settled
 
     widest = max((b - a for a, b in itertools.pairwise(plan.ks)), default=1)
-    rounds = math.ceil(math.log2(widest)) if widest > 1 else 0  # to narrow it to one step
-    rounds = min(rounds, ROUNDS)
+    rounds = search_rounds(widest)  # to narrow it to one step
     if bisecting is None:
         missing = [c for c in plan.points if config_hash(c) not in done]
         todo = [c for c in missing if not spared(c)]

@@ -1,9 +1,11 @@
 """Run a memory plan: the k-sweep as a seqbench sweep (resumable; points done before, in any
-sweep, are reused), bisection on integer k until the boundary is exact, and the answer
+sweep, are reused), a search on integer k (down from the gap's top, then bisecting) until
+the boundary is exact, and the answer
 stored with the runs it rests on."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -12,8 +14,9 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from seqbench.errors import NotFoundError, SeqbenchError
+from seqbench.memory import k_grid, search_rounds
 from seqbench.memory.answer import ALPHA, Answer, derive
-from seqbench.memory.plan import ROUNDS, MemoryPlan, cell_key, next_k, with_points
+from seqbench.memory.plan import MemoryPlan, cell_key, next_k, with_points
 from seqbench.memory.race import RACE_SEEDS, looks
 from seqbench.training.convergence import still_improving
 
@@ -28,7 +31,7 @@ class MemoryOutcome:
     plan: MemoryPlan  # with every k tried (the bisection's included)
     answer_id: int
     ran: int  # runs trained by this command
-    rounds: int  # bisection rounds
+    rounds: int  # search rounds (one context each: the descent, then the bisection)
     # a profile: every tolerance's answer and stored id, loosest first, and how k* grows
     answers: list[Answer] = field(default_factory=list)
     answer_ids: list[int] = field(default_factory=list)
@@ -82,7 +85,7 @@ def run_memory(
 
 @dataclass
 class Stop:
-    """Where a dry replay stopped: the bisection round (0: the grid), the plan as it stood
+    """Where a dry replay stopped: the search round (0: the grid), the plan as it stood
     then, the points that stage asks for that have no stored result (none: the replay went
     to the end) and the points asked for up to then."""
 
@@ -159,7 +162,7 @@ def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
     `store`, plan_runs); `seen(plan, runs, rounds)`, if given, is shown each stage's runs as
     read, and ends the replay there by returning True (the dry replay's check: no answers
     then). Returns the plan with every context tried, the points asked for by config hash,
-    the answers, the runs trained and the bisection rounds."""
+    the answers, the runs trained and the search rounds."""
     from seqbench.configure import config_hash
 
     read = read or (lambda now: plan_runs(store, now))
@@ -167,6 +170,8 @@ def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
     asked: dict[str, RunConfig] = {}  # the points the answer rests on, by config hash
     settled: frozenset = frozenset()  # the race's settled cells
     facts = answer_facts(plan)
+    grid = k_grid(plan.max_k)  # a safety bound: the widest gap's search, in rounds
+    most_rounds = max((search_rounds(b - a) for a, b in itertools.pairwise(grid)), default=0)
     while True:  # the grid, then each bisection's new contexts
         what = "grid" if rounds == 0 else f"bisection {rounds}"
         n = min(RACE_SEEDS, len(plan.seeds)) if race else len(plan.seeds)
@@ -188,9 +193,9 @@ def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
             n = min(n + 1, len(plan.seeds))
         # every tolerance bisects its own boundary; a round trains all their midpoints at once
         # an under-trained answer's k* is still what these budgets measured: it is bisected too
-        ks = {next_k(list(plan.ks), a.k_star) for a in answers if a.k_star is not None}
+        ks = {next_k(list(plan.ks), a.k_star, plan.max_k) for a in answers if a.k_star is not None}
         ks.discard(None)
-        if not ks or rounds >= ROUNDS:
+        if not ks or rounds >= most_rounds:
             break
         rounds += 1
         plan = extend(plan, [*plan.ks, *ks])

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from seqbench.memory import gap_share, search_gap, search_rounds
 from seqbench.memory.answer import derive
 from seqbench.memory.plan import k_grid, next_k
 from seqbench.training.convergence import still_improving
@@ -389,28 +390,59 @@ def test_a_diverged_run_counts_as_learning_nothing():
     assert a.k_star == 4  # k = 2 reads (0.01, 1, 0.01): not shown within the tolerance
 
 
-def test_the_grid_and_the_bisection():
+def test_the_grid_and_the_search():
     assert k_grid(16) == [1, 2, 4, 8, 16]
     assert k_grid(20) == [1, 2, 4, 8, 16, 20]
     assert k_grid(2) == [1, 2]
-    assert next_k([1, 2, 4, 8], 8) == 6
-    assert next_k([1, 2, 4, 6, 8], 6) == 5
-    assert next_k([1, 2, 4, 5, 6, 8], 5) is None  # 4 fell short, 5 matches: exact
-    assert next_k([1, 2], 1) is None and next_k([1, 2], None) is None
+    # in [4, 8): first down from 8 (7, 6: as many as a bisection would try), then bisect
+    assert next_k([1, 2, 4, 8], 8, 16) == 7
+    assert next_k([1, 2, 4, 7, 8], 7, 16) == 6
+    assert next_k([1, 2, 4, 6, 7, 8], 6, 16) == 5  # the descent is over: (4 + 6) // 2
+    assert next_k([1, 2, 4, 5, 6, 7, 8], 5, 16) is None  # 4 fell short, 5 matches: exact
+    assert next_k([1, 2, 4, 7, 8], 8, 16) is None  # 7 fell short: the boundary is exact
+    assert next_k([1, 2], 1, 2) is None and next_k([1, 2], None, 2) is None
+    assert next_k([1, 2, 4, 8, 16], 16, 16) == 15
+    assert next_k([1, 2, 4, 8, 13, 14, 15, 16], 13, 16) == 10  # 15, 14, 13 down: (8 + 13) // 2
 
 
-@pytest.mark.parametrize("m", [3, 5, 6, 7, 12, 13])
-def test_bisection_lands_on_the_exact_boundary(m):
-    """A boundary anywhere between grid points is found in log2 of the gap rounds."""
-    tried, k = k_grid(16), None
-    rounds = 0
-    while True:
-        k_star = min(k for k in tried if k >= m)
-        k = next_k(tried, k_star)
-        if k is None:
-            break
-        tried, rounds = sorted({*tried, k}), rounds + 1
-    assert k_star == m and rounds <= 3
+def search(m: int, max_k: int) -> list[int]:
+    """The contexts the search tries for a boundary at m (every context from m up within,
+    every one below it not)."""
+    tried, path = k_grid(max_k), []
+    while (k := next_k(tried, min(k for k in tried if k >= m), max_k)) is not None:
+        tried, path = sorted({*tried, k}), [*path, k]
+    assert min(k for k in tried if k >= m) == m and m - 1 in [*tried, 0]
+    return path
+
+
+@pytest.mark.parametrize("max_k", [16, 64, 100])
+def test_the_search_lands_on_the_exact_boundary_in_its_rounds(max_k):
+    """A boundary anywhere in a gap is found; the search takes at most search_rounds of the
+    gap (its descent, then a bisection): at most twice a bisection's."""
+    for m in range(2, max_k + 1):
+        path = search(m, max_k)
+        low = max(g for g in k_grid(max_k) if g < m)
+        up = min(g for g in k_grid(max_k) if g >= m)
+        assert len(path) <= search_rounds(up - low) <= 2 * math.ceil(math.log2(up - low))
+
+
+@pytest.mark.parametrize("max_k", [16, 64, 100])
+def test_the_search_spends_the_level_once(max_k):
+    """What holds k* below the truth to the level (gap_share): every context the search may
+    try below a boundary, in the order the within sequence meets them (from the boundary
+    down), is only tested after those above it passed; the shares of the contexts below the
+    boundary that a search can try, counted as Bonferroni counts them (the first of the
+    descent's that the within sequence meets, and each the bisection tries), sum to at most
+    the level: the grid's l at half, the rest within the other half."""
+    grid = k_grid(max_k)
+    for m in range(2, max_k + 1):
+        up = min(g for g in grid if g >= m)
+        low = max(g for g in grid if g < m)
+        below = [k for k in search(m, max_k) if k < m]  # tried below the truth: each failed
+        descent = [k for k in below if k >= up - search_gap(low, max_k)[2]]
+        assert len(descent) <= 1  # the descent stops at its first failure
+        spent = sum(gap_share(k, max_k) for k in below) + gap_share(low, max_k)
+        assert spent <= 1 + 1e-12, (m, below)
 
 
 def test_nothing_learned_on_few_sequences_says_too_little_data():

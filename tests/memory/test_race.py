@@ -148,7 +148,7 @@ def test_cells_clearly_out_get_no_more_seeds_and_the_answer_is_every_seeds(cli, 
 def test_every_context_is_trained_and_a_rerun_replays_the_race(cli, db, tmp_path):
     """A delay of 5 at T = 8: every context of the grid gets its first two seeds (k = 1 and 2
     too, below k = 4 shown outside: the race no longer leaves them untrained), the cells
-    shown outside away from the interval's end stop there, and the bisection lands on 5."""
+    shown outside away from the interval's end stop there, and the search lands on 5 (7, 6, 5)."""
     data = lag_data(tmp_path / "lag.npz", 5)
     args = ["memory", "--task", "file", "--path", data, *TRAIN, "--format", "json"]
     raced = cli(*args)
@@ -162,7 +162,7 @@ def test_every_context_is_trained_and_a_rerun_replays_the_race(cli, db, tmp_path
     assert not any("not trained" in w for w in doc["warnings"])
     assert n_runs(db) == len(doc["run_ids"])
     # the same command again, on its own store: it replays the race on the stored runs (the
-    # bisection's contexts are no part of the grid it halves), trains nothing and states the
+    # search's contexts are no part of the grid it searches), trains nothing and states the
     # same answer on the same runs
     again = cli(*args)
     assert again.exit_code == 0, again.output
@@ -170,19 +170,19 @@ def test_every_context_is_trained_and_a_rerun_replays_the_race(cli, db, tmp_path
     redone = json.loads(again.stdout)
     assert sorted(redone["run_ids"]) == sorted(doc["run_ids"]) and same_answer(doc, redone)
     assert redone["warnings"] == doc["warnings"]
-    # the dry run replays it too: nothing to train, not a bound on the bisection
+    # the dry run replays it too: nothing to train, not a bound on the search
     dry = cli(*args, "--dry-run").stderr
     n = len(doc["run_ids"])
-    said = f"nothing to train: the store has all {n} runs the answer rests on, 2 bisection"
-    assert said in dry and "more to bisect" not in dry
-    # a run of the last bisection round deleted: the replay stops there and counts it alone
+    said = f"nothing to train: the store has all {n} runs the answer rests on, 3 search"
+    assert said in dry and "more to search" not in dry
+    # a run of the last search round deleted: the replay stops there and counts it alone
     con = sqlite3.connect(db)
     ((victim,),) = con.execute("SELECT min(id) FROM runs WHERE json_extract(config, '$.k') = 5")
     con.close()
     assert cli("runs", "delete", victim, "--yes").exit_code == 0
     dry = cli(*args, "--dry-run").stderr
     assert "the first round is in the store" in dry
-    assert "bisection round 2 has 1 to train at most" in dry and "at most 0 more" in dry
+    assert "search round 3 has 1 to train at most" in dry and "at most 0 more" in dry
     again = cli(*args)
     assert "trained 1 run(s)" in again.stderr and same_answer(doc, json.loads(again.stdout))
     full = cli(*args, "--no-race")

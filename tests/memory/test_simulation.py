@@ -48,12 +48,11 @@ def test_the_interval_holds_the_closed_form(rates):
 
 
 def test_what_three_seeds_and_five_can_pin_down(rates):
-    """k* exact at 5% noise: at three seeds the boundary context, 19% of the tolerance inside
-    it, is shown within about half the time at the level the bisection leaves its contexts
-    (α/6 for three rounds in [8, 16)), and k* is otherwise a context or two high, the interval
-    still holding the truth; five seeds pin it 98% of the time (2000 draws: docs/science.md)."""
+    """k* exact at 5% noise: the exponential's boundary, k = 14, 19% of the tolerance inside
+    it, is tried by the search's descent from 16 (a fixed sequence at α/2, where a bisection
+    left it α/6: exact half the time); five seeds pin it too (2000 draws: docs/science.md)."""
     three, five = rates["closed form exp, 5% noise"], rates["closed form exp, 5% noise, 5 seeds"]
-    assert three["full_exact"] >= 0.50 - margin(0.5, three["draws"]), three
+    assert three["full_exact"] >= 0.80 - margin(0.2, three["draws"]), three
     assert five["full_exact"] >= 0.80 - margin(0.2, five["draws"]), five
 
 
