@@ -446,7 +446,7 @@ def memory_cost(db: str | None, plan, workers: int | None = None, race: bool = T
         stop = dry_replay(store, plan, race)
         if stop.complete:
             return {"name": plan.name, "complete": True, "runs": stop.asked,
-                    "done": stop.asked, "to_train": 0, "bisection_at_most": 0, "steps": 0,
+                    "done": stop.asked, "to_train": 0, "search_at_most": 0, "steps": 0,
                     "seconds": 0.0, "how": "store", "round": stop.rounds}  # fmt: skip
         if stop.rounds > 0:  # every seed of each cell this round lacks
             cells = {cell_key(stop.plan, c) for c in stop.missing}

@@ -338,14 +338,14 @@ def _dry_run(ctx: typer.Context, plan, fmt: Format, workers: int | None, race: b
         said = (
             f"the first round is in the store; search round "
             f"{cost['round']} has {cost['to_train']} to train{most} ({_steps(cost)}), "
-            f"and at most {cost['bisection_at_most']} more to search for the boundary; "
+            f"and at most {cost['search_at_most']} more to search for the boundary; "
             + _estimate(cost)
         )
     else:
         said = (
             f"{cost['runs']} runs at {plan.params:,} parameters each in the first round "
             f"({cost['done']} already in the store, {cost['to_train']} to train{most}, "
-            f"{_steps(cost)}), and at most {cost['bisection_at_most']} more to search for "
+            f"{_steps(cost)}), and at most {cost['search_at_most']} more to search for "
             "the boundary; " + _estimate(cost)
         )
     typer.echo(f"memory {plan.name!r}: {said}", err=True)

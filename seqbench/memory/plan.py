@@ -379,7 +379,7 @@ def memory_cost(
         todo = [c for c in points if config_hash(c) not in done]
         asked = len(points)
         rounds = max(rounds - now, 0)
-    bisect = rounds * len(plan.families) * len(plan.seeds) * len(plan.tolerances)
+    search = rounds * len(plan.families) * len(plan.seeds) * len(plan.tolerances)
     steps = sum(c.steps or 0 for c in todo)
     cap = sum(c.max_steps or c.steps or 0 for c in todo)  # --steps auto: trains on to this
     if all(c.model in pace for c in todo):
@@ -393,7 +393,7 @@ def memory_cost(
         "runs": asked,
         "done": asked - len(todo),
         "to_train": len(todo),
-        "bisection_at_most": bisect,
+        "search_at_most": search,
         "round": 0 if bisecting is None else bisecting[0],
         "steps": steps,
         "steps_cap": cap,

@@ -173,7 +173,7 @@ def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
     grid = k_grid(plan.max_k)  # a safety bound: the widest gap's search, in rounds
     most_rounds = max((search_rounds(b - a) for a, b in itertools.pairwise(grid)), default=0)
     while True:  # the grid, then each bisection's new contexts
-        what = "grid" if rounds == 0 else f"bisection {rounds}"
+        what = "grid" if rounds == 0 else f"search {rounds}"
         n = min(RACE_SEEDS, len(plan.seeds)) if race else len(plan.seeds)
         while True:  # the race: a seed more for every cell still open
             want = wanted(plan, n, settled)
