@@ -426,12 +426,12 @@ def memory_plan(
 
 def memory_cost(db: str | None, plan, workers: int | None = None, race: bool = True) -> dict:
     """What `memory --dry-run` shows: the first round's runs (how many the store at `db`
-    already has; a store not made yet has none), the most the bisection can add, the training
+    already has; a store not made yet has none), the most the search can add, the training
     steps, and an estimate of the time: from the store's earlier runs of the same models and
     task, else from a short timing probe of each model here, shared among `workers`
     (memory/plan.memory_cost). The command is first replayed on the stored runs, training
     nothing (memory/runner.dry_replay): where they take it to the end, the cost is nothing
-    ("complete": True, "runs": the runs the answer rests on); where it stops in a bisection
+    ("complete": True, "runs": the runs the answer rests on); where it stops in a search
     round, that round's runs and the rounds after it are what is counted. With `race`, cells
     the store's runs already settle in the race are not counted to train."""
     from seqbench.memory.plan import cell_key
@@ -467,7 +467,7 @@ def run_memory(
     workers: int | None = None,
     **options: Any,
 ):
-    """Run (or resume) a memory plan: train what the store lacks, bisect the boundary on
+    """Run (or resume) a memory plan: train what the store lacks, search for the boundary on
     integer k, derive the answer and store it with the runs it rests on. `options`: on_round,
     on_result, stale_after, retry_failed. Returns a seqbench.memory.runner.MemoryOutcome."""
     from seqbench.memory import runner

@@ -29,8 +29,9 @@ from seqbench.memory import EPSILON, LR_SEARCH
 app = typer.Typer(
     help=(
         "How much context does a task need? Sweeps the feedforward families over k at one "
-        "parameter budget beside recurrent references, bisects the boundary, and states k* "
-        "with an interval over seeds, or that the task needs recurrence.\n\n"
+        "parameter budget beside recurrent references, searches for the boundary between "
+        "its contexts, and states k* with an interval over seeds, or that the task needs "
+        "recurrence.\n\n"
         "Example: seqbench memory --task adding --set seq_len=16 --set steps=300"
     ),
     invoke_without_command=True,
@@ -228,7 +229,7 @@ def _run(ctx: typer.Context, plan, quiet: bool, options: dict):
 
 
 class _Rounds:
-    """A progress bar per round of a memory command (the first round, then each bisection)."""
+    """A progress bar per round of a memory command (the first round, then each search round)."""
 
     def __init__(self, name: str, quiet: bool) -> None:
         self.name, self.quiet, self.bar, self.failed = name, quiet, None, 0

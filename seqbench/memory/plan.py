@@ -223,7 +223,7 @@ def _rates(model: str, probe: RunConfig, given: dict, params: int | None) -> tup
     return tuple(float(f"{lr * f:.3g}") for f in LR_FACTORS)
 
 
-# tolerances one profile may ask: each is an answer with a bisection of its own (10,000 ran
+# tolerances one profile may ask: each is an answer with a search of its own (10,000 ran
 # past 60 s before a word was said)
 MAX_TOLERANCES = 32
 
@@ -283,7 +283,7 @@ def tolerances(epsilon: float | list[float] | str | None, relative_to: str) -> t
     if len(given) > MAX_TOLERANCES:
         raise UsageError(
             f"--epsilon names {len(given):,} tolerances; a profile takes at most "
-            f"{MAX_TOLERANCES} (each is one answer, its own k* and its own bisection)"
+            f"{MAX_TOLERANCES} (each is one answer, its own k* and its own search)"
         )
     for eps in given:
         try:
@@ -342,7 +342,7 @@ def memory_cost(
     settled: frozenset = frozenset(),
     bisecting: tuple[int, list[RunConfig]] | None = None,
 ) -> dict:
-    """The first round's runs, those the store already has, the most the bisection may add,
+    """The first round's runs, those the store already has, the most the search may add,
     the steps to train, and the seconds that would take: at the pace of this store's earlier
     runs of each model on the task (serial seconds, `how` "store"), else from a timing probe
     of each model and context on this machine divided among `workers` (default: one per
@@ -352,7 +352,7 @@ def memory_cost(
     race trains (it may spare more). `bisecting`: the store has the whole first round and the
     replay (memory/runner.dry_replay) stopped in this search round, whose points these are
     (every seed of each cell it lacks): they are what is to train, and the rounds after it
-    what the bisection may add."""
+    what the search may add."""
     import statistics
 
     from seqbench.configure import config_hash

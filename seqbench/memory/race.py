@@ -1,7 +1,7 @@
 """Racing the cells of a k-sweep: a cell gets its seeds a round at a time, and no more once the
 evidence it has already decides its part in the answer.
 
-Every cell of the grid (and each context the bisection adds) starts with RACE_SEEDS seeds, the
+Every cell of the grid (and each context the search adds) starts with RACE_SEEDS seeds, the
 fewest a test over seeds takes. After each round the answer is derived from what has run with
 the answer's own procedure (answer.py) at ALPHA divided by the looks the race may take (one
 per seed count from RACE_SEEDS to all: Bonferroni over the looks, so that each decision the

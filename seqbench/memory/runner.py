@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 @dataclass
 class MemoryOutcome:
     answer: Answer  # the (first) tolerance's
-    plan: MemoryPlan  # with every k tried (the bisection's included)
+    plan: MemoryPlan  # with every k tried (the search's included)
     answer_id: int
     ran: int  # runs trained by this command
     rounds: int  # search rounds (one context each: the descent, then the bisection)
@@ -67,7 +67,7 @@ def run_memory(
     retry_failed: bool = False,
     race: bool = True,
 ) -> MemoryOutcome:
-    """Train what the plan needs (skipping what the store has), bisect, derive and store the
+    """Train what the plan needs (skipping what the store has), search, derive and store the
     answer. `race`: each cell's seeds come a round at a time, and a cell the evidence has
     settled gets no more (memory/race.py); else every cell gets every seed at once. Raises
     SeqbenchError when points are left without a result (the same command resumes them)."""
@@ -101,7 +101,7 @@ class Stop:
 
 def dry_replay(store, plan: MemoryPlan, race: bool = True) -> Stop:
     """What the same memory command would do on this store, training and writing nothing:
-    the race and the bisection replayed on the stored runs of the plan's sweep as far as they
+    the race and the search replayed on the stored runs of the plan's sweep as far as they
     go, to the end (`complete`: a rerun trains nothing and re-derives the answer) or to the
     first stage with a point the sweep has no result for."""
 
@@ -125,7 +125,7 @@ def dry_replay(store, plan: MemoryPlan, race: bool = True) -> Stop:
 
 
 class _OnePool:
-    """One executor for every stage of a memory command (the race's seeds, the bisection's
+    """One executor for every stage of a memory command (the race's seeds, the search's
     rounds), started when first needed and shut down at the end: a fresh pool each stage
     paid its workers' start and their first run's warm-up every time."""
 
@@ -156,7 +156,7 @@ class _Kept:
 
 
 def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
-    """The race and the bisection over `plan`, each stage's points handed to `train(plan,
+    """The race and the search over `plan`, each stage's points handed to `train(plan,
     points, stage)` (which trains those without a result and returns how many it trained)
     and the answers derived from what `read(plan)` gives after it (default: the plan's runs in
     `store`, plan_runs); `seen(plan, runs, rounds)`, if given, is shown each stage's runs as
@@ -172,7 +172,7 @@ def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
     facts = answer_facts(plan)
     grid = k_grid(plan.max_k)  # a safety bound: the widest gap's search, in rounds
     most_rounds = max((search_rounds(b - a) for a, b in itertools.pairwise(grid)), default=0)
-    while True:  # the grid, then each bisection's new contexts
+    while True:  # the grid, then each search round's new context
         what = "grid" if rounds == 0 else f"search {rounds}"
         n = min(RACE_SEEDS, len(plan.seeds)) if race else len(plan.seeds)
         while True:  # the race: a seed more for every cell still open
@@ -191,8 +191,8 @@ def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
             elif n >= len(plan.seeds):
                 break
             n = min(n + 1, len(plan.seeds))
-        # every tolerance bisects its own boundary; a round trains all their midpoints at once
-        # an under-trained answer's k* is still what these budgets measured: it is bisected too
+        # every tolerance searches its own boundary; a round trains all their next contexts at once
+        # an under-trained answer's k* is still what these budgets measured: it is searched too
         ks = {next_k(list(plan.ks), a.k_star, plan.max_k) for a in answers if a.k_star is not None}
         ks.discard(None)
         if not ks or rounds >= most_rounds:
@@ -290,8 +290,8 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     if metric.empty:
         return pd.DataFrame(columns=["run_id", "model", "k", "seed", "value", "baseline"])
     # this plan's points only: a concurrent command on the same store may have added its
-    # bisection's points to the sweep, still running; this command waits for them when its own
-    # bisection reaches them, and meanwhile answers from what it planned
+    # search's points to the sweep, still running; this command waits for them when its own
+    # search reaches them, and meanwhile answers from what it planned
     mine = {(*cell_key(plan, c), c.seed) for c in plan.points}
     keys = [
         (m, None if m in plan.references else int(k), int(s))

@@ -124,7 +124,7 @@ def _legend(ax) -> None:
 def spaced_ticks(values: list[float], log: bool) -> list[float]:
     """The values to label on an axis, none crowding the one before: on a log axis no two
     closer than a factor 1.3, on a linear one than 1/12 of the range; the first and the last
-    always kept (the bisection's neighbours, 3 beside 4, would run together)."""
+    always kept (the search's neighbouring contexts, 3 beside 4, would run together)."""
     if len(values) < 3:
         return list(values)
     span = values[-1] - values[0]

@@ -206,7 +206,7 @@ def run_sweep(
     elsewhere = counts.pop("elsewhere", 0)  # done or running in another driver meanwhile
     ran = len(todo) - elsewhere
     # the points this command set out to run: another driver may have added points since (a
-    # memory command's bisection) that are its to run, not this command's failures
+    # memory command's search) that are its to run, not this command's failures
     unfinished = sum(p.status not in DONE for p in final if p.config_hash in known)
     return SweepOutcome(sweep_id, len(states), len(states) - ran, ran, counts, unfinished)
 
