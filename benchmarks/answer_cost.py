@@ -137,7 +137,7 @@ def one(task: str, where: str | None, work: Path, workers: int, extra: list[str]
                              f"SELECT model, k, seed, wall_seconds FROM runs WHERE id IN ({ids})"],
                             env)[2])  # fmt: skip
     share, kept = oracle_share(answer, runs)
-    ran = re.search(r"trained (\d+) run\(s\), (\d+) bisection", stderr)
+    ran = re.search(r"trained (\d+) run\(s\), (\d+) search round", stderr)
     # one full-length run of the same TCN: the largest context, the answer's budget, seed 0
     run_sets = [x for s in TASKS[task][1] for x in ("--set", s)]
     # at a memory worker's threads (the sweep's share of the cores): left to choose, the run

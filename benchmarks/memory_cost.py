@@ -2,7 +2,7 @@
 regression: a target that needs exactly the last 3 of T = 8 inputs; a TCN swept over k beside
 a GRU, 3 seeds, 300 steps, 3,000 parameters), idle and beside a busy neighbour, side by side.
 
-Per condition, in a fresh store: the first invocation (trains the grid, then the bisection's
+Per condition, in a fresh store: the first invocation (trains the grid, then the search's
 k = 3), and the same command again (every run reused: it re-derives and stores the answer).
 The rows print the wall seconds, runs trained, and the ratio of each to the idle first run.
 

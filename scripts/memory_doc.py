@@ -218,7 +218,7 @@ def main() -> None:
                 lam = float(next(a.split("=")[1] for a in task_args if "teacher_lam" in a))
                 T = int(next(a.split("=")[1] for a in task_args if a.startswith("seq_len")))
                 theory = f"closed form: {teacher_k_star(lam, T, doc['epsilon'])}"
-            minutes = run_minutes(Path(work) / "seqbench.db", doc)
+            minutes = run_minutes(work, doc)
             rows.append((label, task_args, doc, theory, None, minutes))
             print(label, doc["verdict"], doc["k_star"], f"{minutes:.1f} run-min",
                   f"({(time.monotonic() - t0) / 60:.1f} min now)",
@@ -226,24 +226,18 @@ def main() -> None:
     write(rows, (time.monotonic() - t_all) / 60, args.workers)
 
 
-def run_minutes(db: Path, doc: dict) -> float:
+def run_minutes(work: str, doc: dict) -> float:
     """The training the answer and its confirmation rest on: the recorded wall time of their
     runs, summed (the same whichever sitting trained them, and whichever store already had
-    them)."""
-    import sqlite3
-
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        ids = set(doc["run_ids"])
-        if doc.get("confirm", {}).get("answer_id") is not None:
-            ids |= {r for (r,) in con.execute("SELECT run_id FROM answer_runs WHERE answer_id = ?",
-                                              (doc["confirm"]["answer_id"],))}  # fmt: skip
-        marks = ",".join("?" * len(ids))
-        (secs,) = con.execute(f"SELECT sum(wall_seconds) FROM runs WHERE id IN ({marks})",
-                              sorted(ids)).fetchone()  # fmt: skip
-    finally:
-        con.close()
-    return (secs or 0.0) / 60
+    them), read through `seqbench query` as any user would."""
+    answers = [str(doc["answer_id"])]
+    if doc.get("confirm", {}).get("answer_id") is not None:
+        answers.append(str(doc["confirm"]["answer_id"]))
+    sql = ("SELECT sum(wall_seconds) AS s FROM runs WHERE id IN (SELECT run_id FROM "
+           f"answer_runs WHERE answer_id IN ({', '.join(answers)}))")  # fmt: skip
+    out = subprocess.run([*SB, "query", "--format", "json", sql], cwd=work, check=True,
+                         capture_output=True, text=True)  # fmt: skip
+    return (json.loads(out.stdout)[0]["s"] or 0.0) / 60
 
 
 def _confirmed(confirm: dict | None) -> str:
