@@ -29,7 +29,7 @@ def _spin() -> None:
 
 
 def condition(title: str) -> tuple[str, float, float]:
-    plan = sb.memory_plan("teacher", set_=SETS, families=["tcn"], references=["gru"])
+    plan = sb.memory_plan("teacher", sets=SETS, families=["tcn"], references=["gru"])
     t = time.perf_counter()
     estimate = sb.memory_cost(None, plan, WORKERS)["seconds"]
     probing = time.perf_counter() - t

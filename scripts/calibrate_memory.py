@@ -182,11 +182,11 @@ def run_case(
     seeds = args[args.index("--seeds") + 1] if "--seeds" in args else "0,1,2"
     plan = api.memory_plan(
         task,
-        set_=sets,
+        sets=sets,
         path=path,
         families=["tcn"],
         references=[],
-        seeds=seeds,
+        seeds=[int(s) for s in seeds.split(",")],
         params=params,
         relative_to=relative_to,
     )

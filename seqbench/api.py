@@ -1,9 +1,11 @@
 """The library surface: every CLI command is a call here, and everything here works without
 the CLI (scripts, notebooks). Library packages never import this module; it imports them.
 
-Importing it costs nothing: every name is defined here (grep and an editor find each one), and
-a function whose work lives in a heavy package (torch, pandas, SQLAlchemy) imports it when
-called, so `seqbench report` and `seqbench query` start without torch or SQLAlchemy.
+Importing it costs nothing. A function defined here does work of its own (resolving a config,
+opening a store, joining two packages) and imports what it needs when called; every other name
+is the library's own function or constant, named in LAZY and imported on first use (PEP 562):
+`import seqbench.api` imports nothing of seqbench, and `seqbench --help` no torch, pandas or
+SQLAlchemy.
 
     >>> import seqbench.api as sb
     >>> out = sb.train("indrnn", "adding", seq_len=100, steps=500, db="runs.db")
@@ -14,218 +16,23 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from seqbench.config import RunConfig
-from seqbench.configure import check_fits, check_shadowed, make_config
-from seqbench.errors import NotFoundError, UsageError
-from seqbench.memory import EPSILON as MEMORY_EPSILON
-from seqbench.parsing import (
-    flags_and_sets,
-    load_toml,
-    parse_assignments,
-    split_assignment,
-    split_list,
-    to_toml,
-)
-from seqbench.report.statuses import CHECK_STATUSES
-from seqbench.store.common import (
-    RUN_KINDS,
-    RUN_STATUSES,
-    check_label,
-    check_run_name,
-    describe_database_error,
-    float_text,
-    readable_sqlite,
-)
-from seqbench.store.opening import open_store
-from seqbench.store.query import DEFAULT_MAX_BYTES, coerce_param, run_query
-from seqbench.sweep.spec import SweepPlan, parse_range
-from seqbench.tasks import is_file_task
-from seqbench.training.progress import Progress
-from seqbench.training.threads import check_threads
-
 if TYPE_CHECKING:
-    from seqbench.bench import bench_kernels
-    from seqbench.catalog import (
-        ModelInfo,
-        TaskInfo,
-        data_file,
-        default_layers,
-        metric_name,
-        model_catalog,
-        table_fields,
-        task_catalog,
-        task_metric,
-    )
-    from seqbench.memory.confirm import confirm_plan as memory_confirm_plan
-    from seqbench.memory.confirm import confirmation as memory_confirmation
-    from seqbench.memory.kernels import kernel_table as memory_kernels
-    from seqbench.memory.plot import plot_answer as plot_memory
-    from seqbench.memory.plot import plot_profile as plot_memory_profile
-    from seqbench.memory.profile import profile_rows as memory_profile_rows
-    from seqbench.memory.words import cell_table as memory_cells
-    from seqbench.report.check import (
-        check,
-        check_tolerances,
-        export_baseline,
-        import_baseline,
-        junit_xml,
-        list_baselines,
-        resolve_baseline,
-        save_baseline,
-        variant_label,
-    )
-    from seqbench.report.curves import diff_runs, grouped_curves, plot_curves, plot_grouped
-    from seqbench.report.decay import fit_decay
-    from seqbench.report.frames import curves_frame, runs_frame
-    from seqbench.report.plots import plot_report
-    from seqbench.report.tables import (
-        build_report,
-        comparison_rows,
-        flat_rows,
-        format_cell,
-        leaderboard_rows,
-    )
-    from seqbench.runs import (
-        archive_runs,
-        count_runs,
-        curve_runs,
-        delete_runs,
-        list_runs,
-        name_run,
-        run_config,
-        run_details,
-        tag_runs,
-    )
-    from seqbench.store.engine import integrity_problems as check_store
-    from seqbench.store.migrate import history as schema_history
-    from seqbench.store.roles import reader_role, reader_role_effects_left, reader_role_limits_left
-    from seqbench.store.store import Store, upgrade_store
-    from seqbench.stress.runner import plot_stress, stress
-    from seqbench.stress.views import stored_curves as stored_stress_curves
-    from seqbench.stress.views import stress_figure, stress_rows
-    from seqbench.sweep.cost import probe_cost as sweep_cost
-    from seqbench.sweep.runner import SweepOutcome, check_workers, sweep_points, sweep_status
-    from seqbench.sweep.runner import check_flags as check_sweep_flags
-    from seqbench.sweep.spec import plan as sweep_plan
-    from seqbench.sweep.spec import sweep_grid
-    from seqbench.tasks.reading import reading_progress as table_progress
-    from seqbench.training.loop import TrainOutcome, load_checkpoint
-
-
-__all__ = [
-    "CHECK_STATUSES",
-    "DEFAULT_MAX_BYTES",
-    "MEMORY_EPSILON",
-    "RUN_KINDS",
-    "RUN_STATUSES",
-    "ModelInfo",
-    "Progress",
-    "RunConfig",
-    "SweepPlan",
-    "TaskInfo",
-    "archive_runs",
-    "bench_kernels",
-    "build_report",
-    "check",
-    "check_fits",
-    "check_run_name",
-    "check_shadowed",
-    "check_store",
-    "check_sweep_flags",
-    "check_threads",
-    "check_tolerances",
-    "check_workers",
-    "coerce_param",
-    "comparison_rows",
-    "config_toml",
-    "count_runs",
-    "curve_runs",
-    "curves_frame",
-    "data_file",
-    "default_layers",
-    "delete_runs",
-    "describe_database_error",
-    "diff_runs",
-    "export_baseline",
-    "fit_decay",
-    "flags_and_sets",
-    "flat_rows",
-    "float_text",
-    "format_cell",
-    "grouped_curves",
-    "import_baseline",
-    "is_file_task",
-    "junit_xml",
-    "leaderboard_rows",
-    "list_baselines",
-    "list_runs",
-    "load_checkpoint",
-    "load_toml",
-    "make_config",
-    "memory_answers",
-    "memory_cells",
-    "memory_confirm_plan",
-    "memory_confirmation",
-    "memory_cost",
-    "memory_kernels",
-    "memory_plan",
-    "memory_profile_rows",
-    "metric_name",
-    "model_catalog",
-    "name_run",
-    "open_store",
-    "parse_assignments",
-    "plot_curves",
-    "plot_grouped",
-    "plot_memory",
-    "plot_memory_profile",
-    "plot_report",
-    "plot_stress",
-    "reader_role",
-    "reader_role_effects_left",
-    "reader_role_limits_left",
-    "resolve_baseline",
-    "run_config",
-    "run_details",
-    "run_memory",
-    "run_query",
-    "run_sweep",
-    "runs_frame",
-    "save_baseline",
-    "schema_history",
-    "split_assignment",
-    "split_list",
-    "store_is_current",
-    "store_revision",
-    "stored_stress_curves",
-    "stress",
-    "stress_figure",
-    "stress_rows",
-    "sweep_cost",
-    "sweep_grid",
-    "sweep_plan",
-    "sweep_points",
-    "sweep_status",
-    "table_fields",
-    "table_progress",
-    "tag_runs",
-    "task_catalog",
-    "task_metric",
-    "train",
-    "train_config",
-    "train_config_from",
-    "upgrade_store",
-    "variant_label",
-]
+    from seqbench.config import RunConfig
+    from seqbench.store.store import Store
+    from seqbench.sweep.runner import SweepOutcome
+    from seqbench.sweep.spec import SweepPlan
+    from seqbench.training.loop import TrainOutcome
+    from seqbench.training.progress import Progress
 
 
 # -- stores ------------------------------------------------------------------------------------
 def store_is_current(db: str | None) -> bool:
     """True when `db` is a SQLite store at the current schema, checked with the standard
     library alone (the lean path of the read commands); False means: open it to find out."""
+
+    from seqbench.store.sqlite_file import readable_sqlite
 
     return readable_sqlite(db) is not None
 
@@ -259,6 +66,7 @@ def train(
 
     Example: ``seqbench.train(from_run="12", lr=5e-4, db="runs.db")``
     """
+    from seqbench.store.opening import open_store
     from seqbench.store.store import Store
 
     store = None
@@ -289,6 +97,12 @@ def train_config_from(
     `config_file` over the config of a stored run (`from_run`, read from `store`), later
     wins; model and task default to the run's and must match it when given; `tags` are added
     to the config's."""
+    from dataclasses import replace
+
+    from seqbench.configure import check_shadowed, make_config
+    from seqbench.errors import UsageError
+    from seqbench.parsing import load_toml
+
     overrides = dict(overrides or {})
     if "tags" in overrides:
         raise UsageError("use --tag key=value for tags")
@@ -327,9 +141,14 @@ def train_config(
     """Train a resolved config (make_config) and record it in the store at `db` (a path, a
     URL, an open Store, or a function that opens one: called only once the config has built
     its task and model), with an optional run `name` and torch `threads`."""
+    from seqbench.configure import check_fits
+    from seqbench.store.names import check_run_name
+    from seqbench.training.threads import check_threads
+
     name = check_run_name(name)
     check_threads(threads)
     check_fits(cfg)  # before a store is opened or torch imported
+    from seqbench.store.opening import open_store
     from seqbench.store.store import Store
     from seqbench.training.loop import train as train_loop
 
@@ -380,50 +199,6 @@ def run_sweep(
 
 
 # -- memory: the answer --------------------------------------------------------------------------
-def memory_plan(
-    task: str,
-    *,
-    set_: list[str] | None = None,
-    path: str | None = None,
-    families: list[str] | None = None,
-    references: list[str] | None = None,
-    seeds: str = "0,1,2",
-    params: int | None = None,
-    epsilon: float | list[float] | str | None = None,
-    relative_to: str | None = None,
-    max_k: int | None = None,
-    name: str | None = None,
-    lr_search: str | None = None,
-):
-    """The k-sweep that answers "how much context does `task` need?": the feedforward
-    `families` (default tcn, window) over a geometric grid of k up to T at one parameter budget
-    (`params`; default: the smallest from 10,000 up that every model meets at every k within
-    5%), beside the recurrent `references` (default lstm, gru), over at
-    least 3 seeds. `epsilon`: the tolerance, or several (a list, or "0.2,0.1,0.05"): a
-    profile, one answer per ε from the same cells, and how k* grows as ε tightens. Every
-    point is resolved and the budget checked at every k; nothing is written. `lr_search`:
-    whose learning rate is searched, "references" (the default), "all" or "none". Returns a
-    seqbench.memory.plan.MemoryPlan."""
-    from seqbench.memory import plan
-
-    if name is not None:
-        check_label("memory", name)
-    return plan.make_plan(
-        task,
-        sets=set_,
-        path=path,
-        families=families,
-        references=references,
-        seeds=parse_range(seeds, "--seeds"),
-        params=params,
-        epsilon=epsilon,
-        relative_to=relative_to,
-        max_k=max_k,
-        name=name,
-        lr_search=lr_search,
-    )
-
-
 def memory_cost(db: str | None, plan, workers: int | None = None, race: bool = True) -> dict:
     """What `memory --dry-run` shows: the first round's runs (how many the store at `db`
     already has; a store not made yet has none), the most the search can add, the training
@@ -437,6 +212,7 @@ def memory_cost(db: str | None, plan, workers: int | None = None, race: bool = T
     from seqbench.memory.plan import cell_key
     from seqbench.memory.plan import memory_cost as cost
     from seqbench.memory.runner import dry_replay, settled_in_store
+    from seqbench.store.opening import open_store
     from seqbench.store.store import store_exists
 
     if not store_exists(db):
@@ -481,35 +257,41 @@ def run_memory(
     return runner.run_memory(store, plan, make_executor, **options)
 
 
-def memory_answers(store: Store, name: str | None = None, task: str | None = None) -> list[dict]:
-    """The stored answers (newest first), each with `stale` (a run it rests on was deleted or
-    archived since), `run_ids` (the runs it rests on that are still stored), `interval`
-    (k*'s interval as text: "2–4", ">16" past the largest k; "" without a k*) and
-    `tolerance` (as text: "5% of gap", "10% of best") and `label` (the task as people know
-    it: own data named by its file, as reports name it)."""
-
-    rows = store.answer_rows(name=name, task=task)
-    if name is not None and not rows:
-        raise NotFoundError(f"no memory answer named {name!r} in this store")
-    for r in rows:
-        r["run_ids"] = store.answer_run_ids(r["id"])
-        hi = r["k_high"] if r["k_high"] is not None else f">{r['max_k']}"
-        r["interval"] = f"{r['k_low']}–{hi}" if r["k_star"] is not None else ""
-        # answers stored before the choice were relative to the gap
-        r["tolerance"] = f"{r['epsilon']:.0%} of {r['details'].get('relative_to', 'gap')}"
-        r["label"] = r["details"].get("label") or r["task"]  # own data: named by its file
-    return rows
-
-
-config_toml = to_toml  # a resolved config as TOML that `seqbench train --config` accepts
-
-
 # -- the library's own, named here, imported when called ---------------------------------------
-# Each of these is the function itself, defined once where its work lives (its signature and
-# defaults there, nowhere else), imported on first use (PEP 562) so that `import seqbench.api`
-# imports no torch, pandas or SQLAlchemy. The reads over a store take a path as well
-# (store/opening.reads). Name: "module:attribute".
+# Each is the function (or constant) itself, defined once where its work lives (its signature and
+# defaults there, nowhere else), imported on first use so that `import seqbench.api` imports
+# nothing of seqbench. The reads over a store take a path as well (store/opening.reads).
+# Name: "module:attribute".
 LAZY: dict[str, str] = {
+    "RunConfig": "seqbench.config:RunConfig",
+    "make_config": "seqbench.configure:make_config",
+    "check_fits": "seqbench.configure:check_fits",
+    "check_shadowed": "seqbench.configure:check_shadowed",
+    "config_toml": "seqbench.parsing:to_toml",
+    "flags_and_sets": "seqbench.parsing:flags_and_sets",
+    "load_toml": "seqbench.parsing:load_toml",
+    "parse_assignments": "seqbench.parsing:parse_assignments",
+    "split_assignment": "seqbench.parsing:split_assignment",
+    "split_list": "seqbench.parsing:split_list",
+    "parse_range": "seqbench.sweep.spec:parse_range",
+    "SweepPlan": "seqbench.sweep.spec:SweepPlan",
+    "open_store": "seqbench.store.opening:open_store",
+    "RUN_KINDS": "seqbench.store.names:RUN_KINDS",
+    "RUN_STATUSES": "seqbench.store.names:RUN_STATUSES",
+    "check_label": "seqbench.store.names:check_label",
+    "check_run_name": "seqbench.store.names:check_run_name",
+    "describe_database_error": "seqbench.store.failures:describe_database_error",
+    "float_text": "seqbench.store.values:float_text",
+    "DEFAULT_MAX_BYTES": "seqbench.store.query:DEFAULT_MAX_BYTES",
+    "coerce_param": "seqbench.store.query:coerce_param",
+    "run_query": "seqbench.store.query:run_query",
+    "CHECK_STATUSES": "seqbench.report.statuses:CHECK_STATUSES",
+    "MEMORY_EPSILON": "seqbench.memory:EPSILON",
+    "memory_plan": "seqbench.memory.plan:make_plan",
+    "memory_answers": "seqbench.memory.words:stored_answers",
+    "is_file_task": "seqbench.tasks:is_file_task",
+    "Progress": "seqbench.training.progress:Progress",
+    "check_threads": "seqbench.training.threads:check_threads",
     "sweep_grid": "seqbench.sweep.spec:sweep_grid",
     "sweep_points": "seqbench.sweep.runner:sweep_points",
     "run_config": "seqbench.runs:run_config",
@@ -579,6 +361,11 @@ LAZY: dict[str, str] = {
     "junit_xml": "seqbench.report.check:junit_xml",
     "variant_label": "seqbench.report.check:variant_label",
 }
+
+__all__ = sorted(
+    ["memory_cost", "run_memory", "run_sweep", "store_is_current", "store_revision", "train",
+     "train_config", "train_config_from", *LAZY]
+)  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

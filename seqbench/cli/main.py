@@ -160,7 +160,7 @@ def one_line(message: str) -> str:
 
 
 def _database_error(e: BaseException) -> str | None:
-    """One line for a failure of the database or the disk under it (store/common.py tells
+    """One line for a failure of the database or the disk under it (store/failures.py tells
     them apart); None for anything else (a bug: the traceback)."""
     return api.describe_database_error(e)
 
@@ -209,7 +209,6 @@ def root(
     ] = False,
 ) -> None:
     state(ctx).db = db
-    api.__name__  # noqa: B018  (load the lazy api here, in one thread, before any command's work)
 
 
 app.add_typer(db.app, name="db", short_help="Inspect and upgrade the store's schema; reader roles.")

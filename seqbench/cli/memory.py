@@ -180,11 +180,11 @@ def memory(
     api.check_workers(workers)  # before the plan's budget search and the timing probe
     refs = joined(references)
     plan = api.memory_plan(
-        task, set_=set_, path=path,
+        task, sets=set_, path=path,
         families=api.split_list(joined(families)) if families else None,
         references=[] if refs == "none" else (api.split_list(refs) if refs else None),
-        seeds=seeds, params=params, epsilon=epsilon, relative_to=relative_to, max_k=max_k,
-        name=name, lr_search=lr_search,
+        seeds=api.parse_range(seeds, "--seeds"), params=params, epsilon=epsilon,
+        relative_to=relative_to, max_k=max_k, name=name, lr_search=lr_search,
     )  # fmt: skip
     doubled = api.memory_confirm_plan(plan) if confirm else None  # refused before any work
     if dry_run:

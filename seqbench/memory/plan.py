@@ -149,12 +149,21 @@ def make_plan(
     name: str | None = None,
     lr_search: str | None = None,
 ) -> MemoryPlan:
-    """The first round of a memory sweep, every point resolved and validated and the budget
-    checked for every family at every k (nothing is written). `epsilon`: one tolerance, or
-    several (a profile: one answer per ε from the same cells). `lr_search`: whose learning
-    rate is searched (LR_SEARCH; default the references')."""
-    from seqbench.configure import check_fits, fed_steps
+    """The k-sweep that answers "how much context does `task` need?", its first round: the
+    feedforward `families` (default tcn, window) over a geometric grid of k up to T at one
+    parameter budget (`params`; default: the smallest from 10,000 up that every model meets at
+    every k within 5%), beside the recurrent `references` (default lstm, gru), over `seeds`
+    (default 0, 1, 2). Every point is resolved and validated and the budget checked for every
+    family at every k; nothing is written. `sets`: "field=value" texts; `epsilon`: one
+    tolerance, or several (a list, or "0.2,0.1,0.05": a profile, one answer per ε from the same
+    cells). `lr_search`: whose learning rate is searched (LR_SEARCH; default the references').
 
+    Example: ``make_plan("teacher", sets=["seq_len=16"], families=["tcn"], name="t16")``"""
+    from seqbench.configure import check_fits, fed_steps
+    from seqbench.store.names import check_label
+
+    if name is not None:
+        check_label("memory", name)
     given = parse_sets(sets)
     if not {"steps", "epochs", "max_steps"} & set(given):
         given["steps"] = AUTO  # every cell trained until it has converged, by default

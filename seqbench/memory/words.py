@@ -12,6 +12,7 @@ from seqbench.memory.stats import narrowing
 
 if TYPE_CHECKING:
     from seqbench.memory.answer import Answer
+    from seqbench.store.store import Store
 
 FEW_SEQUENCES = 500  # own data with fewer training sequences than this: "too little data"?
 
@@ -244,3 +245,25 @@ def cell_rows(answer: dict) -> list[list]:
 
 def _num(v) -> str:
     return "" if v is None else f"{v:.4g}"
+
+
+def stored_answers(store: Store, name: str | None = None, task: str | None = None) -> list[dict]:
+    """The stored answers (newest first), each with `stale` (a run it rests on was deleted or
+    archived since), `run_ids` (the runs it rests on that are still stored), `interval`
+    (k*'s interval as text: "2–4", ">16" past the largest k; "" without a k*) and
+    `tolerance` (as text: "5% of gap", "10% of best") and `label` (the task as people know
+    it: own data named by its file, as reports name it); NotFoundError for a `name` no
+    answer has."""
+    from seqbench.errors import NotFoundError
+
+    rows = store.answer_rows(name=name, task=task)
+    if name is not None and not rows:
+        raise NotFoundError(f"no memory answer named {name!r} in this store")
+    for r in rows:
+        r["run_ids"] = store.answer_run_ids(r["id"])
+        hi = r["k_high"] if r["k_high"] is not None else f">{r['max_k']}"
+        r["interval"] = f"{r['k_low']}–{hi}" if r["k_star"] is not None else ""
+        # answers stored before the choice were relative to the gap
+        r["tolerance"] = f"{r['epsilon']:.0%} of {r['details'].get('relative_to', 'gap')}"
+        r["label"] = r["details"].get("label") or r["task"]  # own data: named by its file
+    return rows
