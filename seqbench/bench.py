@@ -142,7 +142,7 @@ def store_bench(
 ) -> list[int]:
     """One run of kind "bench" per row, with the timings as summaries."""
     from seqbench import environment
-    from seqbench.store.common import utcnow
+    from seqbench.store.values import utcnow
     from seqbench.training.heap import heap_state
 
     ids = []

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from seqbench.config import RunConfig
 from seqbench.configure import stored_config
 from seqbench.errors import UnknownNameError, UsageError
-from seqbench.store.common import RUN_KINDS, RUN_STATUSES
+from seqbench.store.names import RUN_KINDS, RUN_STATUSES
 
 if TYPE_CHECKING:
     from seqbench.store.store import Store

@@ -2,7 +2,7 @@
 every page while a two-worker sweep, a `memory` command and a loop of short `train` processes
 (writers that come and go: the last connection to close deletes the -wal and -shm files when it
 holds the only lock) write to the same SQLite store. Every answer must be a page: no 5xx, no
-"malformed". Before store files were checked through SQLite (store/common._is_sqlite), the
+"malformed". Before store files were checked through SQLite (store/sqlite_file._is_sqlite), the
 dashboard read each new reader's header with Python's open(), whose close dropped the process's
 SQLite locks, and this run answered thousands of requests with "database disk image is
 malformed"."""

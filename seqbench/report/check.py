@@ -30,9 +30,10 @@ from seqbench.report.frames import (
     results_frame,
     shown,
 )
-from seqbench.store.common import check_label, float_text
+from seqbench.store.names import check_label
 from seqbench.store.opening import reads
 from seqbench.store.store import Store
+from seqbench.store.values import float_text
 
 
 @dataclass(frozen=True)

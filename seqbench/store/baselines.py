@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import delete, insert, select
 
-from seqbench.store.common import join_float, split_float, utcnow
 from seqbench.store.schema import Baseline
+from seqbench.store.values import join_float, split_float, utcnow
 
 # the columns of a baseline point, as write() takes and read() returns them
 POINT_FIELDS = (

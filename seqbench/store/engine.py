@@ -21,14 +21,8 @@ from sqlalchemy.pool import QueuePool
 
 from seqbench.errors import StoreError, StoreUnwritableError
 from seqbench.store import migrate
-from seqbench.store.common import (
-    DEFAULT_DB,
-    HEAD_REVISION,
-    VERSION_TABLE,
-    check_sqlite_file,
-    sqlite_revision_readonly,
-    sqlite_uri,
-)
+from seqbench.store.names import DEFAULT_DB, HEAD_REVISION, VERSION_TABLE
+from seqbench.store.sqlite_file import check_sqlite_file, sqlite_revision_readonly, sqlite_uri
 
 BUSY_TIMEOUT_S = 30.0
 # How long a PostgreSQL writer waits for a lock (a migration's ALTER TABLE behind a reader idle

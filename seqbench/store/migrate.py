@@ -12,7 +12,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
-from seqbench.store.common import VERSION_TABLE
+from seqbench.store.names import VERSION_TABLE
 
 __all__ = ["VERSION_TABLE"]
 

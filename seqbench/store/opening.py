@@ -40,8 +40,8 @@ def open_store(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if mode == "lean":
-        from seqbench.store.common import open_readable_sqlite
         from seqbench.store.query import Reader
+        from seqbench.store.sqlite_file import open_readable_sqlite
 
         opened = open_readable_sqlite(db)
         if opened is not None:

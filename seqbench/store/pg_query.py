@@ -24,8 +24,9 @@ from collections.abc import Callable
 from typing import Any
 
 from seqbench.errors import ReadOnlyError, StoreError, UsageError, first_line
-from seqbench.store.common import VERSION_TABLE, skip_quoted
 from seqbench.store.engine import LATER_TABLES, SEQBENCH_TABLES, connect_args
+from seqbench.store.names import VERSION_TABLE
+from seqbench.store.sql_text import skip_quoted
 
 # every relation a reader needs: `open_store` reads the version table, users the rest
 READ_TABLES = (*sorted(SEQBENCH_TABLES | LATER_TABLES), VERSION_TABLE)

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from seqbench.errors import ReadOnlyError, StoreError, UsageError
-from seqbench.store.common import open_readable_sqlite, readable_sqlite, skip_quoted, sqlite_uri
+from seqbench.store.sql_text import skip_quoted
+from seqbench.store.sqlite_file import open_readable_sqlite, readable_sqlite, sqlite_uri
 
 _WRITE_ACTIONS = {
     sqlite3.SQLITE_INSERT: "INSERT",

@@ -13,7 +13,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from seqbench.store.common import STALE_BEATS, heartbeat_interval, utcnow
+from seqbench.store.liveness import STALE_BEATS, heartbeat_interval
+from seqbench.store.values import utcnow
 
 Curves = Mapping[str, tuple[Iterable[float], Iterable[float]]]
 

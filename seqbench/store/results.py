@@ -22,8 +22,9 @@ import threading
 from typing import Any
 
 from seqbench.errors import UsageError
-from seqbench.store.common import decode_json, join_float, plain_sqlite_path, tidy_wal
 from seqbench.store.query import Reader, run_query
+from seqbench.store.sqlite_file import plain_sqlite_path, tidy_wal
+from seqbench.store.values import decode_json, join_float
 
 # the runs of a sweep's points, whichever sweep (or plain train) produced them
 SWEEP_POINTS = (
@@ -90,7 +91,7 @@ class ReadStore:
 
     def dispose(self) -> None:
         """Close everything this store holds (a Store: its engine too), and tidy the empty
-        -wal and -shm files its read-only connections leave (common.tidy_wal)."""
+        -wal and -shm files its read-only connections leave (sqlite_file.tidy_wal)."""
         self.close()
         self._tidy()
 

@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from seqbench.store.common import join_float, split_float, utcnow
+from seqbench.store.values import join_float, split_float, utcnow
 
 __all__ = ["join_float", "split_float", "utcnow"]  # the value codec lives in store/common.py
 

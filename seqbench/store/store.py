@@ -20,15 +20,6 @@ from sqlalchemy.orm import sessionmaker
 
 from seqbench.errors import SeqbenchError, StoreError, UsageError
 from seqbench.store import baselines, migrate
-from seqbench.store.common import (
-    HEAD_REVISION,
-    check_run_name,
-    join_float,
-    metric_rows,
-    split_float,
-    stale_reason,
-    utcnow,
-)
 from seqbench.store.engine import (
     BUSY_TIMEOUT_S,
     _check_revision,
@@ -43,6 +34,8 @@ from seqbench.store.engine import (
 from seqbench.store.engine import (
     where as store_where,
 )
+from seqbench.store.liveness import stale_reason
+from seqbench.store.names import HEAD_REVISION, check_run_name
 from seqbench.store.results import ReadStore
 from seqbench.store.schema import (
     AnswerRow,
@@ -55,6 +48,7 @@ from seqbench.store.schema import (
     SweepPoint,
 )
 from seqbench.store.sweeps import SweepRows
+from seqbench.store.values import join_float, metric_rows, split_float, utcnow
 
 
 class Store(ReadStore, SweepRows):
@@ -108,7 +102,7 @@ class Store(ReadStore, SweepRows):
 
     # -- runs --------------------------------------------------------------------------------
     def create_run(self, **fields: Any) -> Run:
-        """Write a run row (a name, if given, checked: common.check_run_name)."""
+        """Write a run row (a name, if given, checked: names.check_run_name)."""
         check_run_name(fields.get("name"))
         with self.Session.begin() as s:
             run = Run(**fields)
@@ -275,7 +269,7 @@ class Store(ReadStore, SweepRows):
                 run.tags = tags or None
 
     def name_run(self, run_id: int, name: str | None) -> None:
-        """Give a run a name (None: take it away); a name is checked (common.check_run_name:
+        """Give a run a name (None: take it away); a name is checked (names.check_run_name:
         never one that reads as an id or a uuid prefix). Names need not be unique."""
         self.update_run(run_id, name=check_run_name(name))
 

@@ -18,8 +18,9 @@ from typing import Any
 from sqlalchemy import and_, delete, func, insert, or_, select, update
 
 from seqbench.errors import NotFoundError, UsageError
-from seqbench.store.common import metric_rows, stale_reason, utcnow
+from seqbench.store.liveness import stale_reason
 from seqbench.store.schema import Metric, Run, Sweep, SweepPoint
+from seqbench.store.values import metric_rows, utcnow
 
 DONE = ("completed", "diverged")
 LIVE = ("running",)  # a point in flight, whose driver sends heartbeats
@@ -128,7 +129,7 @@ class SweepRows:
 
     def recover_stale_points(self, sweep_id: int, stale_after: float) -> list[int]:
         """Mark this sweep's running rows failed when their heartbeat is older than stale_after
-        seconds or their driver process on this host is gone (common.stale_reason, with this
+        seconds or their driver process on this host is gone (liveness.stale_reason, with this
         invocation's limit); return their ids."""
         now = utcnow()
         with self.Session.begin() as s:

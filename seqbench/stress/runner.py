@@ -13,8 +13,8 @@ import torch
 
 from seqbench.config import digest, experiment_fields
 from seqbench.errors import SeqbenchError, UsageError, first_line
-from seqbench.store.common import utcnow
 from seqbench.store.store import Store
+from seqbench.store.values import utcnow
 from seqbench.stress.analysis import (
     VERDICT_CODES,
     decay_rate,

@@ -15,7 +15,7 @@ import traceback
 from typing import Any, NamedTuple
 
 from seqbench.errors import RunFailedError, SeqbenchError, UsageError
-from seqbench.store.common import process_alive, process_start
+from seqbench.store.liveness import process_alive, process_start
 from seqbench.store.recorder import BufferRecorder
 from seqbench.training.threads import POOL_THREADS, usable_cpus
 

@@ -20,7 +20,7 @@ from typing import Any
 from seqbench.config import FIELDS, NOT_HASHED, RunConfig
 from seqbench.errors import SeqbenchError, UnknownNameError, UsageError
 from seqbench.parsing import coerce, split_assignment, split_list
-from seqbench.store.common import check_label
+from seqbench.store.names import check_label
 from seqbench.sweep.presets import preset_grids
 
 GRID_KEYS = {"models", "tasks", "k", "seeds", "set"}

@@ -40,9 +40,9 @@ from seqbench.models import (
 )
 from seqbench.models.base import count_params
 from seqbench.parsing import MAX_STEPS
-from seqbench.store.common import utcnow
 from seqbench.store.recorder import RunRecorder
 from seqbench.store.store import Store
+from seqbench.store.values import utcnow
 from seqbench.tasks import TASKS, make_task
 from seqbench.tasks.base import generator, to_device
 from seqbench.training.convergence import still_improving

@@ -1,13 +1,13 @@
 """A SQLite report is one connection: the store's revision read once, on the connection that
 then reads the runs, the baselines and the rest (store/query.Reader). Once it is closed, one
 connection that may write opens and closes only to remove the empty -wal and -shm files the
-read left (store/common.tidy_wal)."""
+read left (store/sqlite_file.tidy_wal)."""
 
 import sqlite3
 
 import pytest
 
-from seqbench.store import common
+from seqbench.store import sqlite_file
 from seqbench.store.opening import open_store
 from tests.conftest import add_run
 
@@ -34,7 +34,7 @@ def filled(db):
 )
 def test_a_report_opens_one_connection_and_reads_the_revision_once(cli, filled, monkeypatch, args):
     connects, revisions = [], []
-    real_connect, real_revision = sqlite3.connect, common.sqlite_revision_readonly
+    real_connect, real_revision = sqlite3.connect, sqlite_file.sqlite_revision_readonly
 
     def connect(target, *a, **kw):
         connects.append(str(target))
@@ -45,7 +45,7 @@ def test_a_report_opens_one_connection_and_reads_the_revision_once(cli, filled, 
         return real_revision(*a, **kw)
 
     monkeypatch.setattr(sqlite3, "connect", connect)
-    monkeypatch.setattr(common, "sqlite_revision_readonly", revision)
+    monkeypatch.setattr(sqlite_file, "sqlite_revision_readonly", revision)
     r = cli("--db", filled, *args)
     assert r.exit_code == 0, r.output
     assert len(connects) == 2 and connects[0].endswith("mode=ro"), connects

@@ -88,7 +88,7 @@ def test_wheel_ships_the_migrations(tmp_path):
 
 
 def test_the_head_constant_is_alembic_head():
-    """store/common.py compares revisions without alembic: its constant must be the head."""
-    from seqbench.store.common import HEAD_REVISION
+    """store/names.py holds the head revision, compared without alembic: it must be the head."""
+    from seqbench.store.names import HEAD_REVISION
 
     assert migrate.head_revision() == HEAD_REVISION

@@ -10,7 +10,7 @@ import sqlite3
 import subprocess
 import sys
 
-from seqbench.store.common import check_sqlite_file, sqlite_uri
+from seqbench.store.sqlite_file import check_sqlite_file, sqlite_uri
 
 
 def _write_once(db) -> None:

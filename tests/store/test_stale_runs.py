@@ -10,7 +10,7 @@ import sqlite3
 import time
 from datetime import timedelta
 
-from seqbench.store.common import utcnow
+from seqbench.store.values import utcnow
 from tests.conftest import add_run, popen, seqbench_cmd
 
 

@@ -13,7 +13,7 @@ import sqlite3
 
 import pytest
 
-from seqbench.store.common import tidy_wal
+from seqbench.store.sqlite_file import tidy_wal
 from tests.conftest import add_run, sha256
 
 # each read, and the exit code it ends with (curves: the run logged no curve, an error that
