@@ -430,3 +430,19 @@ def test_every_test_the_docs_cite_exists():
             if name and path and not re.search(rf"^def {name}\b", (root / path).read_text(), re.M):
                 missing.append(f"{doc.name}: {path}::{name}")
     assert missing == [], missing
+
+
+def test_only_the_dialects_name_a_backend():
+    """What differs between SQLite and PostgreSQL lives behind store/dialect.py's Dialect, one
+    module per backend: no other module asks which backend it is on (before the seam, the
+    reads' config casts and user SQL's dispatch each did). engine.py's URL handling (a SQLite
+    URL's file, an in-memory one refused) and the PostgreSQL-only reader role are the rest."""
+    allowed = {"dialect.py", "sqlite.py", "postgresql.py", "engine.py", "roles.py"}
+    found = []
+    for path in _modules():
+        if path.parent == PKG / "store" and path.name in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in ("sqlite", "postgresql"):
+                found.append(f"{_rel(path)}:{node.lineno} names {node.value!r}")
+    assert found == []

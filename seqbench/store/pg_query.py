@@ -9,11 +9,11 @@ The walls, each enforced by PostgreSQL itself:
 - `statement_timeout` and `idle_in_transaction_session_timeout` bound it in time, and rows
   are **streamed** one at a time, stopping past `--max-rows` or `--max-bytes`, so memory is
   bounded by the caps (and one row);
-- for shared stores, a **reader role** (`seqbench db reader-role`) holds SELECT on seqbench's
-  tables and views and nothing else: no table write, no temporary table, no signal to (cancel or
-  terminate) the writers' sessions, bounded connections and temporary files; a client that
-  turns read-only off can still NOTIFY (no privilege covers the command). `query` says in one
-  line when its role could write.
+- for shared stores, a **reader role** (`seqbench db reader-role`, store/roles.py) holds SELECT
+  on seqbench's tables and views and nothing else: no table write, no temporary table, no
+  signal to (cancel or terminate) the writers' sessions, bounded connections and temporary
+  files; a client that turns read-only off can still NOTIFY (no privilege covers the
+  command). `query` says in one line when its role could write.
 """
 
 from __future__ import annotations
@@ -23,17 +23,30 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from seqbench.errors import ReadOnlyError, StoreError, UsageError, first_line
-from seqbench.store.engine import LATER_TABLES, SEQBENCH_TABLES, connect_args
-from seqbench.store.names import VERSION_TABLE
+from seqbench.errors import ReadOnlyError, StoreError, first_line
+from seqbench.store.names import READ_TABLES
 from seqbench.store.sql_text import skip_quoted
 
-# every relation a reader needs: `open_store` reads the version table, users the rest
-READ_TABLES = (*sorted(SEQBENCH_TABLES | LATER_TABLES), VERSION_TABLE)
-READ_VIEWS = ("v_results", "v_results_all", "v_summaries")
+
+def connect_args(url: str, **options: Any) -> dict[str, Any]:
+    """psycopg.connect() keyword arguments for a SQLAlchemy PostgreSQL URL, with server
+    settings `options` given at connection start (they hold from the first statement on)."""
+    from sqlalchemy.engine import make_url
+
+    u = make_url(url)
+    kw: dict[str, Any] = {
+        k: v
+        for k, v in u.translate_connect_args(username="user", database="dbname").items()
+        if v is not None
+    }
+    kw.update({k: v for k, v in u.query.items() if isinstance(v, str)})
+    settings = " ".join(f"-c {k}={v}" for k, v in options.items())
+    kw["options"] = f"{kw['options']} {settings}" if kw.get("options") else settings
+    kw.setdefault("application_name", "seqbench-query")
+    return kw
 
 
-def _psycopg():
+def load_psycopg():
     try:
         import psycopg
     except ModuleNotFoundError as e:
@@ -44,7 +57,7 @@ def _psycopg():
 
 
 def _connect(url: str, timeout_ms: int):
-    psycopg = _psycopg()
+    psycopg = load_psycopg()
     kw = connect_args(
         url,
         default_transaction_read_only="on",
@@ -134,7 +147,7 @@ def run_postgres(
     note: Callable[[str], None] | None = None,
 ) -> tuple[list[str], list[tuple]]:
     """One statement, read-only by the server's rules (module docstring)."""
-    psycopg = _psycopg()
+    psycopg = load_psycopg()
     query, bound = bind_parameters(sql, params)
     ms = max(1, round(limits.timeout * 1000))
     conn = _connect(url, ms)
@@ -193,7 +206,7 @@ def _fetch_by_cursor(conn, query: str, bound: dict, limits, sql: str):
     could read (a plain stream buffers ahead: 5 rows of 100 MB peaked at 0.8 GB). (columns,
     rows), or None for a statement a cursor cannot hold (SHOW, EXPLAIN, a WITH that writes),
     which the caller streams."""
-    psycopg = _psycopg()
+    psycopg = load_psycopg()
     first = re.match(r"\s*([A-Za-z]+)", sql)  # run_query hands the statement without comments
     if first is None or first.group(1).upper() not in _CURSOR_WORDS:
         return None
@@ -255,251 +268,3 @@ def _chunks(stream, size: int = 1000):
             batch = []
     if batch:
         yield batch
-
-
-def valid_role_name(role: str) -> str:
-
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", role):
-        raise UsageError(
-            f"role name {role!r}: use letters, digits and '_' (at most 63, not starting "
-            "with a digit)"
-        )
-    return role
-
-
-# Functions PostgreSQL grants to PUBLIC whose effects reach outside a read-only transaction
-# that is rolled back, or that the rollback cannot undo: a WAL message (written and kept:
-# 10 calls of 10 MB filled pg_wal by 100 MB), notifications, advisory locks (session locks
-# outlive the transaction), large objects, and xid assignment (burns transaction ids, writes
-# WAL). `db reader-role` revokes them from PUBLIC in the store's database (seqbench's writers
-# call none of them; nothing is granted back, since a grant gives a role a right it may not
-# have had: lo_import and lo_export, the server-file ones, are not PUBLIC's to begin with,
-# and granting them would hand out the server's files). Table locks, REINDEX,
-# VACUUM and ANALYZE need rights a reader does not hold (owner, UPDATE/DELETE/TRUNCATE).
-EFFECT_FUNCTIONS = (
-    "pg_logical_emit_message",
-    "pg_notify",
-    "pg_advisory_lock",
-    "pg_advisory_lock_shared",
-    "pg_advisory_xact_lock",
-    "pg_advisory_xact_lock_shared",
-    "pg_try_advisory_lock",
-    "pg_try_advisory_lock_shared",
-    "pg_try_advisory_xact_lock",
-    "pg_try_advisory_xact_lock_shared",
-    "pg_advisory_unlock",
-    "pg_advisory_unlock_shared",
-    "pg_advisory_unlock_all",
-    "lo_create",
-    "lo_creat",
-    "lo_from_bytea",
-    "lo_open",
-    "lowrite",
-    "lo_put",
-    "lo_unlink",
-    "lo_truncate",
-    "lo_truncate64",
-    "txid_current",
-    "pg_current_xact_id",
-)
-
-
-def _revoke_effects_sql():
-    from psycopg import sql as q
-
-    names = q.SQL(", ").join(q.Literal(n) for n in EFFECT_FUNCTIONS)
-    return q.SQL(
-        "DO $$ DECLARE f regprocedure; BEGIN "
-        "FOR f IN SELECT p.oid::regprocedure FROM pg_proc p "
-        "WHERE p.pronamespace = 'pg_catalog'::regnamespace AND p.proname = ANY(ARRAY[{names}]) "
-        "LOOP EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f); END LOOP; END $$"
-    ).format(names=names)
-
-
-def effects_left(url: str, role: str) -> list[str]:
-    """The functions of EFFECT_FUNCTIONS that `role` may still call (the server let the
-    revocation through only where the role that ran it owns them: a superuser)."""
-    psycopg = _psycopg()
-    try:
-        with psycopg.connect(**connect_args(url), autocommit=True) as conn:
-            rows = conn.execute(
-                "SELECT DISTINCT p.proname FROM pg_proc p WHERE p.pronamespace = "
-                "'pg_catalog'::regnamespace AND p.proname = ANY(%s) "
-                "AND has_function_privilege(%s, p.oid, 'EXECUTE') ORDER BY 1",
-                [list(EFFECT_FUNCTIONS), role],
-            ).fetchall()
-    except psycopg.Error as e:
-        raise StoreError(f"cannot read the reader role's rights: {first_line(e)}") from e
-    return [r[0] for r in rows]
-
-
-# What one reader role may take of a shared server (`db reader-role` options): sessions at
-# once (97 idle ones left the writers no slot), temp-file space per session (a count over
-# 3·10⁸ rows spilled 4.2 GB in 25 s) and work_mem per sort or hash before it spills.
-CONNECTION_LIMIT = 10
-TEMP_FILE_LIMIT = "256MB"
-WORK_MEM = "16MB"
-# Defaults of the role's sessions that a careless client keeps and a determined one can SET
-# (PostgreSQL holds a user-settable parameter per role only as a default): pg_sleep(65) ran
-# 65 s, and a reader idle in a transaction held the writers' ALTER TABLE for as long as it
-# liked (the writers' own lock_timeout then names it: store/engine.py).
-STATEMENT_TIMEOUT = "5min"
-IDLE_IN_TRANSACTION_TIMEOUT = "1min"
-READER_LOCK_TIMEOUT = "10s"
-
-
-def limits_left(url: str, role: str) -> list[str]:
-    """The server-held bounds `role` lacks: temp_file_limit, unless a superuser set it."""
-    psycopg = _psycopg()
-    try:
-        with psycopg.connect(**connect_args(url), autocommit=True) as conn:
-            rows = conn.execute(
-                "SELECT unnest(s.setconfig) FROM pg_db_role_setting s JOIN pg_roles r "
-                "ON r.oid = s.setrole WHERE r.rolname = %s",
-                [role],
-            ).fetchall()
-    except psycopg.Error as e:
-        raise StoreError(f"cannot read the reader role's settings: {first_line(e)}") from e
-    have = {r[0].split("=", 1)[0] for r in rows}
-    return [] if "temp_file_limit" in have else ["temp_file_limit"]
-
-
-def reader_role_sql(
-    role: str,
-    database: str,
-    password: str | None = None,
-    *,
-    connection_limit: int = CONNECTION_LIMIT,
-    temp_file_limit: str = TEMP_FILE_LIMIT,
-    work_mem: str = WORK_MEM,
-    statement_timeout: str = STATEMENT_TIMEOUT,
-    idle_in_transaction_timeout: str = IDLE_IN_TRANSACTION_TIMEOUT,
-    lock_timeout: str = READER_LOCK_TIMEOUT,
-    lock_other_databases: bool = False,
-) -> list[str]:
-    """The statements that create (or re-grant) a least-privilege reader role: it may log in
-    and SELECT seqbench's tables and views, its sessions are read-only by default, and it
-    holds no other right (no writes, no role membership, so it cannot signal the writers),
-    and the functions with effects beyond its transaction are revoked from PUBLIC
-    (EFFECT_FUNCTIONS). Bounds the server enforces whatever the role's client sets: at most
-    `connection_limit` sessions (a role attribute), `temp_file_limit` of temporary files per
-    session (a superuser's setting: the role cannot SET it), no temporary tables (TEMPORARY
-    on the database revoked from PUBLIC; the owner keeps it). work_mem is a default the role
-    could raise with SET, bounded in effect by the temp-file limit once a sort spills; so are
-    statement_timeout, idle_in_transaction_session_timeout and lock_timeout.
-    `lock_other_databases`: CONNECT on the server's other databases is revoked from PUBLIC
-    and granted to every login role that had it through PUBLIC, so that the reader alone
-    loses it (PUBLIC may connect to every database, `postgres` included, and make
-    temporary tables, emit WAL and hold large objects there)."""
-    from psycopg import sql as q
-
-    ident = q.Identifier(role)
-    stmts = [
-        q.SQL(
-            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = {name}) THEN "
-            "CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT "
-            "NOREPLICATION NOBYPASSRLS; END IF; END $$"
-        ).format(name=q.Literal(role), role=ident),
-        q.SQL("ALTER ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT").format(ident),
-        q.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(ident),
-        q.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(q.Identifier(database), ident),
-        q.SQL("GRANT USAGE ON SCHEMA public TO {}").format(ident),
-        q.SQL("GRANT SELECT ON {} TO {}").format(
-            q.SQL(", ").join(q.Identifier(t) for t in (*READ_TABLES, *READ_VIEWS)), ident
-        ),
-    ]
-    stmts += [
-        q.SQL("ALTER ROLE {} CONNECTION LIMIT {}").format(ident, q.Literal(connection_limit)),
-        # a superuser's setting: another creator gets the role without it, and a note
-        q.SQL(
-            "DO $$ BEGIN EXECUTE format('ALTER ROLE %I SET temp_file_limit = %L', {name}, {v}); "
-            "EXCEPTION WHEN insufficient_privilege THEN NULL; END $$"
-        ).format(name=q.Literal(role), v=q.Literal(temp_file_limit)),
-        q.SQL("ALTER ROLE {} SET work_mem = {}").format(ident, q.Literal(work_mem)),
-        q.SQL("ALTER ROLE {} SET statement_timeout = {}").format(
-            ident, q.Literal(statement_timeout)
-        ),
-        q.SQL("ALTER ROLE {} SET idle_in_transaction_session_timeout = {}").format(
-            ident, q.Literal(idle_in_transaction_timeout)
-        ),
-        q.SQL("ALTER ROLE {} SET lock_timeout = {}").format(ident, q.Literal(lock_timeout)),
-        q.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(q.Identifier(database)),
-        q.SQL("REVOKE TEMPORARY ON DATABASE {} FROM {}").format(q.Identifier(database), ident),
-    ]
-    stmts.append(_revoke_effects_sql())
-    if lock_other_databases:
-        stmts.append(_lock_other_databases_sql(role))
-    if password is not None:
-        stmts.insert(2, q.SQL("ALTER ROLE {} PASSWORD {}").format(ident, q.Literal(password)))
-    return stmts
-
-
-def _lock_other_databases_sql(role: str):
-    """Every other database the role may connect to: CONNECT granted by name to each login
-    role (not a superuser, not the reader) that has it now, then revoked from PUBLIC and from
-    the reader. Nobody but the reader loses a database."""
-    from psycopg import sql as q
-
-    return q.SQL(
-        "DO $$ DECLARE d name; r name; BEGIN "
-        "FOR d IN SELECT datname FROM pg_database WHERE datallowconn "
-        "AND datname <> current_database() AND has_database_privilege({name}, datname, "
-        "'CONNECT') LOOP "
-        "FOR r IN SELECT rolname FROM pg_roles WHERE rolcanlogin AND NOT rolsuper "
-        "AND rolname <> {name} AND has_database_privilege(rolname, d, 'CONNECT') LOOP "
-        "EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', d, r); END LOOP; "
-        "EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', d); "
-        "EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM %I', d, {name}); "
-        "END LOOP; END $$"
-    ).format(name=q.Literal(role))
-
-
-def _other_databases(conn, role: str) -> list[str]:
-    """The server's other databases `role` may connect to."""
-    rows = conn.execute(
-        "SELECT datname FROM pg_database WHERE datallowconn AND datname <> current_database() "
-        "AND has_database_privilege(%s, datname, 'CONNECT') ORDER BY 1",
-        [role],
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
-def create_reader_role(
-    url: str,
-    role: str,
-    password: str | None = None,
-    *,
-    execute: bool = True,
-    **limits: Any,
-) -> list[str]:
-    """Create (or re-grant) the reader role on the store at `url` (a role that may create
-    roles and grant on seqbench's tables: the owner with CREATEROLE, or a superuser), in one
-    transaction; or with execute=False only render the statements. Returns them as text
-    (a password shown as '***')."""
-    from sqlalchemy.engine import make_url
-
-    psycopg = _psycopg()
-    database = make_url(url).database
-    if not database:
-        raise StoreError("the PostgreSQL URL names no database")
-    stmts = reader_role_sql(role, database, password, **limits)
-    shown = reader_role_sql(role, database, "***" if password is not None else None, **limits)
-    if execute:
-        try:
-            with psycopg.connect(**connect_args(url), autocommit=False) as conn:
-                for stmt in stmts:
-                    conn.execute(stmt)
-                others = _other_databases(conn, role)
-                if others:
-                    conn.rollback()
-        except psycopg.Error as e:
-            raise StoreError(f"cannot create the reader role: {first_line(e)}") from e
-        if others:
-            raise StoreError(
-                f"nothing was changed: role {role!r} could connect to the server's other "
-                f"database(s) {', '.join(others)} (PUBLIC may) and take resources there; run "
-                "again with --lock-other-databases as a superuser (CONNECT there is revoked "
-                "from PUBLIC and granted to each login role that had it), or have an "
-                f"administrator run REVOKE CONNECT ON DATABASE <name> FROM PUBLIC for each"
-            )
-    return [s.as_string(None) + ";" for s in shown]

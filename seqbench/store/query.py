@@ -1,10 +1,10 @@
 """`seqbench query`: SQL over the results, kept read-only by the database itself.
 
 The walls are the database's, not a parser's:
-- SQLite: the file is opened with mode=ro, PRAGMA query_only is on, and an authorizer (what
-  datasette does) denies every action that writes whatever the statement text (including
-  ATTACH, which could create a file, and pragmas given a value); the sqlite3 module runs one
-  statement per call and refuses a second.
+- SQLite (`sqlite.py`): the file is opened with mode=ro, PRAGMA query_only is on, and an
+  authorizer (what datasette does) denies every action that writes whatever the statement text
+  (including ATTACH, which could create a file, and pragmas given a value); the sqlite3 module
+  runs one statement per call and refuses a second.
 - PostgreSQL (`pg_query.py`): the extended query protocol (the server refuses a second
   statement), a READ ONLY transaction that is always rolled back, server-side timeouts,
   streamed rows, and a least-privilege reader role for shared stores.
@@ -19,75 +19,21 @@ from __future__ import annotations
 
 import math
 import re
-import sqlite3
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from seqbench.errors import ReadOnlyError, StoreError, UsageError
 from seqbench.store.sql_text import skip_quoted
-from seqbench.store.sqlite_file import open_readable_sqlite, readable_sqlite, sqlite_uri
+from seqbench.store.sqlite import authorizer, run_sqlite
+from seqbench.store.sqlite_file import open_readable_sqlite, readable_sqlite
 
-_WRITE_ACTIONS = {
-    sqlite3.SQLITE_INSERT: "INSERT",
-    sqlite3.SQLITE_UPDATE: "UPDATE",
-    sqlite3.SQLITE_DELETE: "DELETE",
-    sqlite3.SQLITE_ATTACH: "ATTACH",
-    sqlite3.SQLITE_DETACH: "DETACH",
-    sqlite3.SQLITE_ALTER_TABLE: "ALTER TABLE",
-    sqlite3.SQLITE_REINDEX: "REINDEX",
-    sqlite3.SQLITE_ANALYZE: "ANALYZE",
-    sqlite3.SQLITE_CREATE_INDEX: "CREATE INDEX",
-    sqlite3.SQLITE_CREATE_TABLE: "CREATE TABLE",
-    sqlite3.SQLITE_CREATE_TEMP_INDEX: "CREATE INDEX",
-    sqlite3.SQLITE_CREATE_TEMP_TABLE: "CREATE TABLE",
-    sqlite3.SQLITE_CREATE_TEMP_TRIGGER: "CREATE TRIGGER",
-    sqlite3.SQLITE_CREATE_TEMP_VIEW: "CREATE VIEW",
-    sqlite3.SQLITE_CREATE_TRIGGER: "CREATE TRIGGER",
-    sqlite3.SQLITE_CREATE_VIEW: "CREATE VIEW",
-    sqlite3.SQLITE_CREATE_VTABLE: "CREATE VIRTUAL TABLE",
-    sqlite3.SQLITE_DROP_INDEX: "DROP INDEX",
-    sqlite3.SQLITE_DROP_TABLE: "DROP TABLE",
-    sqlite3.SQLITE_DROP_TEMP_INDEX: "DROP INDEX",
-    sqlite3.SQLITE_DROP_TEMP_TABLE: "DROP TABLE",
-    sqlite3.SQLITE_DROP_TEMP_TRIGGER: "DROP TRIGGER",
-    sqlite3.SQLITE_DROP_TEMP_VIEW: "DROP VIEW",
-    sqlite3.SQLITE_DROP_TRIGGER: "DROP TRIGGER",
-    sqlite3.SQLITE_DROP_VIEW: "DROP VIEW",
-    sqlite3.SQLITE_DROP_VTABLE: "DROP VIRTUAL TABLE",
-    sqlite3.SQLITE_TRANSACTION: "a transaction statement",
-    sqlite3.SQLITE_SAVEPOINT: "SAVEPOINT",
-}
-# Pragmas that change state even without "= value".
-_SIDE_EFFECT_PRAGMAS = {
-    "optimize",
-    "wal_checkpoint",
-    "incremental_vacuum",
-    "shrink_memory",
-    "vacuum",
-}
-# Pragmas whose argument names a schema object rather than setting a value.
-_READ_PRAGMAS_WITH_ARG = {
-    "table_info",
-    "table_xinfo",
-    "table_list",
-    "index_info",
-    "index_xinfo",
-    "index_list",
-    "foreign_key_list",
-    "foreign_key_check",
-    "integrity_check",
-    "quick_check",
-}
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_ROWS = 100_000
 # bytes of result values (text and blobs by their length, numbers as 8): 32 MiB, the default
 # row cap at 300 bytes a row. Printing a result takes several times its size (a 100 MB value
 # peaked at 721 MB as CSV, 834 MB and two minutes as a table), so the cap bounds that too.
 DEFAULT_MAX_BYTES = 32 * 2**20
-# SQLite's own ceiling on one string or blob (SQLITE_MAX_LENGTH, compiled in)
-_SQLITE_MAX_LENGTH = 1_000_000_000
 # First keywords of statements that change something (or a session or transaction): refused
 # before the database sees them. Anything else not a read goes to the database, which then
 # reports a syntax error for a typo ("SELEC 1") instead of a refused write.
@@ -182,18 +128,6 @@ def split_statement(sql: str) -> tuple[str, str]:
     return statement, (word.group(0).upper() if word else "")
 
 
-def _authorizer(action: int, arg1, arg2, _db, _trigger) -> int:
-    if action in _WRITE_ACTIONS:
-        return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_PRAGMA:
-        name = (arg1 or "").lower()
-        if name in _SIDE_EFFECT_PRAGMAS or (
-            arg2 is not None and name not in _READ_PRAGMAS_WITH_ARG
-        ):
-            return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK
-
-
 def coerce_param(value: str) -> Any:
     """Bound parameters from the command line: int, then float, else the string itself."""
     for cast in (int, float):
@@ -205,7 +139,6 @@ def coerce_param(value: str) -> Any:
 
 
 MAX_TIMEOUT_S = 2_147_483  # PostgreSQL's statement_timeout is a 32-bit count of ms
-FETCH_BATCH = 1000
 
 
 def run_query(
@@ -246,7 +179,7 @@ def run_query(
     if word in _WRITE_WORDS:
         raise ReadOnlyError(f"seqbench query is read-only: {word} statements are refused")
     if reader is not None and reader.connection is not None:
-        return _run_sqlite(
+        return run_sqlite(
             reader.path, sql, params or {}, _Limits(timeout, max_rows, max_bytes), reader
         )
     checked = reader is not None and reader.checked
@@ -270,7 +203,7 @@ class Reader:
         self.path, self.connection = opened if opened else (None, None)
         if self.connection is not None:
             self.connection.execute("PRAGMA query_only = ON")
-            self.connection.set_authorizer(_authorizer)
+            self.connection.set_authorizer(authorizer)
 
     def close(self) -> None:
         if self.connection is not None:
@@ -292,20 +225,13 @@ def _run_scanned(db, sql: str, params: dict[str, Any], limits: _Limits, note=Non
     # anything else is checked by open_store first (read-only: it creates nothing), unless
     # an open Store's reader says it was checked when it was opened.
     path = readable_sqlite(db)
-    if path is None:
-        from seqbench.store.engine import check_readable, resolve_url, sqlite_path
+    if path is not None:
+        return run_sqlite(path, sql, params, limits)
+    from seqbench.store.dialect import dialect_of
+    from seqbench.store.engine import check_readable, resolve_url
 
-        url = resolve_url(db) if checked else check_readable(db)  # raises for an unusable one
-        path = sqlite_path(url)
-        if path is None:
-            from sqlalchemy.engine import make_url
-
-            if make_url(url).get_backend_name() != "postgresql":
-                raise StoreError("seqbench query reads SQLite and PostgreSQL stores")
-            from seqbench.store.pg_query import run_postgres
-
-            return run_postgres(url, sql, params, limits, note)
-    return _run_sqlite(path, sql, params, limits)
+    url = resolve_url(db) if checked else check_readable(db)  # raises for an unusable one
+    return dialect_of(url).run_sql(url, sql, params, limits, note)
 
 
 @dataclass(frozen=True)
@@ -349,55 +275,3 @@ class _Limits:
         return StoreError(
             f"the query ran longer than {self.timeout:g} s and was stopped; raise --timeout"
         )
-
-
-def _batches(fetchmany, size: int = FETCH_BATCH):
-    while batch := fetchmany(size):
-        yield batch
-
-
-def _run_sqlite(path, sql: str, params: dict[str, Any], limits: _Limits, reader=None):
-    """One statement on `reader`'s connection, or on a connection of its own."""
-    if reader is not None:
-        con = reader.connection
-    else:
-        con = sqlite3.connect(sqlite_uri(path, "ro"), uri=True, timeout=30)
-        con.execute("PRAGMA query_only = ON")
-        con.set_authorizer(_authorizer)
-    deadline = time.monotonic() + limits.timeout
-    try:
-        # called every 10k virtual-machine steps; a true result interrupts the statement
-        con.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
-        # no single string or blob longer than the byte cap is ever built
-        length = con.setlimit(
-            sqlite3.SQLITE_LIMIT_LENGTH, min(limits.max_bytes, _SQLITE_MAX_LENGTH)
-        )
-        try:
-            cur = con.execute(sql, params)
-            rows = limits.rows(_batches(cur.fetchmany))
-        except sqlite3.OperationalError as e:
-            if str(e) == "interrupted":
-                raise limits.timed_out() from e
-            raise StoreError(f"SQL error: {e}") from e
-        except sqlite3.DataError as e:
-            if "too big" in str(e):
-                raise limits.too_big() from e
-            raise StoreError(f"SQL error: {e}") from e
-        except sqlite3.DatabaseError as e:
-            msg = str(e)
-            if "too big" in msg:
-                raise limits.too_big() from e
-            if "not authorized" in msg or "readonly" in msg:
-                raise ReadOnlyError(
-                    "seqbench query is read-only: the statement would write and was refused"
-                ) from e
-            raise StoreError(f"SQL error: {msg}") from e
-        except (sqlite3.ProgrammingError, OverflowError) as e:
-            raise StoreError(f"SQL error: {e}") from e
-        cols = [d[0] for d in cur.description or []]
-        return cols, rows
-    finally:
-        con.set_progress_handler(None, 0)
-        con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, length)
-        if reader is None:
-            con.close()

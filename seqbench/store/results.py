@@ -174,18 +174,10 @@ class ReadStore:
         extra = sorted(n for n in (fields or {}) if n in named and n not in self._view_columns)
         if not extra:
             return "v_results"
-        postgres = str(self.url).startswith("postgresql")
-        cols = []
-        for n in extra:
-            if not n.isidentifier():
-                continue
-            if postgres:
-                cast = {"int": "bigint", "float": "double precision", "bool": "boolean"}.get(
-                    fields[n], "text"
-                )
-                cols.append(f"CAST(r.config::jsonb ->> '{n}' AS {cast}) AS {n}")
-            else:
-                cols.append(f"json_extract(r.config, '$.{n}') AS {n}")
+        from seqbench.store.dialect import dialect_of
+
+        dialect = dialect_of(str(self.url))
+        cols = [f"{dialect.config_field(n, fields[n])} AS {n}" for n in extra if n.isidentifier()]
         return f"(SELECT v.*, {', '.join(cols)} FROM v_results v JOIN runs r ON r.id = v.run_id) w"
 
     def task_directions(self, tasks: list[str]) -> dict[str, bool]:

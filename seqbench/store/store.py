@@ -20,20 +20,17 @@ from sqlalchemy.orm import sessionmaker
 
 from seqbench.errors import SeqbenchError, StoreError, UsageError
 from seqbench.store import baselines, migrate
+from seqbench.store.dialect import dialect_of
 from seqbench.store.engine import (
-    BUSY_TIMEOUT_S,
     _check_revision,
     _foreign_tables,
     _make_engine,
-    backup_sqlite,
     inspect_revision,
     integrity_problems,
     resolve_url,
     sqlite_path,
 )
-from seqbench.store.engine import (
-    where as store_where,
-)
+from seqbench.store.engine import where as store_where
 from seqbench.store.liveness import stale_reason
 from seqbench.store.names import HEAD_REVISION, check_run_name
 from seqbench.store.results import ReadStore
@@ -477,7 +474,6 @@ def open_database(
     Raises StoreError, leaving the file unchanged, if the database cannot be used as is.
     """
     url = resolve_url(db)
-    path = sqlite_path(url)
     where = store_where(url)
     rev, has_tables = inspect_revision(url, writable=not readonly)
     needs_create = _check_revision(rev, has_tables, where)
@@ -491,7 +487,7 @@ def open_database(
                 f"{where} holds another application's tables ({shown}) and no seqbench schema; "
                 "to add seqbench's tables to it, run `seqbench db upgrade`"
             )
-    if path is not None and not readonly and not needs_create:
+    if not readonly and not needs_create:  # the database's own quick check
         problems = integrity_problems(url, quick=True)
         if problems:
             raise StoreError(
@@ -523,6 +519,8 @@ def _created_by_another(url: str, error: Exception) -> bool:
     text = str(getattr(error, "orig", error))
     if not any(w in text for w in ("locked", "duplicate key", "already exists")):
         return False
+    from seqbench.store.sqlite import BUSY_TIMEOUT_S
+
     deadline = time.monotonic() + BUSY_TIMEOUT_S
     while time.monotonic() < deadline:
         try:
@@ -540,7 +538,6 @@ def upgrade_store(db: str | os.PathLike | None = None) -> tuple[str | None, str,
     Returns (revision before, revision after, backup path or None).
     """
     url = resolve_url(db)
-    path = sqlite_path(url)
     where = store_where(url)
     rev, has_tables = inspect_revision(url)
     head = migrate.head_revision()
@@ -549,8 +546,8 @@ def upgrade_store(db: str | os.PathLike | None = None) -> tuple[str | None, str,
     if rev is None and has_tables:
         _check_revision(rev, has_tables, where)
     backup = None
-    if rev is not None and rev != head and path is not None:
-        backup = backup_sqlite(path)
+    if rev is not None and rev != head:
+        backup = dialect_of(url).backup(url)
     if rev != head:
         engine = _make_engine(url)
         try:
