@@ -446,3 +446,36 @@ def test_only_the_dialects_name_a_backend():
             if isinstance(node, ast.Constant) and node.value in ("sqlite", "postgresql"):
                 found.append(f"{_rel(path)}:{node.lineno} names {node.value!r}")
     assert found == []
+
+
+@pytest.mark.parametrize("url", ["sqlite:////tmp/x.db", "postgresql+psycopg://u@127.0.0.1/db"])
+def test_every_backend_is_a_whole_dialect(url):
+    """Each backend's module implements every method of store/dialect.Dialect with the
+    protocol's parameters (names and kinds), so engine.py, query.py and results.py can ask
+    any backend the same question."""
+    import inspect
+
+    from seqbench.store.dialect import Dialect, dialect_of
+
+    dialect = dialect_of(url)
+    assert dialect.name == url.partition(":")[0].partition("+")[0]
+    asked = [n for n, f in vars(Dialect).items() if inspect.isfunction(f) and n[0] != "_"]
+    assert {"engine", "inspect", "config_field", "run_sql", "backup", "integrity"} <= set(asked)
+    for name in asked:
+        want = inspect.signature(getattr(Dialect, name)).parameters.values()
+        have = inspect.signature(getattr(type(dialect), name)).parameters.values()
+        assert [(p.name, p.kind) for p in have] == [(p.name, p.kind) for p in want], name
+
+
+@pytest.mark.parametrize(
+    ("url", "name"),
+    [("/tmp/runs.db", "sqlite"), ("runs.db", "sqlite"), ("sqlite:////tmp/runs.db", "sqlite"),
+     ("postgresql+psycopg://u@127.0.0.1/db", "postgresql"), ("postgresql://u@h/db", "postgresql")],
+)  # fmt: skip
+def test_a_path_or_a_url_names_its_backend(url, name):
+    """A lean reader keeps the store's plain path, which is a SQLite file (resolve_url reads
+    it so): the report's --where on a config field asked dialect_of a path once and was
+    refused as an unsupported URL."""
+    from seqbench.store.dialect import dialect_of
+
+    assert dialect_of(url).name == name

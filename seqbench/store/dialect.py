@@ -56,7 +56,10 @@ class Dialect(Protocol):
 
 
 def backend_name(url: str) -> str:
-    """The backend a SQLAlchemy URL names ("postgresql+psycopg://…" -> "postgresql")."""
+    """The backend a SQLAlchemy URL names ("postgresql+psycopg://…" -> "postgresql"); a plain
+    path is a SQLite file (as store.engine.resolve_url reads one; a lean reader keeps it so)."""
+    if "://" not in url:
+        return "sqlite"
     return url.partition(":")[0].partition("+")[0]
 
 

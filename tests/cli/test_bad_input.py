@@ -112,6 +112,21 @@ def test_writes_to_a_store_that_is_not_there_make_none(cli, db, args):
     assert not db.exists()
 
 
+@pytest.mark.parametrize("url", ["mysql://u@127.0.0.1/db", "oracle+oracledb://u@127.0.0.1/db"])
+@pytest.mark.parametrize("args", [["runs"], ["query", "SELECT 1"], ["train", "-m", "rnn",
+                                  "-t", "adding", "--steps", "1"]])  # fmt: skip
+def test_a_backend_without_a_dialect_is_one_line(cli, url, args):
+    """A store lives in SQLite or PostgreSQL (store/dialect.dialect_of): a URL of another
+    database is refused in one line, for a read, user SQL and a write alike, before any
+    driver is looked for (before the seam, a write said its driver was not installed)."""
+    r = cli("--db", url, *args)
+    assert r.exit_code == 1, r.output
+    assert r.stderr.strip() == (
+        f"Error: unsupported database URL {url!r}: a seqbench store is a SQLite file or a "
+        "PostgreSQL database"
+    )
+
+
 def test_an_evaluation_batch_past_the_set_is_the_whole_set(cli, one_run):
     """eval_batch_size = 1e9 means one batch of the evaluation set: the time estimate's probe
     draws min(eval_batch_size, eval_size) sequences, not a billion."""
