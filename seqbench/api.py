@@ -3,9 +3,10 @@ the CLI (scripts, notebooks). Library packages never import this module; it impo
 
 Importing it costs nothing. A function defined here does work of its own (resolving a config,
 opening a store, joining two packages) and imports what it needs when called; every other name
-is the library's own function or constant, named in LAZY and imported on first use (PEP 562):
-`import seqbench.api` imports nothing of seqbench, and `seqbench --help` no torch, pandas or
-SQLAlchemy.
+is the library's own function or constant, imported in the `if TYPE_CHECKING:` block below
+(where an editor and a type checker find it) and on first use at run time (LAZY, read from that
+block; PEP 562): `import seqbench.api` imports nothing of seqbench, and `seqbench --help` no
+torch, pandas or SQLAlchemy.
 
     >>> import seqbench.api as sb
     >>> out = sb.train("indrnn", "adding", seq_len=100, steps=500, db="runs.db")
@@ -18,13 +19,98 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+# Every name the api offers as it is (the library's own function or constant, defined once where
+# its work lives), as an editor and a type checker see it: LAZY is read from this block, and
+# each is imported on first use (PEP 562), so `import seqbench.api` imports nothing of seqbench.
 if TYPE_CHECKING:
+    from seqbench.bench import bench_kernels
+    from seqbench.catalog import (
+        ModelInfo,
+        TaskInfo,
+        data_file,
+        default_layers,
+        metric_name,
+        model_catalog,
+        table_fields,
+        task_catalog,
+        task_metric,
+    )
     from seqbench.config import RunConfig
-    from seqbench.store.store import Store
-    from seqbench.sweep.runner import SweepOutcome
-    from seqbench.sweep.spec import SweepPlan
-    from seqbench.training.loop import TrainOutcome
+    from seqbench.configure import check_fits, check_shadowed, make_config
+    from seqbench.memory import EPSILON as MEMORY_EPSILON
+    from seqbench.memory.confirm import confirm_plan as memory_confirm_plan
+    from seqbench.memory.confirm import confirmation as memory_confirmation
+    from seqbench.memory.kernels import kernel_table as memory_kernels
+    from seqbench.memory.plan import make_plan as memory_plan
+    from seqbench.memory.plot import plot_answer as plot_memory
+    from seqbench.memory.plot import plot_profile as plot_memory_profile
+    from seqbench.memory.profile import profile_rows as memory_profile_rows
+    from seqbench.memory.words import cell_table as memory_cells
+    from seqbench.memory.words import stored_answers as memory_answers
+    from seqbench.parsing import (
+        flags_and_sets,
+        load_toml,
+        parse_assignments,
+        split_assignment,
+        split_list,
+    )
+    from seqbench.parsing import to_toml as config_toml
+    from seqbench.report.check import (
+        check,
+        check_tolerances,
+        export_baseline,
+        import_baseline,
+        junit_xml,
+        list_baselines,
+        resolve_baseline,
+        save_baseline,
+        variant_label,
+    )
+    from seqbench.report.curves import diff_runs, grouped_curves, plot_curves, plot_grouped
+    from seqbench.report.decay import fit_decay
+    from seqbench.report.frames import curves_frame, runs_frame
+    from seqbench.report.plots import plot_report
+    from seqbench.report.statuses import CHECK_STATUSES
+    from seqbench.report.tables import (
+        build_report,
+        comparison_rows,
+        flat_rows,
+        format_cell,
+        leaderboard_rows,
+    )
+    from seqbench.runs import (
+        archive_runs,
+        count_runs,
+        curve_runs,
+        delete_runs,
+        list_runs,
+        name_run,
+        run_config,
+        run_details,
+        tag_runs,
+    )
+    from seqbench.store.engine import integrity_problems as check_store
+    from seqbench.store.failures import describe_database_error
+    from seqbench.store.migrate import history as schema_history
+    from seqbench.store.names import RUN_KINDS, RUN_STATUSES, check_label, check_run_name
+    from seqbench.store.opening import open_store
+    from seqbench.store.query import DEFAULT_MAX_BYTES, coerce_param, run_query
+    from seqbench.store.roles import reader_role, reader_role_effects_left, reader_role_limits_left
+    from seqbench.store.store import Store, upgrade_store
+    from seqbench.store.values import float_text
+    from seqbench.stress.runner import plot_stress, stress
+    from seqbench.stress.views import stored_curves as stored_stress_curves
+    from seqbench.stress.views import stress_figure, stress_rows
+    from seqbench.sweep.cost import probe_cost as sweep_cost
+    from seqbench.sweep.runner import SweepOutcome, check_workers, sweep_points, sweep_status
+    from seqbench.sweep.runner import check_flags as check_sweep_flags
+    from seqbench.sweep.spec import SweepPlan, parse_range, sweep_grid
+    from seqbench.sweep.spec import plan as sweep_plan
+    from seqbench.tasks import is_file_task
+    from seqbench.tasks.reading import reading_progress as table_progress
+    from seqbench.training.loop import TrainOutcome, load_checkpoint
     from seqbench.training.progress import Progress
+    from seqbench.training.threads import check_threads
 
 
 # -- stores ------------------------------------------------------------------------------------
@@ -257,110 +343,21 @@ def run_memory(
     return runner.run_memory(store, plan, make_executor, **options)
 
 
-# -- the library's own, named here, imported when called ---------------------------------------
-# Each is the function (or constant) itself, defined once where its work lives (its signature and
-# defaults there, nowhere else), imported on first use so that `import seqbench.api` imports
-# nothing of seqbench. The reads over a store take a path as well (store/opening.reads).
-# Name: "module:attribute".
-LAZY: dict[str, str] = {
-    "RunConfig": "seqbench.config:RunConfig",
-    "make_config": "seqbench.configure:make_config",
-    "check_fits": "seqbench.configure:check_fits",
-    "check_shadowed": "seqbench.configure:check_shadowed",
-    "config_toml": "seqbench.parsing:to_toml",
-    "flags_and_sets": "seqbench.parsing:flags_and_sets",
-    "load_toml": "seqbench.parsing:load_toml",
-    "parse_assignments": "seqbench.parsing:parse_assignments",
-    "split_assignment": "seqbench.parsing:split_assignment",
-    "split_list": "seqbench.parsing:split_list",
-    "parse_range": "seqbench.sweep.spec:parse_range",
-    "SweepPlan": "seqbench.sweep.spec:SweepPlan",
-    "open_store": "seqbench.store.opening:open_store",
-    "RUN_KINDS": "seqbench.store.names:RUN_KINDS",
-    "RUN_STATUSES": "seqbench.store.names:RUN_STATUSES",
-    "check_label": "seqbench.store.names:check_label",
-    "check_run_name": "seqbench.store.names:check_run_name",
-    "describe_database_error": "seqbench.store.failures:describe_database_error",
-    "float_text": "seqbench.store.values:float_text",
-    "DEFAULT_MAX_BYTES": "seqbench.store.query:DEFAULT_MAX_BYTES",
-    "coerce_param": "seqbench.store.query:coerce_param",
-    "run_query": "seqbench.store.query:run_query",
-    "CHECK_STATUSES": "seqbench.report.statuses:CHECK_STATUSES",
-    "MEMORY_EPSILON": "seqbench.memory:EPSILON",
-    "memory_plan": "seqbench.memory.plan:make_plan",
-    "memory_answers": "seqbench.memory.words:stored_answers",
-    "is_file_task": "seqbench.tasks:is_file_task",
-    "Progress": "seqbench.training.progress:Progress",
-    "check_threads": "seqbench.training.threads:check_threads",
-    "sweep_grid": "seqbench.sweep.spec:sweep_grid",
-    "sweep_points": "seqbench.sweep.runner:sweep_points",
-    "run_config": "seqbench.runs:run_config",
-    "list_runs": "seqbench.runs:list_runs",
-    "curve_runs": "seqbench.runs:curve_runs",
-    "delete_runs": "seqbench.runs:delete_runs",
-    "tag_runs": "seqbench.runs:tag_runs",
-    "name_run": "seqbench.runs:name_run",
-    "archive_runs": "seqbench.runs:archive_runs",
-    "count_runs": "seqbench.runs:count_runs",
-    "run_details": "seqbench.runs:run_details",
-    "reader_role": "seqbench.store.roles:reader_role",
-    "reader_role_limits_left": "seqbench.store.roles:reader_role_limits_left",
-    "reader_role_effects_left": "seqbench.store.roles:reader_role_effects_left",
-    "ModelInfo": "seqbench.catalog:ModelInfo",
-    "TaskInfo": "seqbench.catalog:TaskInfo",
-    "model_catalog": "seqbench.catalog:model_catalog",
-    "task_catalog": "seqbench.catalog:task_catalog",
-    "default_layers": "seqbench.catalog:default_layers",
-    "data_file": "seqbench.catalog:data_file",
-    "table_fields": "seqbench.catalog:table_fields",
-    "metric_name": "seqbench.catalog:metric_name",
-    "task_metric": "seqbench.catalog:task_metric",
-    "schema_history": "seqbench.store.migrate:history",
-    "check_store": "seqbench.store.engine:integrity_problems",
-    "sweep_plan": "seqbench.sweep.spec:plan",
-    "sweep_status": "seqbench.sweep.runner:sweep_status",
-    "check_workers": "seqbench.sweep.runner:check_workers",
-    "check_sweep_flags": "seqbench.sweep.runner:check_flags",
-    "sweep_cost": "seqbench.sweep.cost:probe_cost",
-    "memory_cells": "seqbench.memory.words:cell_table",
-    "memory_confirm_plan": "seqbench.memory.confirm:confirm_plan",
-    "memory_confirmation": "seqbench.memory.confirm:confirmation",
-    "plot_memory": "seqbench.memory.plot:plot_answer",
-    "plot_memory_profile": "seqbench.memory.plot:plot_profile",
-    "memory_profile_rows": "seqbench.memory.profile:profile_rows",
-    "memory_kernels": "seqbench.memory.kernels:kernel_table",
-    "upgrade_store": "seqbench.store.store:upgrade_store",
-    "load_checkpoint": "seqbench.training.loop:load_checkpoint",
-    "bench_kernels": "seqbench.bench:bench_kernels",
-    "stress": "seqbench.stress.runner:stress",
-    "plot_stress": "seqbench.stress.runner:plot_stress",
-    "stress_figure": "seqbench.stress.views:stress_figure",
-    "stress_rows": "seqbench.stress.views:stress_rows",
-    "stored_stress_curves": "seqbench.stress.views:stored_curves",
-    "runs_frame": "seqbench.report.frames:runs_frame",
-    "curves_frame": "seqbench.report.frames:curves_frame",
-    "diff_runs": "seqbench.report.curves:diff_runs",
-    "plot_curves": "seqbench.report.curves:plot_curves",
-    "grouped_curves": "seqbench.report.curves:grouped_curves",
-    "plot_grouped": "seqbench.report.curves:plot_grouped",
-    "build_report": "seqbench.report.tables:build_report",
-    "comparison_rows": "seqbench.report.tables:comparison_rows",
-    "leaderboard_rows": "seqbench.report.tables:leaderboard_rows",
-    "flat_rows": "seqbench.report.tables:flat_rows",
-    "format_cell": "seqbench.report.tables:format_cell",
-    "plot_report": "seqbench.report.plots:plot_report",
-    "fit_decay": "seqbench.report.decay:fit_decay",
-    "save_baseline": "seqbench.report.check:save_baseline",
-    "export_baseline": "seqbench.report.check:export_baseline",
-    "import_baseline": "seqbench.report.check:import_baseline",
-    "list_baselines": "seqbench.report.check:list_baselines",
-    "resolve_baseline": "seqbench.report.check:resolve_baseline",
-    "check": "seqbench.report.check:check",
-    "check_tolerances": "seqbench.report.check:check_tolerances",
-    "table_progress": "seqbench.tasks.reading:reading_progress",
-    "junit_xml": "seqbench.report.check:junit_xml",
-    "variant_label": "seqbench.report.check:variant_label",
-}
+# -- the library's own, offered as it is ---------------------------------------------------------
+def _offered() -> dict[str, str]:
+    """The names of the `if TYPE_CHECKING:` block above, read from this file: name ->
+    "module:attribute" (one list, which editors and type checkers read too)."""
+    import ast
+
+    with open(__file__, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    block = next(
+        n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
+    )
+    return {a.asname or a.name: f"{i.module}:{a.name}" for i in block.body for a in i.names}
+
+
+LAZY: dict[str, str] = _offered()
 
 __all__ = sorted(
     ["memory_cost", "run_memory", "run_sweep", "store_is_current", "store_revision", "train",
