@@ -12,12 +12,6 @@ from typing import Any
 # thread of its own; a run whose last one is older than its stale limit (kept in its environment
 # as stale_after, STALE_BEATS heartbeats) is stale. DEFAULT_STALE_S covers rows that say none.
 HEARTBEAT_S = 10.0
-
-
-HEARTBEAT_S = 10.0
-STALE_BEATS = 6
-
-
 STALE_BEATS = 6
 DEFAULT_STALE_S = 120.0
 

@@ -9,29 +9,19 @@ import re
 from seqbench.errors import UsageError
 
 DEFAULT_DB = "seqbench.db"
-
-
-DEFAULT_DB = "seqbench.db"
 VERSION_TABLE = "seqbench_alembic_version"
-
-
 # The newest migration in migrations/versions (tests/store/test_migrations.py checks that this
 # equals alembic's head): compared against a store's revision without importing alembic.
 HEAD_REVISION = "0008"
-
 
 SEQBENCH_TABLES = {"runs", "metrics", "summaries", "curves", "sweeps", "baselines"}
 LATER_TABLES = {"sweep_points", "answers", "answer_runs"}  # added by revisions 0003 and 0008
 VIEWS = ("v_results", "v_results_all", "v_summaries")
 # every relation a reader needs: `open_store` reads the version table, users the rest
 READ_TABLES = (*sorted(SEQBENCH_TABLES | LATER_TABLES), VERSION_TABLE)
-READ_VIEWS = VIEWS
 
 # crashed: the process running it died (a signal, the OOM killer), not the config's fault; a
 # plain re-run of the sweep runs it again
-RUN_STATUSES = ("running", "completed", "failed", "diverged", "interrupted", "crashed")
-
-
 RUN_STATUSES = ("running", "completed", "failed", "diverged", "interrupted", "crashed")
 RUN_KINDS = ("train", "stress", "bench")
 

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from seqbench.errors import StoreError, UsageError, first_line
-from seqbench.store.names import READ_TABLES, READ_VIEWS
+from seqbench.store.names import READ_TABLES, VIEWS
 from seqbench.store.opening import open_store
 from seqbench.store.pg_query import connect_args, load_psycopg
 
@@ -162,7 +162,7 @@ def reader_role_sql(
         q.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(q.Identifier(database), ident),
         q.SQL("GRANT USAGE ON SCHEMA public TO {}").format(ident),
         q.SQL("GRANT SELECT ON {} TO {}").format(
-            q.SQL(", ").join(q.Identifier(t) for t in (*READ_TABLES, *READ_VIEWS)), ident
+            q.SQL(", ").join(q.Identifier(t) for t in (*READ_TABLES, *VIEWS)), ident
         ),
     ]
     stmts += [

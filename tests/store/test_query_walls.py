@@ -240,7 +240,7 @@ def test_the_reader_role_reads_and_cannot_write(pg_filled, pg_admin_url, cli):
     assert r.exit_code == 0, r.output
     assert r.stdout.split() == ["n", "2"]
     assert "role" not in r.stderr  # a reader role needs no note
-    from seqbench.store.names import READ_TABLES, READ_VIEWS
+    from seqbench.store.names import READ_TABLES, VIEWS
 
     with _pg_conn(pg_admin_url) as conn:  # every table and view of the schema is granted
         have = {
@@ -250,7 +250,7 @@ def test_the_reader_role_reads_and_cannot_write(pg_filled, pg_admin_url, cli):
         have |= {
             r[0] for r in conn.execute("SELECT viewname FROM pg_views WHERE schemaname = 'public'")
         }
-    assert have == {*READ_TABLES, *READ_VIEWS}
+    assert have == {*READ_TABLES, *VIEWS}
     for table in have:
         assert scanner_off(reader, f"SELECT COUNT(*) FROM {table}")[1]
     # the writer's role is told which wall holds
