@@ -191,14 +191,14 @@ def train_config_from(
 
     overrides = dict(overrides or {})
     if "tags" in overrides:
-        raise UsageError("use --tag key=value for tags")
+        raise UsageError("use `tag` key=value for tags")
     if from_run is not None:
         from seqbench.runs import run_config
 
         base = run_config(store, from_run)
         for what, given, stored in (("model", model, base.model), ("task", task, base.task)):
             if given is not None and given != stored:
-                raise UsageError(f"--from-run trained {what} {stored!r}, not {given!r}")
+                raise UsageError(f"`from_run` trained {what} {stored!r}, not {given!r}")
         model, task = base.model, base.task
         from_file = load_toml(config_file) if config_file else {}
         if config_file:
@@ -209,7 +209,7 @@ def train_config_from(
     else:
         checked = None
     if model is None or task is None:
-        raise UsageError("give --model and --task (or --from-run RUN)")
+        raise UsageError("give `model` and `task` (or `from_run` RUN)")
     cfg = make_config(model, task, overrides, config_file, checked=checked)
     if tags:
         cfg = replace(cfg, tags={**cfg.tags, **tags})

@@ -86,7 +86,7 @@ def bench_kernels(
     need = 8 * indrnn_bytes(batch, seq_len, hidden)  # inputs, outputs, grads, the loop's state
     if torch.device(device).type == "cpu":
         require_ram(
-            need, f"bench at T={seq_len}, B={batch}, N={hidden}", "--seq-len, --batch or --hidden"
+            need, f"bench at T={seq_len}, B={batch}, N={hidden}", "`seq_len`, `batch` or `hidden`"
         )
     apply_threads(n_threads)
     keep_freed_memory()

@@ -148,10 +148,10 @@ def table_fields(sets: list[str] | None) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for item in sets or []:
-        key, val = split_assignment(item, "--set", "key=value")
+        key, val = split_assignment(item, "`set`", "key=value")
         if key not in (*TABLE_FIELDS, "seq_len"):
             raise UsageError(
-                f"--set {key}= does not say how to cut a table; give "
+                f"`{key}=` does not say how to cut a table; give "
                 f"{', '.join((*TABLE_FIELDS, 'seq_len'))}"
             )
         out[key] = coerce(key, val)

@@ -47,7 +47,7 @@ def validate(cfg: RunConfig) -> None:
     if steps is not None and cfg.k > steps:
         raise UsageError(
             f"k = {cfg.k} is longer than the {steps} steps a sequence of {cfg.task} has: a "
-            f"context of {steps} or more is the whole sequence; leave --k out for that, or "
+            f"context of {steps} or more is the whole sequence; leave `k` out for that, or "
             f"give k ≤ {steps}"
         )
 
@@ -150,7 +150,7 @@ def not_read_by_any(name: str, models: Sequence[str], tasks: Sequence[str] = ())
     if tasks:
         grid = f"the grid's models ({grid}) and tasks ({', '.join(tasks)})"
     return UsageError(
-        f"--set {name} is read by none of {grid}: leave it out (it is read by {readers(name)})"
+        f"`set` {name} is read by none of {grid}: leave it out (it is read by {readers(name)})"
     )
 
 

@@ -130,7 +130,7 @@ def split_list(values: str | list[str] | None) -> list[str]:
     return [v.strip() for item in items for v in str(item).split(",") if v.strip()]
 
 
-def split_assignment(item: str, what: str = "--set", form: str = "key=value") -> tuple[str, str]:
+def split_assignment(item: str, what: str = "`set`", form: str = "key=value") -> tuple[str, str]:
     """'key=value' -> ('key', 'value'), both stripped; a one-line UsageError naming the flag
     without an '=' or a key."""
     key, sep, value = item.partition("=")
@@ -139,7 +139,7 @@ def split_assignment(item: str, what: str = "--set", form: str = "key=value") ->
     return key.strip(), value.strip()
 
 
-def parse_assignments(items: list[str] | None, what: str = "--set") -> dict[str, Any]:
+def parse_assignments(items: list[str] | None, what: str = "`set`") -> dict[str, Any]:
     return dict(split_assignment(item, what) for item in items or [])
 
 
@@ -152,7 +152,7 @@ def flags_and_sets(flags: dict[str, Any], sets: list[str] | None) -> dict[str, A
     if both:
         flag = "--" + both[0].replace("_", "-")
         raise UsageError(
-            f"{both[0]} is given twice, as {flag} {given[both[0]]} and as --set "
+            f"{both[0]} is given twice, as {flag} {given[both[0]]} and as `set` "
             f"{both[0]}={overrides[both[0]]}: give one"
         )
     return {**overrides, **given}
@@ -237,15 +237,15 @@ def check_fields(cfg: RunConfig) -> None:
     if cfg.split_seed is not None and not 0 <= cfg.split_seed <= MAX_SEED:
         raise UsageError(f"split_seed must be in [0, 2^32), got {cfg.split_seed}")
     if cfg.steps is None and cfg.epochs is None:
-        raise UsageError("give --steps or --epochs")
+        raise UsageError("give `steps` or `epochs`")
     if cfg.steps is not None and cfg.epochs is not None:
-        raise UsageError("give --steps or --epochs, not both")
+        raise UsageError("give `steps` or `epochs`, not both")
     if cfg.max_steps is not None and cfg.epochs is not None:
-        raise UsageError("max_steps (--steps auto) trains past --steps until converged; give "
-                         "--steps, not --epochs, with it")  # fmt: skip
+        raise UsageError("max_steps (`steps` auto) trains past `steps` until converged; give "
+                         "`steps`, not `epochs`, with it")  # fmt: skip
     if cfg.max_steps is not None and cfg.steps is not None and cfg.max_steps < cfg.steps:
         raise UsageError(
-            f"max_steps = {cfg.max_steps} is below steps = {cfg.steps}: --steps auto trains at "
+            f"max_steps = {cfg.max_steps} is below steps = {cfg.steps}: `steps` auto trains at "
             f"least steps and at most max_steps"
         )
     if cfg.optimizer not in OPTIMIZERS:
@@ -266,7 +266,7 @@ def check_fields(cfg: RunConfig) -> None:
         raise UsageError(f"dropout must be in [0, 1), got {cfg.dropout}")
     if cfg.stable and not 0 < cfg.lam < 1:
         raise UsageError(
-            f"--stable needs lam in (0, 1): a λ-contraction with λ ≥ 1 is no stability bound; "
+            f"`stable` needs lam in (0, 1): a λ-contraction with λ ≥ 1 is no stability bound; "
             f"got {cfg.lam:g}"
         )
 

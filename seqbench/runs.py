@@ -21,7 +21,7 @@ def run_config(store: Store, ref: str) -> RunConfig:
     field the run predates takes today's default). Steps derived from epochs are re-derived."""
     run = store.require_run(ref)
     if run.kind != "train":
-        raise UsageError(f"run {run.id} is a {run.kind} run; --from-run takes a training run")
+        raise UsageError(f"run {run.id} is a {run.kind} run; `from_run` takes a training run")
 
     return stored_config(run.model, run.task, run.config)
 
@@ -37,7 +37,7 @@ def list_runs(
         if filters.get(what) is not None and filters[what] not in known:
             raise UnknownNameError(what, filters[what], list(known))
     if limit is not None and limit < 0:
-        raise UsageError(f"--limit must be ≥ 0 (0: all), got {limit}")
+        raise UsageError(f"`limit` must be ≥ 0 (0: all), got {limit}")
     store = store() if callable(store) else store
     runs = store.list_runs(limit=limit or None, **_named(filters))
     metric = store.summary_values([r.id for r in runs], "test_metric")
@@ -50,7 +50,7 @@ def curve_runs(store: Store, refs: list[str], **filters: Any) -> list:
     if refs:
         return _resolve_runs(store, refs)
     if not any(filters.values()):
-        raise UsageError("name runs (seqbench curves 3 4) or select them (--sweep, --model)")
+        raise UsageError("name runs (seqbench curves 3 4) or select them (`sweep`, `model`)")
     return list(reversed(store.list_runs(limit=None, kind="train", **_named(filters))))
 
 

@@ -479,3 +479,41 @@ def test_a_path_or_a_url_names_its_backend(url, name):
     from seqbench.store.dialect import dialect_of
 
     assert dialect_of(url).name == name
+
+
+def _library_texts() -> list[tuple[Path, int, str]]:
+    """(module, line, text) for every string the library outside cli/ writes, docstrings
+    aside, and the flags it hands another program aside too (git's in environment.py,
+    ptxas's in ops/aot.py: a string of one word that starts with "--")."""
+    runs_programs = {PKG / "environment.py", PKG / "ops" / "aot.py"}
+    out = []
+    for path in _modules():
+        if (PKG / "cli") in path.parents:
+            continue
+        tree = ast.parse(path.read_text())
+        docs = set()
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+                docs.add(id(body[0].value))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+                continue
+            argv = path in runs_programs and re.fullmatch(r"--[a-z-]+=?\S*", node.value)
+            if id(node) not in docs and not argv:
+                out.append((path, node.lineno, node.value))
+    return out
+
+
+def test_flags_are_named_at_the_edge():
+    """Parse at the edge (#63 §4): the library names what its caller gave it as Python spells
+    it (`max_k`, `steps=200`), and cli/_flags.py turns that into the flag (--max-k, --set
+    steps=200) for everything the CLI prints. Before, 168 strings outside cli/ spelled a flag,
+    so a script calling the library was told about options it never had."""
+    flag = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+    found = [
+        f"{_rel(path)}:{line}: {m}"
+        for path, line, text in _library_texts()
+        for m in flag.findall(text)
+    ]
+    assert found == []

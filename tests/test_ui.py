@@ -195,6 +195,11 @@ def test_the_server_refuses_writes_and_bad_input_is_one_line(served, tmp_path):
     out = subprocess.run([str(BIN / "seqbench"), "--db", db, "ui", "--port", port],
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode == 1 and f"port {port} on 127.0.0.1 is in use" in out.stderr
+    assert "give another with --port" in out.stderr  # the library's `port`, as the CLI names it
+    # a page's error names the option as the CLI does (the library wrote `by`)
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(served.url + "compare?sweep=s&models=rnn&by=lrr", timeout=30)
+    assert "unknown --by field &#x27;lrr&#x27;" in e.value.read().decode()
 
 
 def test_a_running_sweeps_page_updates_by_itself(browser, tmp_path):

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from seqbench import api
+from seqbench.cli._flags import flags
 from seqbench.cli._output import Format, FormatOption, render
 from seqbench.errors import UsageError
 
@@ -18,7 +19,7 @@ def register(app: typer.Typer) -> None:
 
 def _problems(problems: list[str]) -> None:
     for line in problems:  # a broken plugin: one line each, the rest are listed
-        typer.echo(f"warning: {line}", err=True)
+        typer.echo(f"warning: {flags(line)}", err=True)
 
 
 def models(fmt: FormatOption = Format.table) -> None:

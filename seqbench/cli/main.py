@@ -12,6 +12,7 @@ from typer.core import TyperGroup
 
 from seqbench import __version__, api
 from seqbench.cli import bench, catalog, db, memory, query, report, runs, stress, sweep, train, ui
+from seqbench.cli._flags import flags, use
 from seqbench.cli._options import AppState, interrupt_exit_code, sigterm_as_interrupt, state
 from seqbench.cli._progress import TableBar
 from seqbench.errors import SeqbenchError, StoreUnwritableError
@@ -55,7 +56,7 @@ class _SeqbenchGroup(TyperGroup):
             )
             raise typer.Exit(interrupt_exit_code(e)) from None
         except SeqbenchError as e:
-            typer.echo(f"Error: {one_line(str(e))}", err=True)
+            typer.echo(f"Error: {one_line(flags(str(e)))}", err=True)
             if _unwritable(e):  # closing the store now would be a SIGBUS: end here
                 _end_without_closing_the_store(e.exit_code)
             raise typer.Exit(e.exit_code) from None
@@ -222,6 +223,7 @@ train.register(app)
 stress.register(app)
 report.register(app)
 ui.register(app)
+use(app)  # library text names a parameter; these commands' flags are what it shows
 
 
 def main() -> None:

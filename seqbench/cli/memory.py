@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from seqbench import api
+from seqbench.cli._flags import flags_in
 from seqbench.cli._options import (
     EXIT_INTERRUPTED,
     AddressOption,
@@ -199,7 +200,7 @@ def memory(
     if doubled is not None:
         again = _run(ctx, doubled, quiet, options)
         checked = {"name": again.name, "answer_id": again.answer_id, "ran": again.ran}
-        checked |= api.memory_confirmation(out.answer, again.answer)
+        checked |= flags_in(api.memory_confirmation(out.answer, again.answer))
     _say(out, plot, fmt, checked)
 
 
@@ -260,7 +261,7 @@ def _say(out, plot: str | None, fmt: Format, checked: dict | None = None) -> Non
     if out.profile is not None:
         _say_profile(out, plot, fmt)
         return
-    answer = out.answer.to_dict()
+    answer = flags_in(out.answer.to_dict())
     if plot:
         api.plot_memory(answer, plot)
     if fmt == Format.json:
@@ -286,13 +287,14 @@ def _say(out, plot: str | None, fmt: Format, checked: dict | None = None) -> Non
 def _say_profile(out, plot: str | None, fmt: Format) -> None:
     """A profile: one answer per tolerance (JSON: a list, one entry each), the k*(ε) table
     with the closed form where the task has one, and the growth law in one line."""
-    answers = [a.to_dict() for a in out.answers]
+    answers = [flags_in(a.to_dict()) for a in out.answers]
+    growth = flags_in(out.profile["growth"])
     if plot:
         api.plot_memory_profile(out.profile, answers[0], plot)
     if fmt == Format.json:
         doc = [
             {"name": n, "answer_id": i, **a, "params": out.plan.params}
-            | {"seeds": list(out.plan.seeds), "growth": out.profile["growth"]}
+            | {"seeds": list(out.plan.seeds), "growth": growth}
             for n, i, a in zip(out.names, out.answer_ids, answers, strict=True)
         ]
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
@@ -303,7 +305,7 @@ def _say_profile(out, plot: str | None, fmt: Format) -> None:
         cols, rows = api.memory_profile_rows(out.profile)
         render(cols, rows, fmt, title=f"{answers[0]['task']}: k* by tolerance")
         if fmt == Format.table:
-            typer.echo(out.profile["growth"]["sentence"])
+            typer.echo(growth["sentence"])
     typer.echo(
         f"memory {out.name!r}: {out.plan.params:,} parameters per model; trained "
         f"{out.ran} run(s), {out.rounds} search round(s){_spared(out)}; "
@@ -392,7 +394,7 @@ def list_answers(
 
     Example: seqbench memory list --format json
     """
-    rows = api.memory_answers(state(ctx).store("read"), name, task)
+    rows = flags_in(api.memory_answers(state(ctx).store("read"), name, task))
     if fmt == Format.json:
         doc = [
             {

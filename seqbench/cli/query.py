@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from seqbench import api
+from seqbench.cli._flags import flags
 from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, render
 
@@ -74,7 +75,7 @@ def query(
             timeout=timeout,
             max_rows=max_rows,
             **({} if max_bytes is None else {"max_bytes": max_bytes}),  # its own default
-            note=lambda line: typer.echo(f"note: {line}", err=True),
+            note=lambda line: typer.echo(f"note: {flags(line)}", err=True),
         )
     # the timeout covers printing too: a table of long values can take longer than the query
     with printing_deadline(timeout - (time.monotonic() - started), timeout):

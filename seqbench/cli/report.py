@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from seqbench import api
+from seqbench.cli._flags import flags
 from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, output_path, render
 from seqbench.errors import UsageError
@@ -119,7 +120,7 @@ def report(
 
 def _notes(notes: list[str]) -> None:
     for note in notes:
-        typer.echo(f"note: {note}", err=True)
+        typer.echo(f"note: {flags(note)}", err=True)
 
 
 def _table(rep, compare: bool, ci: bool, metric: str, by: str | None, fmt: Format) -> None:
@@ -289,7 +290,7 @@ def check(
     for r in rows:
         if r.note:
             label = " ".join(x for x in (f"k={r.k}", api.variant_label(r.variant)) if x)
-            typer.echo(f"missing {r.model}/{r.task} {label}: {r.note}", err=True)
+            typer.echo(f"missing {r.model}/{r.task} {label}: {flags(r.note)}", err=True)
     if junit:
         api.junit_xml(rows, junit)
     counts = {s: sum(r.status == s for r in rows) for s in api.CHECK_STATUSES}

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from seqbench.cli._flags import flags
 from seqbench.cli._options import state
 
 
@@ -48,7 +49,12 @@ def ui(
 
     try:
         serve_ui(
-            state(ctx).db, host=host, port=port, ready=ready, allow_hosts=tuple(allow_host or ())
+            state(ctx).db,
+            host=host,
+            port=port,
+            ready=ready,
+            allow_hosts=tuple(allow_host or ()),
+            words=flags,
         )
     except KeyboardInterrupt:
         typer.echo("stopped", err=True)

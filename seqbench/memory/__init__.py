@@ -25,9 +25,9 @@ LR_FACTORS = (0.3, 1.0, 3.0)
 def check_tolerance(epsilon: float, relative_to: str) -> None:
     """ε in (0, 1) and a known reference for it; ValueError otherwise (the CLI's one line)."""
     if not (isinstance(epsilon, float | int) and math.isfinite(epsilon) and 0 < epsilon < 1):
-        raise ValueError(f"--epsilon must lie in (0, 1), got {epsilon}")
+        raise ValueError(f"`epsilon` must lie in (0, 1), got {epsilon}")
     if relative_to not in RELATIVE_TO:
-        raise ValueError(f"--relative-to must be gap or best, got {relative_to!r}")
+        raise ValueError(f"`relative_to` must be gap or best, got {relative_to!r}")
 
 
 def k_grid(max_k: int) -> list[int]:

@@ -22,7 +22,7 @@ def confirm_plan(plan: MemoryPlan) -> MemoryPlan:
     as before); fixed steps (or epochs) are doubled. The budget, grid, seeds and tolerance
     stay."""
     if plan.epsilons:
-        raise UsageError("--confirm takes one tolerance; a profile (several --epsilon) has many")
+        raise UsageError("`confirm` takes one tolerance; a profile (several `epsilon`) has many")
     sets = dict(plan.sets)
     if any(p.max_steps for p in plan.points):  # the floor doubled too: a run that looked
         # converged early (a plateau before it learns) trains twice as long before it may stop

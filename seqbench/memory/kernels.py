@@ -31,7 +31,7 @@ def kernel_label(cfg: RunConfig) -> str:
 
 
 def family_label(cfg: RunConfig) -> str:
-    return cfg.model + (f" --stable λ={cfg.lam:g}" if cfg.stable else "")
+    return cfg.model + (f" stable λ={cfg.lam:g}" if cfg.stable else "")
 
 
 def equivalent_k(errors: list[float], error: float, n: float) -> str:

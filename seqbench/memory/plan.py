@@ -120,12 +120,12 @@ def parse_sets(items: list[str] | None) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for item in items or []:
-        key, val = split_assignment(item, "--set", "key=value")
+        key, val = split_assignment(item, "`set`", "key=value")
         if key in ("model", "task", "k", "seed", "params", "tags") or key not in FIELDS:
             if key in FIELDS:
-                flag = {"seed": "--seeds", "params": "--params", "k": "--max-k"}.get(key)
+                flag = {"seed": "`seeds`", "params": "`params`", "k": "`max_k`"}.get(key)
                 raise UsageError(
-                    f"--set {key}= is not for memory"
+                    f"`{key}=` is not for memory"
                     + (f"; give {flag}" if flag else ": it is what the command varies")
                 )
 
@@ -159,16 +159,12 @@ def make_plan(
     cells). `lr_search`: whose learning rate is searched (LR_SEARCH; default the references').
 
     Example: ``make_plan("teacher", sets=["seq_len=16"], families=["tcn"], name="t16")``"""
-    from seqbench.configure import check_fits, fed_steps
+    from seqbench.configure import fed_steps
     from seqbench.store.names import check_label
 
     if name is not None:
         check_label("memory", name)
-    given = parse_sets(sets)
-    if not {"steps", "epochs", "max_steps"} & set(given):
-        given["steps"] = AUTO  # every cell trained until it has converged, by default
-    if path is not None:
-        given["path"] = path
+    given = _given(sets, path)
     fams = tuple(dict.fromkeys(families if families is not None else FAMILIES))
     refs = tuple(dict.fromkeys(references if references is not None else REFERENCES))
     seeds_t = tuple(dict.fromkeys(seeds if seeds is not None else SEEDS))
@@ -177,17 +173,7 @@ def make_plan(
     profile = tolerances(epsilon, relative_to)
     epsilon = profile[0]
     profile = profile if len(profile) > 1 else ()
-    from seqbench.configure import make_config, readable
-
-    first = refs[0] if refs else fams[0]
-    probe = make_config(
-        first,
-        task,
-        readable(first, task, {"params": params or PARAMS, "seed": seeds_t[0], **given}),
-    )
-    # the length alone, at the default width (a lower bound of what each cell needs): a
-    # sequence too long is refused naming seq_len now, not after a budget search at every k
-    check_fits(replace(probe, params=None))
+    probe = _probe(refs[0] if refs else fams[0], task, given, params, seeds_t[0])
     steps = fed_steps(probe)
     top = _largest_k(task, max_k, steps)
     task_name = probe.task  # `file` resolves to the file's kind
@@ -206,12 +192,7 @@ def make_plan(
         tuple(k_grid(top)),
         epsilons=profile,
     )
-    lr_search = LR_SEARCH[0] if lr_search is None else lr_search
-    if lr_search not in LR_SEARCH:
-        raise UsageError(f"--lr-search must be one of {', '.join(LR_SEARCH)}, got {lr_search!r}")
-    searched = {"references": refs, "all": (*fams, *refs), "none": ()}[lr_search]
-    plan = replace(plan, lrs={m: _rates(m, probe, given, params) for m in searched})
-    plan = with_points(plan)
+    plan = with_points(_searched(plan, lr_search, probe, params))
     if params is None:  # the smallest budget from PARAMS up that every model meets at every k
         plan = with_points(replace(plan, params=smallest_budget(plan.points)))
     else:
@@ -219,6 +200,39 @@ def make_plan(
     eps_ident = list(profile) if profile else epsilon  # one ε: the name it always had
     ident = (task_name, given, probe, fams, refs, plan.params, seeds_t, eps_ident, top, relative_to)
     return replace(plan, name=name or default_name(*ident, lr_search=plan.lrs))
+
+
+def _given(sets: list[str] | None, path: str | None) -> dict[str, Any]:
+    """The fields every cell is given: `sets`, trained until converged unless they say how
+    long (steps, epochs or a cap), and the data file."""
+    given = parse_sets(sets)
+    if not {"steps", "epochs", "max_steps"} & set(given):
+        given["steps"] = AUTO  # every cell trained until it has converged, by default
+    if path is not None:
+        given["path"] = path
+    return given
+
+
+def _probe(model: str, task: str, given: dict, params: int | None, seed: int) -> RunConfig:
+    """The first model's config on the task: what the task resolves to (a file's kind, its T),
+    checked to fit at the default width (a lower bound of what each cell needs), so that a
+    sequence too long is refused naming seq_len now, not after a budget search at every k."""
+    from seqbench.configure import check_fits, make_config, readable
+
+    values = readable(model, task, {"params": params or PARAMS, "seed": seed, **given})
+    probe = make_config(model, task, values)
+    check_fits(replace(probe, params=None))
+    return probe
+
+
+def _searched(plan: MemoryPlan, lr_search: str | None, probe: RunConfig, params: int | None):
+    """The plan with the learning rates of the models whose rate is searched (LR_SEARCH)."""
+    lr_search = LR_SEARCH[0] if lr_search is None else lr_search
+    if lr_search not in LR_SEARCH:
+        raise UsageError(f"`lr_search` must be one of {', '.join(LR_SEARCH)}, got {lr_search!r}")
+    refs, fams = plan.references, plan.families
+    searched = {"references": refs, "all": (*fams, *refs), "none": ()}[lr_search]
+    return replace(plan, lrs={m: _rates(m, probe, plan.sets, params) for m in searched})
 
 
 def _rates(model: str, probe: RunConfig, given: dict, params: int | None) -> tuple[float, ...]:
@@ -245,23 +259,23 @@ def _check_parts(
     from seqbench.models import MODELS
 
     if not fams:
-        raise UsageError("--families names no feedforward family: nothing would vary k")
+        raise UsageError("`families` names no feedforward family: nothing would vary k")
     for m in fams:
         if MODELS.get(m).recurrent:
             raise UsageError(
-                f"--families takes feedforward models; {m} is recurrent (--references)"
+                f"`families` takes feedforward models; {m} is recurrent (`references`)"
             )
     for m in refs:
         if not MODELS.get(m).recurrent:
             raise UsageError(
-                f"--references takes recurrent models; {m} is feedforward (--families)"
+                f"`references` takes recurrent models; {m} is feedforward (`families`)"
             )
     if len(seeds) < MIN_SEEDS:
         raise UsageError(
             f"memory needs at least {MIN_SEEDS} seeds for an interval over seeds, got {len(seeds)}"
         )
     if params is not None and not (isinstance(params, int) and params > 0):
-        raise UsageError(f"--params must be a positive number of parameters, got {params}")
+        raise UsageError(f"`params` must be a positive number of parameters, got {params}")
 
 
 def _largest_k(task: str, max_k: int | None, steps: int) -> int:
@@ -269,9 +283,9 @@ def _largest_k(task: str, max_k: int | None, steps: int) -> int:
     if max_k is None:
         top = steps
     elif max_k > steps:
-        raise UsageError(f"--max-k {max_k} is beyond the {steps} steps a sequence of {task} has")
+        raise UsageError(f"`max_k` {max_k} is beyond the {steps} steps a sequence of {task} has")
     elif max_k < 2:
-        raise UsageError(f"--max-k must be at least 2, got {max_k}")
+        raise UsageError(f"`max_k` must be at least 2, got {max_k}")
     else:
         top = max_k
     if top < 2:
@@ -288,10 +302,10 @@ def tolerances(epsilon: float | list[float] | str | None, relative_to: str) -> t
         given = [_number(item) for item in split_list(given)]
     given = [given] if isinstance(given, int | float) else list(given)
     if not given:
-        raise UsageError("--epsilon names no tolerance: give one, or several (0.2,0.1,0.05)")
+        raise UsageError("`epsilon` names no tolerance: give one, or several (0.2,0.1,0.05)")
     if len(given) > MAX_TOLERANCES:
         raise UsageError(
-            f"--epsilon names {len(given):,} tolerances; a profile takes at most "
+            f"`epsilon` names {len(given):,} tolerances; a profile takes at most "
             f"{MAX_TOLERANCES} (each is one answer, its own k* and its own search)"
         )
     for eps in given:
@@ -313,7 +327,7 @@ def _number(item: str) -> float:
         return float(item)
     except ValueError:
         raise UsageError(
-            f"--epsilon must be a number or a comma-separated list (0.2,0.1,0.05), got {item!r}"
+            f"`epsilon` must be a number or a comma-separated list (0.2,0.1,0.05), got {item!r}"
         ) from None
 
 

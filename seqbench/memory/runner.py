@@ -266,8 +266,8 @@ def _run_points(
     if out.unfinished:
         raise SeqbenchError(
             f"{out.unfinished} of {out.total} run(s) of {plan.name!r} have no result "
-            "(failed or crashed): see `seqbench runs --status failed`; the same command "
-            "resumes (--retry-failed runs failed ones again)"
+            "(failed or crashed): see them with `seqbench runs` and `status` failed; the same "
+            "command resumes (`retry_failed` runs failed ones again)"
         )
     return out.ran
 
@@ -476,4 +476,4 @@ def check_memory_sweep(plan: MemoryPlan, store) -> None:
     except NotFoundError:
         return
     if not isinstance((sweep.spec or {}).get("memory"), dict):
-        raise SeqbenchError(f"sweep {plan.name!r} is not a memory sweep; give another --name")
+        raise SeqbenchError(f"sweep {plan.name!r} is not a memory sweep; give another `name`")

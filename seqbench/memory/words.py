@@ -71,7 +71,7 @@ def caveats(a: Answer, persistence: float | None) -> list[str]:
     if a.k_star is not None and a.k_star == a.max_k and not a.whole_input:
         out.append(
             f"k* is the largest context tried ({a.max_k}): a larger one may do better still "
-            "(--max-k)"
+            "(`max_k`)"
         )
     if a.verdict == "undecided":
         out.append(f"more seeds may tell: {more}")
@@ -89,9 +89,9 @@ def _more_seeds(a: Answer) -> str:
     (memory/stats.narrowing)."""
     n = max((c.n for c in a.cells), default=0)
     if n < 2:
-        return f"more seeds (--seeds 0:{2 * max(n, 3)}:+1) narrow the interval"
+        return f"more seeds (`seeds` 0:{2 * max(n, 3)}:+1) narrow the interval"
     return (
-        f"{2 * n} seeds (--seeds 0:{2 * n}:+1) make each test's bound about "
+        f"{2 * n} seeds (`seeds` 0:{2 * n}:+1) make each test's bound about "
         f"{narrowing(n):.1f}× tighter than {n} at the same spread"
     )
 
@@ -125,12 +125,12 @@ def sentence(a: Answer) -> str:
         if a.train_size is not None and a.train_size < FEW_SEQUENCES:
             return (
                 f"{lead}, and with {a.train_size} training sequences too little data may be "
-                "why: more data, or a smaller --params, before more steps."
+                "why: more data, or a smaller `params`, before more steps."
             )
         # a cell the cap stopped still improving wants a higher cap; else, under auto, the runs
         # stopped on what looked converged: a plateau before learning, which a floor carries past
         improving = any(c.improving for c in a.cells)
-        return f"{lead}; train longer ({_longer(a, improving)}) or give a larger --params."
+        return f"{lead}; train longer ({_longer(a, improving)}) or give a larger `params`."
     if a.verdict == "matches":
         c = a.star_cell
         lead = f"A context of k* = {a.k_star} is enough {where} (interval {a.k_low}–{a.k_high} "
@@ -171,10 +171,10 @@ def _longer(a: Answer, improving: bool = True) -> str:
     for a run the cap stopped still improving, and a higher floor for one that stopped
     without having learned (a plateau before learning looks converged to the rule)."""
     if not a.steps_auto:
-        return "--set steps=..."
+        return "`steps=...`"
     if improving:
-        return "--set max_steps=..."
-    return "--set steps=..., a higher floor: a run on a plateau before it learns looks converged"
+        return "`max_steps=...`"
+    return "`steps=...`, a higher floor: a run on a plateau before it learns looks converged"
 
 
 def _under_trained(a: Answer, where: str) -> str:
@@ -186,11 +186,11 @@ def _under_trained(a: Answer, where: str) -> str:
         measured = f"on these budgets {a.best_cell} beats every context up to k = {a.max_k}"
     were = "was" if len(a.under_trained) == 1 else "were"
     if a.steps_auto:  # every run trained until converged or its cap: a higher cap
-        how = f"--set max_steps={2 * a.train_steps}, twice this cap"
+        how = f"`max_steps={2 * a.train_steps}`, twice this cap"
     else:
         cap = f"steps={2 * a.train_steps}, twice these" if a.train_steps else "steps=..., more"
-        how = (f"--set steps=auto trains each run until it converges; or --set {cap}, with "
-               "--set patience=3")  # fmt: skip
+        how = (f"`steps=auto` trains each run until it converges; or `set` {cap}, with "
+               "`patience=3`")  # fmt: skip
     return (
         f"Undecided (under-trained) {where}: {measured}, but {', '.join(a.under_trained)} "
         f"{were} still improving at the last evaluation, and longer training may move the "

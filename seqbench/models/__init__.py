@@ -74,7 +74,7 @@ def condition(cfg):
     if spec.condition is not None:
         return spec.condition(cfg)
     if cfg.forget_cap is not None:
-        raise UsageError("forget_cap is the forget-gate cap of --stable on an lstm")
+        raise UsageError("forget_cap is the forget-gate cap of `stable` on an lstm")
     return cfg
 
 
@@ -118,11 +118,11 @@ def validate(c) -> None:
         wrappers = [m for m in MODELS if MODELS.get(m).wraps_base]
         if spec.wraps_base:
             raise UsageError(
-                f"--stable on a {c.model} model needs a base with a stability condition "
+                f"`stable` on a {c.model} model needs a base with a stability condition "
                 f"({', '.join(stable)}), not {c.base}"
             )
         raise UsageError(
-            f"--stable is defined for {', '.join(stable)} (and {', '.join(wrappers)} over "
+            f"`stable` is defined for {', '.join(stable)} (and {', '.join(wrappers)} over "
             f"them), not {c.model}"
         )
 

@@ -84,7 +84,7 @@ def valid_tolerance(x: float) -> bool:
 def check_tolerances(rtol: float, atol: float) -> None:
     """The one refusal of a bad --rtol or --atol (UsageError), before anything is opened."""
     if not (valid_tolerance(rtol) and valid_tolerance(atol)):
-        raise UsageError(f"--rtol and --atol must be finite and ≥ 0, got {rtol} and {atol}")
+        raise UsageError(f"`rtol` and `atol` must be finite and ≥ 0, got {rtol} and {atol}")
 
 
 def tolerance(value: float, rtol: float, atol: float, error: float) -> float:
@@ -95,7 +95,7 @@ def tolerance(value: float, rtol: float, atol: float, error: float) -> float:
     where an absolute floor (atol) would let it regress a hundredfold. 0 for a non-finite
     value."""
     if not (valid_tolerance(rtol) and valid_tolerance(atol)):
-        raise UsageError(f"--rtol and --atol must be finite and ≥ 0, got {rtol} and {atol}")
+        raise UsageError(f"`rtol` and `atol` must be finite and ≥ 0, got {rtol} and {atol}")
     if not math.isfinite(value):
         return 0.0
     return max(atol, rtol * abs(error))

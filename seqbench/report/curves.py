@@ -147,10 +147,10 @@ def grouped_curves(store, runs: list, metric: str, by: list[str], band: str = "s
     from seqbench.report.stats import interval
 
     if band not in BANDS:
-        raise UsageError(f"--band must be std or ci, got {band!r}")
+        raise UsageError(f"`band` must be std or ci, got {band!r}")
     for f in by:
         if f not in RUN_COLUMNS and f not in FIELDS:
-            raise UnknownNameError("--group-by field", f, [*RUN_COLUMNS, *FIELDS])
+            raise UnknownNameError("`group_by` field", f, [*RUN_COLUMNS, *FIELDS])
     groups: dict[str, list] = {}
     for run in runs:
         label = " ".join(f"{f}={_group_value(run, f)}" for f in by) or "all runs"

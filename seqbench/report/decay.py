@@ -103,9 +103,9 @@ def fit_decay(
     row whose rate is nan, `notes` (if given) gets one line saying which points the fit
     needed and which it had."""
     if x not in rep.by:
-        raise UsageError(f"--fit-decay needs --by {x} (the context axis)")
+        raise UsageError(f"`fit_decay` needs `by` {x} (the context axis)")
     if rep.frame is None:
-        raise UsageError("--fit-decay needs the report's runs")
+        raise UsageError("`fit_decay` needs the report's runs")
     others = [b for b in rep.group[1:] if b != x]
     cols = ["task", *others, "model", *COLUMNS]
     rows: list[list] = []

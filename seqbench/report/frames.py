@@ -33,9 +33,9 @@ def parse_by(by: str | list[str] | None) -> list[str]:
     allowed += [f for f in config_fields() if f not in GROUP_AXES]
     for b in out:
         if b not in allowed:
-            raise UnknownNameError("--by field", b, allowed)
+            raise UnknownNameError("`by` field", b, allowed)
     if len(set(out)) != len(out):
-        raise UsageError(f"--by names a field twice: {','.join(out)}")
+        raise UsageError(f"`by` names a field twice: {','.join(out)}")
     return out
 
 

@@ -98,7 +98,7 @@ class Report:
 
         return [
             f"{m}: runs differ in {', '.join(fs)} beyond the seed, so each config is reported "
-            f"apart ({shown(labels)}); --by {fs[0]} groups by it, --where picks one"
+            f"apart ({shown(labels)}); `by` {fs[0]} groups by it, `where` picks one"
             for m, (fs, labels) in (self.variants or {}).items()
         ] + list(self.row_notes or [])
 
@@ -144,7 +144,7 @@ def build_report(
     or a comma-separated list of them."""
     bys = parse_by(by)
     if compare is not None and len(compare) < 1:
-        raise UsageError("--compare needs at least one model")
+        raise UsageError("`compare` needs at least one model")
     every = results_frame(
         store,
         metric,
@@ -161,7 +161,7 @@ def build_report(
     if df.empty:
         known = store.summary_keys()
         if known and metric not in known:
-            raise UnknownNameError("--metric (a summary key)", metric, known)
+            raise UnknownNameError("`metric` (a summary key)", metric, known)
         if compare:
             raise SeqbenchError(
                 f"no completed runs with metric {metric!r} for "
@@ -212,8 +212,8 @@ def trained_until_converged(store, df: pd.DataFrame) -> list[str]:
     capped = sum(g.get("converged") == 0.0 for g in got.values())
     span = f"; trained {int(min(steps)):,}–{int(max(steps)):,} steps" if steps else ""
     return [
-        f"--steps auto: {len(ids) - capped} of {len(ids)} run(s) converged, {capped} reached "
-        f"the cap still improving (train longer: --set max_steps=N){span}"
+        f"`steps` auto: {len(ids) - capped} of {len(ids)} run(s) converged, {capped} reached "
+        f"the cap still improving (train longer: `max_steps=N`){span}"
     ]
 
 
@@ -265,7 +265,7 @@ def nothing_learned(rep: Report) -> list[str]:
         if judged and not learned:
             notes.append(
                 f"nothing learned at this budget on {task}: every cell is at its trivial "
-                f"baseline ({shown:.4g}) or beyond it; train longer (--set steps=...) before "
+                f"baseline ({shown:.4g}) or beyond it; train longer (`steps=...`) before "
                 "comparing the models"
             )
     return notes
@@ -319,7 +319,7 @@ def row_differences(df: pd.DataFrame, group: list[str]) -> list[str]:
         parts = "; ".join(f"{', '.join(rs)}: {v}" for v, rs in by_values.items())
         notes.append(
             f"{model} on {task}: rows differ in {', '.join(vary)}, not only in "
-            f"{', '.join(group[1:])} ({parts}); compare them with care, or --where one config"
+            f"{', '.join(group[1:])} ({parts}); compare them with care, or `where` one config"
         )
     return notes
 

@@ -97,7 +97,7 @@ def write_wall(conn) -> str | None:
     what = "is a superuser" if superuser else "can write to seqbench's tables"
     return (
         f"role {role!r} {what}: a read-only transaction keeps this query from writing; "
-        "hand analysts a reader role instead (seqbench db reader-role --help)"
+        "hand analysts a reader role instead (seqbench db reader-role, whose help says how)"
     )
 
 
@@ -126,7 +126,7 @@ def bind_parameters(sql: str, params: dict[str, Any]) -> tuple[str, dict[str, An
                 name = m.group(0)
                 if name not in params:
                     raise StoreError(
-                        f"SQL error: no value for the parameter :{name} (--param {name}=VALUE)"
+                        f"SQL error: no value for the parameter :{name} (`param` {name}=VALUE)"
                     )
                 used[name] = params[name]
                 out.append(f"%({name})s")

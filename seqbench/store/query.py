@@ -162,12 +162,12 @@ def run_query(
     db = reader.db if reader is not None else getattr(db, "url", db)  # a Store: its URL
     if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
         raise UsageError(
-            f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT_S}], got {timeout:.6g}"
+            f"`timeout` must be a number of seconds in (0, {MAX_TIMEOUT_S}], got {timeout:.6g}"
         )
     if max_rows < 1:
-        raise UsageError(f"--max-rows must be at least 1, got {max_rows}")
+        raise UsageError(f"`max_rows` must be at least 1, got {max_rows}")
     if max_bytes < 1:
-        raise UsageError(f"--max-bytes must be at least 1, got {max_bytes}")
+        raise UsageError(f"`max_bytes` must be at least 1, got {max_bytes}")
     _check_text(sql, "the SQL text")
     for name, value in (params or {}).items():
         _check_text(name, "a parameter name")
@@ -263,15 +263,15 @@ class _Limits:
     def too_big(self) -> StoreError:
         return StoreError(
             f"the query's result is larger than {self.max_bytes} bytes; select fewer or "
-            "shorter values, or raise --max-bytes"
+            "shorter values, or raise `max_bytes`"
         )
 
     def too_many(self) -> StoreError:
         return StoreError(
-            f"the query returned more than {self.max_rows} rows; add a LIMIT or raise --max-rows"
+            f"the query returned more than {self.max_rows} rows; add a LIMIT or raise `max_rows`"
         )
 
     def timed_out(self) -> StoreError:
         return StoreError(
-            f"the query ran longer than {self.timeout:g} s and was stopped; raise --timeout"
+            f"the query ran longer than {self.timeout:g} s and was stopped; raise `timeout`"
         )

@@ -152,7 +152,7 @@ class ReadStore:
             params.update(more)
         if where:
             if ";" in where:
-                raise UsageError("--where takes one SQL condition, without ';'")
+                raise UsageError("`where` takes one SQL condition, without ';'")
             sql.append(f"AND r.id IN (SELECT run_id FROM {self._where_view(where, fields)} "
                        f"WHERE {where})")  # fmt: skip
         cols, rows = self.query("\n".join(sql), params)

@@ -255,7 +255,7 @@ def create_reader_role(
             raise StoreError(
                 f"nothing was changed: role {role!r} could connect to the server's other "
                 f"database(s) {', '.join(others)} (PUBLIC may) and take resources there; run "
-                "again with --lock-other-databases as a superuser (CONNECT there is revoked "
+                "again with `lock_other_databases` as a superuser (CONNECT there is revoked "
                 "from PUBLIC and granted to each login role that had it), or have an "
                 f"administrator run REVOKE CONNECT ON DATABASE <name> FROM PUBLIC for each"
             )
@@ -279,11 +279,11 @@ def reader_role(
 
     if not 1 <= limits.get("connection_limit", 1) <= 10_000:  # the flags first, then the store
         raise UsageError(
-            f"--connection-limit must be in 1..10000, got {limits['connection_limit']}"
+            f"`connection_limit` must be in 1..10000, got {limits['connection_limit']}"
         )
     url = resolve_url(db)
     if not url.startswith("postgresql"):
-        raise UsageError("a reader role is for a PostgreSQL store (--db postgresql+psycopg://…)")
+        raise UsageError("a reader role is for a PostgreSQL store (`db` postgresql+psycopg://…)")
     valid_role_name(role)
     if execute:
         open_store(db, "read").dispose()  # a seqbench store at head

@@ -81,8 +81,8 @@ class SweepRows:
             elif sweep.spec != spec:
                 if not (force or replan):
                     raise UsageError(
-                        f"sweep {name!r} exists with a different spec; use another --name, "
-                        "--replan to take the new spec (points done keep their runs), or --force "
+                        f"sweep {name!r} exists with a different spec; use another `name`, "
+                        "`replan` to take the new spec (points done keep their runs), or `force` "
                         "to replace it and re-run every point"
                     )
                 sweep.spec = spec

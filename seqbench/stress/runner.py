@@ -95,11 +95,11 @@ def check_ram(
     except (NotImplementedError, RuntimeError, OverflowError, ValueError, MemoryError):
         n = 4 * hidden * (hidden + in_dim) * max(layers, 1)  # an init the meta device lacks
     need += n * dtype.itemsize * 2
-    state = ", --set d_state" if base_spec(cfg).state_units is not None else ""
+    state = ", `set` d_state" if base_spec(cfg).state_units is not None else ""
     require_ram(
         need,
         f"stress {cfg.model} at T={seq_len}, B={batch}, H={hidden}",
-        f"--seq-len, --batch, --hidden{state}",
+        f"`seq_len`, `batch`, `hidden`{state}",
     )
 
 
@@ -139,7 +139,7 @@ def trained_backbone(store: Store, run_ref: str):
     run = store.require_run(run_ref)
     if not run.checkpoint:
         raise SeqbenchError(
-            f"run {run.id} has no checkpoint: train it with --save-checkpoint to stress it"
+            f"run {run.id} has no checkpoint: train it with `save_checkpoint` to stress it"
         )
     if not os.path.exists(run.checkpoint):
         raise SeqbenchError(f"run {run.id}: checkpoint {run.checkpoint} is missing")
@@ -155,7 +155,7 @@ def trained_backbone(store: Store, run_ref: str):
         # a --stable LSTM trained before the forget-gate cap: today's resolution caps f,
         # so its weights would run in a model they were not trained in
         raise SeqbenchError(
-            f"run {run.id} is a --stable LSTM trained before the forget-gate cap (no "
+            f"run {run.id} is a `stable` LSTM trained before the forget-gate cap (no "
             "forget_cap): today's stable LSTM caps f, so its weights are not analysable as "
             "it ran; retrain it"
         )
@@ -364,24 +364,24 @@ def _check_args(
     if dtype not in ("float32", "float64"):
         raise UsageError(f"dtype must be float32 or float64, got {dtype!r}")
     if not (math.isfinite(rtol) and 0 < rtol < 1):
-        raise UsageError(f"--rtol must be a number in (0, 1), got {rtol:g}")
+        raise UsageError(f"`rtol` must be a number in (0, 1), got {rtol:g}")
     if not (math.isfinite(eps) and 0 <= eps < 1):
-        raise UsageError(f"--eps must be a number in [0, 1), got {eps:g}")
+        raise UsageError(f"`eps` must be a number in [0, 1), got {eps:g}")
     if k is not None and k < 1:
         raise UsageError(f"k must be at least 1, got {k}")
     from seqbench.parsing import MAX_SEED
 
     for s in seeds:
         if not 0 <= s <= MAX_SEED:
-            raise UsageError(f"--seeds: a seed must be in [0, 2^32), got {s}")
+            raise UsageError(f"`seeds`: a seed must be in [0, 2^32), got {s}")
     for m in models:
         MODELS.get(m)
-    flags = {"model": "--models", "seq_len": "--seq-len", "hidden": "--hidden", "k": "--k"}
+    flags = {"model": "`models`", "seq_len": "`seq_len`", "hidden": "`hidden`", "k": "`k`"}
     for key in overrides or {}:
         if key in flags:
-            raise UsageError(f"--set {key}: give it as {flags[key]}")
+            raise UsageError(f"`set` {key}: give it as {flags[key]}")
         if key == "task":
-            raise UsageError("--set task: stress analyses models on random inputs, not a task")
+            raise UsageError("`set` task: stress analyses models on random inputs, not a task")
     from seqbench.configure import not_read_by_any, read_by_any
 
     base = (overrides or {}).get("base")
@@ -392,8 +392,8 @@ def _check_args(
         recurrent = [m for m in models if MODELS.get(m).recurrent]
         if recurrent:
             raise UsageError(
-                f"--k sets a feedforward model's context; {', '.join(recurrent)} "
-                "is measured through full backpropagation: stress it without --k"
+                f"`k` sets a feedforward model's context; {', '.join(recurrent)} "
+                "is measured through full backpropagation: stress it without `k`"
             )
 
 

@@ -188,7 +188,7 @@ def check_address(address: str) -> None:
     """HOST:PORT must accept a TCP connection (fail fast instead of Ray's long retries)."""
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit():
-        raise UsageError(f"--address must be auto, local or HOST:PORT, got {address!r}")
+        raise UsageError(f"`address` must be auto, local or HOST:PORT, got {address!r}")
     try:
         socket.create_connection((host, int(port)), timeout=3).close()
     except OSError as e:

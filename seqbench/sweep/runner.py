@@ -71,7 +71,7 @@ MAX_STALE_S = 30 * 86400  # a heartbeat older than 30 days is stale whatever was
 def check_options(stale_after: float = 60.0, **_: object) -> None:
     if not 0 < stale_after <= MAX_STALE_S:  # nan fails too
         raise UsageError(
-            f"--stale-after must be a number of seconds in (0, {MAX_STALE_S}] (30 days), "
+            f"`stale_after` must be a number of seconds in (0, {MAX_STALE_S}] (30 days), "
             f"got {stale_after:g}"
         )
 
@@ -97,31 +97,31 @@ def visible_gpus() -> int:
 def check_gpus(gpus: list[int] | None, runs_per_gpu: int, available: int) -> None:
     """One-line errors for a GPU request this machine cannot meet (`available` GPUs)."""
     if not 0 < runs_per_gpu <= MAX_WORKERS:
-        raise UsageError(f"--runs-per-gpu must be in 1..{MAX_WORKERS}, got {runs_per_gpu}")
+        raise UsageError(f"`runs_per_gpu` must be in 1..{MAX_WORKERS}, got {runs_per_gpu}")
     if gpus is None:
         return
     if not gpus:
-        raise UsageError("--gpus names no GPU")
+        raise UsageError("`gpus` names no GPU")
     if len(set(gpus)) != len(gpus):
-        raise UsageError(f"--gpus names a GPU twice: {','.join(map(str, gpus))}")
+        raise UsageError(f"`gpus` names a GPU twice: {','.join(map(str, gpus))}")
     if available == 0:
-        raise UsageError("--gpus: no CUDA GPU is visible here")
+        raise UsageError("`gpus`: no CUDA GPU is visible here")
     bad = [g for g in gpus if not 0 <= g < available]
     if bad:
         raise UsageError(
-            f"--gpus {','.join(map(str, gpus))}: this machine has {available} GPU"
+            f"`gpus` {','.join(map(str, gpus))}: this machine has {available} GPU"
             f"{'s' if available != 1 else ''} (0..{available - 1}), not {bad[0]}"
         )
 
 
 def check_executor(executor: str) -> None:
     if executor not in ("local", "ray"):
-        raise UsageError(f"--executor must be local or ray, got {executor!r}")
+        raise UsageError(f"`executor` must be local or ray, got {executor!r}")
 
 
 def check_workers(workers: int | None) -> None:
     if workers is not None and not 0 < workers <= MAX_WORKERS:
-        raise UsageError(f"--workers must be in 1..{MAX_WORKERS}, got {workers}")
+        raise UsageError(f"`workers` must be in 1..{MAX_WORKERS}, got {workers}")
 
 
 def executor_factory(
@@ -143,7 +143,7 @@ def executor_factory(
     check_gpus(gpus, runs_per_gpu, available)
     if executor == "ray":
         if gpus is not None:
-            raise UsageError("--gpus is for the local executor; Ray places GPU points itself")
+            raise UsageError("`gpus` is for the local executor; Ray places GPU points itself")
         from seqbench.sweep.executors import RayExecutor
 
         ray_exec = RayExecutor(address, workers, runs_per_gpu)
@@ -154,10 +154,10 @@ def executor_factory(
         gpus = list(range(available))
     if gpus:
         if workers is not None:
-            raise UsageError("on GPUs, give --runs-per-gpu (workers per GPU), not --workers")
+            raise UsageError("on GPUs, give `runs_per_gpu` (workers per GPU), not `workers`")
         return lambda: LocalExecutor(0, gpus, runs_per_gpu)
     if runs_per_gpu != 1:
-        raise UsageError("--runs-per-gpu needs points that run on CUDA (--set device=cuda)")
+        raise UsageError("`runs_per_gpu` needs points that run on CUDA (`device=cuda`)")
     n_workers = workers or usable_cpus()
     return lambda: LocalExecutor(n_workers)
 

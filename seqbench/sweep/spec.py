@@ -93,7 +93,7 @@ def parse_values(field: str, text: str) -> list[Any]:
         return [coerce(field, text)]
     vals = [coerce(field, v) for v in split_list(text)]
     if not vals:
-        raise UsageError(f"--set {field}= has no values")
+        raise UsageError(f"`{field}=` has no values")
     return vals
 
 
@@ -106,11 +106,11 @@ def _csv(text: str | list | None) -> list[str]:
 def grid_from_flags(models, tasks, k, seeds, sets: list[str] | None) -> dict:
     grid: dict[str, Any] = {"models": _csv(models), "tasks": _csv(tasks)}
     if k:
-        grid["k"] = parse_range(k, "--k")
-    grid["seeds"] = parse_range(seeds, "--seeds") if seeds else [0]
+        grid["k"] = parse_range(k, "`k`")
+    grid["seeds"] = parse_range(seeds, "`seeds`") if seeds else [0]
     axes = {}
     for item in sets or []:
-        key, val = split_assignment(item, "--set", "key=v1,v2")
+        key, val = split_assignment(item, "`set`", "key=v1,v2")
         axes[key] = parse_values(key, val)
     if axes:
         grid["set"] = axes
@@ -185,7 +185,7 @@ def check_budget(points: list[RunConfig], budget: int) -> None:
             fit_size(cfg.model, tasks[key], cfg.model_args(), budget)
         except UsageError as e:
             at = f" at k = {cfg.k}" if cfg.k is not None else ""
-            raise UsageError(f"--params {budget}{at}: {e}") from None
+            raise UsageError(f"`params` {budget}{at}: {e}") from None
 
 
 def smallest_budget(points: list[RunConfig], start: int = BUDGET, limit: float = 4.0) -> int:
@@ -340,15 +340,15 @@ def plan(
         check_label("sweep", name)
     sources = [bool(preset), bool(spec), bool(models or tasks or k or set_)]
     if sum(sources) == 0:
-        raise UsageError("give --models and --tasks, a --spec file or a --preset")
+        raise UsageError("give `models` and `tasks`, a `spec` file or a `preset`")
     if sum(sources) > 1:
-        raise UsageError("give grid flags, --spec or --preset, not several")
+        raise UsageError("give grid flags, `spec` or `preset`, not several")
     held = None
     if preset:
         grids = preset_grids(preset, scale)
         if seeds != "0":
             for g in grids:
-                g["seeds"] = parse_range(seeds, "--seeds")
+                g["seeds"] = parse_range(seeds, "`seeds`")
         spec_doc = {"preset": preset, "scale": scale, "grids": grids}
         if seeds == "0":  # the preset as shipped: a name to quote in docs and --sweep filters
             name = name or f"{preset}-{scale}"

@@ -75,7 +75,7 @@ def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         return task, {}
     if not values.get("path"):
         raise UsageError(
-            "the file tasks need a data file: --path FILE.npz (or a directory of .npy files, "
+            "the file tasks need a data file: `path` FILE.npz (or a directory of .npy files, "
             "or a CSV or Parquet table)"
         )
     from seqbench.tasks.filedata import describe
@@ -84,7 +84,7 @@ def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if task != FILE_TASK:
         asked = task.removeprefix("file-")
         if target is not None and target != asked:
-            raise UsageError(f"--task {task} asks for {asked}, but target is {target!r}")
+            raise UsageError(f"`task` {task} asks for {asked}, but target is {target!r}")
         target = asked
     from seqbench.tasks import series
 

@@ -22,7 +22,7 @@ class FileTask(Task):
     def __init__(self, args: TaskArgs):
         if not args.path:
             raise SeqbenchError(
-                "the file tasks need a data file: --path FILE.npz, a directory of .npy files, "
+                "the file tasks need a data file: `path` FILE.npz, a directory of .npy files, "
                 "or a CSV or Parquet table"
             )
         choice = series.choice_for(args.path, args)

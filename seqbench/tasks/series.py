@@ -109,8 +109,8 @@ def choice_from(values: dict, path: str) -> Choice:
     y = columns(get("y_cols"))
     if not y:
         raise UsageError(
-            f"data file {path!r} is a table: name its target column(s) with --set y_cols=NAME "
-            "(and the inputs with --set x_cols=A,B; without them the targets' own past)"
+            f"data file {path!r} is a table: name its target column(s) with `y_cols=NAME` "
+            "(and the inputs with `x_cols=A,B`; without them the targets' own past)"
         )
     x = columns(get("x_cols")) or None
     for name, cols in (("y_cols", y), ("x_cols", x or ())):
@@ -464,7 +464,7 @@ class Table:
                 raise _fail(
                     path,
                     f"{name} has {b - a} rows; a window of T = {T} and horizon {h} needs "
-                    f"{T + h} (lower --set seq_len)",
+                    f"{T + h} (lower `set` seq_len)",
                 )
             s = np.arange(a, a + n)
             starts.append(s)

@@ -165,7 +165,7 @@ class TextFile(LanguageModel):
     def __init__(self, args: TaskArgs):
         super().__init__(args)
         if not args.path:
-            raise SeqbenchError("the text task needs a file: --set path=FILE")
+            raise SeqbenchError("the text task needs a file: `path=FILE`")
         p = Path(args.path)
         if not p.exists():
             raise SeqbenchError(f"text: no such file {args.path!r}")

@@ -83,7 +83,7 @@ def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda: no CUDA GPU is available here (use --device cpu)")
+        raise UsageError("`device` cuda: no CUDA GPU is available here (use `device` cpu)")
     return torch.device(name)
 
 
@@ -108,13 +108,13 @@ def prepare(cfg: RunConfig):
         n_train = getattr(task, "n_train", None)
         if n_train is None:
             raise UsageError(
-                f"--epochs needs a task with a fixed training set; {cfg.task} draws "
-                "fresh data every batch: use --steps"
+                f"`epochs` needs a task with a fixed training set; {cfg.task} draws "
+                "fresh data every batch: use `steps`"
             )
         steps = cfg.epochs * math.ceil(n_train / cfg.batch_size)
         if steps > MAX_STEPS:
             raise UsageError(
-                f"--epochs {cfg.epochs} is {steps:,} steps of {cfg.task} ({n_train:,} sequences, "
+                f"`epochs` {cfg.epochs} is {steps:,} steps of {cfg.task} ({n_train:,} sequences, "
                 f"batch {cfg.batch_size}); a run has at most {MAX_STEPS:,}"
             )
         cfg = replace(cfg, steps=steps)

@@ -47,7 +47,7 @@ def busy_cpus() -> int:
 
 def check_threads(n: int | None) -> int | None:
     if n is not None and not 1 <= n <= MAX_THREADS:
-        raise UsageError(f"--threads must be in 1..{MAX_THREADS}, got {n}")
+        raise UsageError(f"`threads` must be in 1..{MAX_THREADS}, got {n}")
     return n
 
 

@@ -127,10 +127,13 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 class Dashboard:
     """The pages over one store: each method takes the query (a dict of lists) and returns
-    (title, body HTML, refresh seconds or None)."""
+    (title, body HTML, refresh seconds or None). `words` turns the library's text (an
+    answer's sentence, a warning, an error) into the words of the front end that started the
+    dashboard: `seqbench ui` hands over the CLI's, which names flags."""
 
-    def __init__(self, db: str | None):
+    def __init__(self, db: str | None, words: Callable[[str], str] = str):
         self.db = db
+        self.words = words  # the library's text as the front end that started it spells it
         self.store = api.open_store(db, "read")  # a bad --db fails here, in one line
 
     def close(self) -> None:
@@ -394,14 +397,14 @@ class Dashboard:
             raise NotFound(f"no memory answer {chosen!r} in this store")
         a = picked[0]
         d = a["details"]
-        body += f"<h3 id='sentence'>{_e(a['sentence'])}</h3>"
+        body += f"<h3 id='sentence'>{_e(self.words(a['sentence']))}</h3>"
         if a["stale"]:
             body += "<p class='warning'>stale: a run it rests on was deleted or archived since; "
             body += "run the same <code>seqbench memory</code> command again.</p>"
         for w in d.get("warnings", []):
-            body += f"<p class='warning'>warning: {_e(w)}</p>"
+            body += f"<p class='warning'>warning: {_e(self.words(w))}</p>"
         if d.get("lr_chosen"):  # --lr-search: the rates chosen on validation
-            body += f"<p id='lr-chosen'>note: {_e(d['lr_chosen'])}</p>"
+            body += f"<p id='lr-chosen'>note: {_e(self.words(d['lr_chosen']))}</p>"
         head, cells = api.memory_cells(d)
         body += _table(head, cells, ident="cells")
         with _DRAW:
@@ -409,7 +412,8 @@ class Dashboard:
         body += f"<div class='chart' id='memory-chart'>{chart}</div>"
         profile = d.get("profile")
         if profile:  # one tolerance of a profile: k*(ε) over all of them, and the growth law
-            body += f"<h3 id='growth'>k* by tolerance: {_e(profile['growth']['sentence'])}</h3>"
+            growth = self.words(profile["growth"]["sentence"])
+            body += f"<h3 id='growth'>k* by tolerance: {_e(growth)}</h3>"
             body += _table(*api.memory_profile_rows(profile), ident="profile")
             with _DRAW:
                 chart = svg(api.plot_memory_profile(profile, d, None))
@@ -587,10 +591,10 @@ class _Handler(BaseHTTPRequestHandler):
             title, body, refresh = self.board.page(url.path, parse_qs(url.query))
             return HTTPStatus.OK, render_page(title, body, url.path, refresh, where)
         except NotFound as e:
-            body = f"<p>{html.escape(str(e))}</p>"
+            body = f"<p>{html.escape(self.board.words(str(e)))}</p>"
             return HTTPStatus.NOT_FOUND, render_page("not found", body, "", None, where)
         except SeqbenchError as e:  # a bad filter, an unknown run: said on the page
-            body = f"<p class='error'>{html.escape(str(e))}</p>"
+            body = f"<p class='error'>{html.escape(self.board.words(str(e)))}</p>"
             page = render_page("cannot show this", body, url.path, None, where)
             return HTTPStatus.BAD_REQUEST, page
         except Exception as e:  # ours: one line to the browser, the traceback logged
@@ -736,19 +740,21 @@ def serve_ui(
     port: int = 8000,
     ready=None,
     allow_hosts: tuple[str, ...] = (),
+    words: Callable[[str], str] = str,
 ) -> None:
-    """Serve the dashboard until interrupted. `ready(url)` is called once it listens. Requests
-    whose Host header names anything but loopback, `host` or `allow_hosts` are refused."""
+    """Serve the dashboard until interrupted. `ready(url)` is called once it listens. `words`: as
+    Dashboard's. Requests whose Host header names anything but loopback, `host` or
+    `allow_hosts` are refused."""
     import errno
 
-    board = Dashboard(db)
+    board = Dashboard(db, words)
     try:
         try:
             httpd = _Server((host, port), make_handler(board, allowed_hosts(host, allow_hosts)))
         except OSError as e:
             if e.errno == errno.EADDRINUSE:
                 raise SeqbenchError(
-                    f"port {port} on {host} is in use: give another with --port"
+                    f"port {port} on {host} is in use: give another with `port`"
                 ) from None
             raise SeqbenchError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
         url = f"http://{host}:{httpd.server_address[1]}/"

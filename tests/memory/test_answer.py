@@ -75,7 +75,7 @@ def test_a_tolerance_relative_to_the_best_and_the_excess_in_the_metrics_terms():
     assert best.k_star == 16 and math.isclose(best.tolerance, 0.0046)
     assert "within 10% of the best's own value" in best.sentence
     assert best.to_dict()["relative_to"] == "best"
-    with pytest.raises(ValueError, match="--relative-to must be gap or best"):
+    with pytest.raises(ValueError, match="`relative_to` must be gap or best"):
         answer(cells, relative_to="baseline")
 
 
@@ -100,7 +100,7 @@ def test_the_undecided_warning_names_only_contexts_inside_the_interval():
     assert [c.status for c in a.cells[:3]] == ["outside", "outside", "undecided"]
     (line,) = [w for w in a.warnings if "cannot tell" in w]
     assert "whether k = 4 … 7 is within" in line, line
-    assert "6 seeds (--seeds 0:6:+1) make each test's bound about 2.0× tighter" in line, line
+    assert "6 seeds (`seeds` 0:6:+1) make each test's bound about 2.0× tighter" in line, line
 
 
 def test_a_context_the_seeds_cannot_place_keeps_the_interval_open_below_it():
@@ -175,17 +175,17 @@ def test_nothing_learned_when_every_cell_is_at_the_baseline():
     a = answer(cells)
     assert a.verdict == "nothing-learned" and a.k_star is None
     assert not any(c.matches for c in a.cells)
-    assert "train longer (--set steps=...) or give a larger --params" in a.sentence
+    assert "train longer (`steps=...`) or give a larger `params`" in a.sentence
     # trained until converged: runs that stopped on a plateau need a higher floor, not a cap
     auto = answer(cells, steps_auto=True, train_steps=3000)
-    assert "train longer (--set steps=..., a higher floor" in auto.sentence
+    assert "train longer (`steps=...`, a higher floor" in auto.sentence
     # and so does a reference that stopped there (docs/memory.md's chorales: it asked for a cap)
     (w,) = [w for w in auto.warnings if "lstm did not learn" in w]
-    assert "--set steps=..., a higher floor" in w and "max_steps" not in w
+    assert "`steps=...`, a higher floor" in w and "max_steps" not in w
     # a cell the cap stopped still improving asks for a higher cap (docs/memory.md's copy)
     slow = answer(cells, steps_auto=True, train_steps=3000,
                   columns={"improving": improving_at(cells, {("lstm", None)})})  # fmt: skip
-    assert "train longer (--set max_steps=...) or give" in slow.sentence
+    assert "train longer (`max_steps=...`) or give" in slow.sentence
 
 
 def test_chance_cells_learned_nothing():
@@ -278,7 +278,7 @@ def test_cells_still_improving_are_flagged_under_trained():
     assert [c.improving for c in a.cells] == [False, False, False, True]
     assert any("gru was still improving" in w for w in a.warnings)
     a = answer({("tcn", 1): FLAT, ("tcn", 4): LOW}, columns={"improving": [True] * 6})
-    assert "under-trained; train longer (--set steps=...): tcn at k=1, tcn at k=4" in a.warnings
+    assert "under-trained; train longer (`steps=...`): tcn at k=1, tcn at k=4" in a.warnings
 
 
 def improving_at(cells: dict, slow: set) -> list[bool]:
@@ -308,7 +308,7 @@ def test_an_answer_resting_on_a_cell_still_improving_is_under_trained(slow, name
     a = answer(GRID, train_steps=800, columns={"improving": improving_at(GRID, slow)})
     assert a.verdict == "under-trained" and (a.k_star, a.k_low, a.k_high) == (4, 3, 4)
     assert a.sentence.startswith("Undecided (under-trained) on t: these budgets put k* at 4")
-    assert f"but {named} w" in a.sentence and "--set steps=1600, twice these" in a.sentence
+    assert f"but {named} w" in a.sentence and "`set` steps=1600, twice these" in a.sentence
     assert "matches" not in a.sentence and "is enough" not in a.sentence
     doc = a.to_dict()
     assert doc["verdict"] == "under-trained" and doc["under_trained"] == named.split(", ")
@@ -321,7 +321,7 @@ def test_a_cell_inside_the_interval_still_improving_makes_it_under_trained():
     assert (answer(cells).k_low, answer(cells).k_star) == (2, 4)
     a = answer(cells, columns={"improving": improving_at(cells, {("tcn", 2)})})
     assert a.verdict == "under-trained" and a.under_trained == ["tcn at k=2"]
-    assert "--set steps=..., more" in a.sentence  # no steps known: no number made up
+    assert "`set` steps=..., more" in a.sentence  # no steps known: no number made up
 
 
 def test_cells_an_answer_does_not_rest_on_leave_it_standing():
@@ -329,7 +329,7 @@ def test_cells_an_answer_does_not_rest_on_leave_it_standing():
     warning still says so)."""
     a = answer(GRID, columns={"improving": improving_at(GRID, {("tcn", 1)})})
     assert a.verdict == "matches" and a.under_trained == []
-    assert "under-trained; train longer (--set steps=...): tcn at k=1" in a.warnings
+    assert "under-trained; train longer (`steps=...`): tcn at k=1" in a.warnings
 
 
 def test_needs_recurrence_rests_on_the_largest_context():
@@ -358,7 +358,7 @@ def test_a_cell_the_race_left_at_two_seeds_one_improving_is_flagged():
         columns={"improving": [True, False] + [True, False, False] + [False] * 3},
     )
     assert [c.improving for c in a.cells] == [True, False, False]
-    assert "under-trained; train longer (--set steps=...): tcn at k=1" in a.warnings
+    assert "under-trained; train longer (`steps=...`): tcn at k=1" in a.warnings
 
 
 @pytest.mark.parametrize(

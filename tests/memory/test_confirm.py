@@ -33,7 +33,7 @@ def test_the_confirm_plan_doubles_every_cap_and_keeps_the_rest():
     assert {(p.steps, p.max_steps, p.patience) for p in confirm_plan(fixed).points} == {
         (600, None, 2)
     }
-    with pytest.raises(UsageError, match="--confirm takes one tolerance"):
+    with pytest.raises(UsageError, match="`confirm` takes one tolerance"):
         confirm_plan(make_plan("teacher", sets=["seq_len=8"], epsilon=[0.1, 0.05], **PLAN))
 
 

@@ -36,7 +36,7 @@ def test_whose_rate_is_searched_and_at_which_rates():
     assert len({default.name, every.name, none.name}) == 3  # three questions, three names
     given = make_plan("teacher", **{**PLAN, "sets": [*PLAN["sets"], "lr=0.01"]})
     assert given.lrs == {"gru": (0.003, 0.01, 0.03)}  # around the rate given
-    with pytest.raises(UsageError, match="--lr-search must be one of references, all, none"):
+    with pytest.raises(UsageError, match="`lr_search` must be one of references, all, none"):
         make_plan("teacher", lr_search="some", **PLAN)
 
 

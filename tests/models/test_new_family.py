@@ -84,7 +84,7 @@ def test_a_family_registered_in_models_trains_with_stable(diagonal, tmp_path):
 
 def test_stable_is_refused_for_a_family_without_a_condition(diagonal, tmp_path):
     MODELS._items["toydiag"] = ModelSpec("toydiag", "no condition", True, Diagonal)
-    with pytest.raises(UsageError, match="--stable is defined for rnn, lstm, indrnn"):
+    with pytest.raises(UsageError, match="`stable` is defined for rnn, lstm, indrnn"):
         api.make_config("toydiag", "adding", {"stable": True})
     with pytest.raises(UsageError, match="needs a base with a stability condition"):
         api.make_config("window", "adding", {"stable": True, "base": "toydiag"})

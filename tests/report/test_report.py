@@ -94,7 +94,7 @@ def test_where_is_read_only_and_filters(filled):
     assert set(rep.stats["k"]) == {8}
     with pytest.raises(SeqbenchError):
         build_report(str(filled), where="1=1; DELETE FROM runs")
-    with pytest.raises(UsageError, match=r"unknown --by field 'lrr'.*Did you mean 'lr'"):
+    with pytest.raises(UsageError, match=r"unknown `by` field 'lrr'.*Did you mean 'lr'"):
         build_report(str(filled), by="lrr")
     with pytest.raises(UsageError, match="twice"):
         build_report(str(filled), by="k,k")

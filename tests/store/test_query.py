@@ -124,7 +124,7 @@ def test_split_statement_skips_quotes_and_dollar_bodies():
 
 def test_a_statement_past_the_timeout_is_stopped(filled):
     endless = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT MAX(n) FROM c"
-    with pytest.raises(StoreError, match=r"longer than 0.2 s .* raise --timeout"):
+    with pytest.raises(StoreError, match=r"longer than 0.2 s .* raise `timeout`"):
         run_query(str(filled), endless, timeout=0.2)
 
 
@@ -132,7 +132,7 @@ def test_more_rows_than_the_limit_are_refused(filled):
     many = (
         "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c LIMIT 50) SELECT n FROM c"
     )
-    with pytest.raises(StoreError, match="more than 49 rows; add a LIMIT or raise --max-rows"):
+    with pytest.raises(StoreError, match="more than 49 rows; add a LIMIT or raise `max_rows`"):
         run_query(str(filled), many, max_rows=49)
     assert len(run_query(str(filled), many, max_rows=50)[1]) == 50
 
@@ -208,7 +208,7 @@ def test_postgres_limits_and_comments(pg_url):
 
     open_store(pg_url).dispose()
     assert run_query(pg_url, "-- c\nSELECT 1 AS x")[1] == [(1,)]
-    with pytest.raises(StoreError, match="raise --timeout"):
+    with pytest.raises(StoreError, match="raise `timeout`"):
         run_query(pg_url, "SELECT pg_sleep(5)", timeout=0.2)
     with pytest.raises(StoreError, match="more than 3 rows"):
         run_query(pg_url, "SELECT generate_series(1, 10)", max_rows=3)

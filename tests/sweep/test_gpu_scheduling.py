@@ -55,7 +55,7 @@ def test_a_sweep_stores_the_gpu_each_point_ran_on(store):
 @pytest.mark.parametrize(
     ("gpus", "per", "available", "msg"),
     [
-        (None, 0, 0, "--runs-per-gpu must be in 1..4096"),
+        (None, 0, 0, "`runs_per_gpu` must be in 1..4096"),
         ([0, 2], 1, 2, r"this machine has 2 GPUs \(0..1\), not 2"),
         ([0], 1, 0, "no CUDA GPU is visible here"),
         ([1, 1], 1, 4, "names a GPU twice"),
@@ -68,7 +68,7 @@ def test_requests_the_machine_cannot_meet(gpus, per, available, msg):
 
 
 def test_executor_options_that_contradict_each_other():
-    with pytest.raises(UsageError, match="not --workers"):
+    with pytest.raises(UsageError, match="not `workers`"):
         executor_factory("local", "auto", 4, gpus=[0], available_gpus=1)
     with pytest.raises(UsageError, match="Ray places GPU points itself"):
         executor_factory("ray", "auto", None, gpus=[0], available_gpus=1)

@@ -70,7 +70,7 @@ def test_presets_expand(preset, scale):
 def test_unknown_preset_and_scale():
     with pytest.raises(UnknownNameError, match="miller-hardt"):
         preset_grids("miller", "tiny")
-    with pytest.raises(UsageError, match="--scale"):
+    with pytest.raises(UsageError, match="`scale`"):
         preset_grids("bai-tcn", "huge")
 
 

@@ -155,5 +155,5 @@ def test_a_report_says_how_many_runs_converged(tmp_path):
               hidden=16)  # fmt: skip  # the cap, improving
     api.train("gru", "adding", db=db, seq_len=10, steps=50, hidden=16)  # fixed steps: not counted
     notes = " ".join(api.build_report(db).notes)
-    assert "--steps auto: 1 of 2 run(s) converged, 1 reached the cap still improving" in notes
+    assert "`steps` auto: 1 of 2 run(s) converged, 1 reached the cap still improving" in notes
     assert "trained 100–600 steps" in notes

@@ -197,7 +197,7 @@ def test_k_for_a_model_that_cannot_use_it(store):
 
 
 def test_epochs_need_a_fixed_training_set(store):
-    with pytest.raises(UsageError, match="use --steps"):
+    with pytest.raises(UsageError, match="use `steps`"):
         _train(store, steps=None, epochs=1)
     out = _train(
         store, "tcn", "digits", steps=None, epochs=1, batch_size=256, eval_size=100, seq_len=None
@@ -219,7 +219,7 @@ def test_unstable_rnn_is_free_to_exceed_the_bound(store):
 
 
 def test_stable_is_refused_for_models_without_a_condition(store):
-    with pytest.raises(UsageError, match="--stable is defined for"):
+    with pytest.raises(UsageError, match="`stable` is defined for"):
         _train(store, "gru", stable=True)
     with pytest.raises(UsageError, match="window model needs a base"):
         _train(store, "window", stable=True, base="gru", k=4)

@@ -14,7 +14,7 @@ def condition(cfg):
     in (0, λ); without --stable it is refused."""
     if not cfg.stable:
         if cfg.forget_cap is not None:
-            raise UsageError("forget_cap is the forget-gate cap of --stable on an lstm")
+            raise UsageError("forget_cap is the forget-gate cap of `stable` on an lstm")
         return cfg
     cap = cfg.lam / 2 if cfg.forget_cap is None else cfg.forget_cap
     if not 0 < cap < cfg.lam:

@@ -35,5 +35,5 @@ def preset_grids(name: str, scale: str) -> list[dict]:
     if name not in PRESETS:
         raise UnknownNameError("preset", name, list(PRESETS))
     if scale not in SCALES:
-        raise UsageError(f"--scale must be one of {', '.join(SCALES)}, got {scale!r}")
+        raise UsageError(f"`scale` must be one of {', '.join(SCALES)}, got {scale!r}")
     return PRESETS[name](scale)

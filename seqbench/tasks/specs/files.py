@@ -10,7 +10,7 @@ from seqbench.tasks.spec import TaskSpec
 def _check(c) -> None:
     if not c.path:
         raise UsageError(
-            "the file tasks need a data file: --path FILE.npz (or a directory, or a table)"
+            "the file tasks need a data file: `path` FILE.npz (or a directory, or a table)"
         )
     if c.subset is not None:
         raise UsageError("subset does not apply to a data file: cut the arrays instead")
@@ -25,7 +25,7 @@ SPECS = tuple(
     TaskSpec(
         f"file-{kind}",
         "seqbench.tasks.files:FileTask",
-        "your own data (--path FILE.npz, DIR of .npy"
+        "your own data (`path` FILE.npz, DIR of .npy"
         + (", or a CSV/Parquet series" if kind == "regression" else "")
         + f"), {kind} ({metric})",
         metric,
