@@ -39,7 +39,7 @@ def test_rows_of_different_budgets_are_named_in_a_note(store, db):
     notes = [n for n in rep.notes if n.startswith("lstm on adding")]
     assert notes == [
         "lstm on adding: rows differ in steps, not only in k (k=16, k=32: steps=500; "
-        "k=20: steps=5000); compare them with care, or --where one config"
+        "k=20: steps=5000); compare them with care, or `where` one config"
     ]
     # rows of one config say nothing
     assert build_report(db, compare=["lstm", "rnn"], by="k", where="k != 20").notes == []

@@ -226,7 +226,7 @@ def test_a_cell_never_averages_runs_of_different_configs(cli, store, db):
     assert by_t.models == ["lstm", "tcn"]
     assert by_t.notes == [
         "lstm on adding: rows differ in steps, not only in seq_len (seq_len=50: steps=20; "
-        "seq_len=100: steps=200); compare them with care, or --where one config"
+        "seq_len=100: steps=200); compare them with care, or `where` one config"
     ]
 
 

@@ -107,8 +107,8 @@ def test_steps_auto_resolves_to_the_pairs_steps_and_ten_times_them():
         ({"steps": 3000, "max_steps": 500}, "max_steps = 500 is below steps = 3000"),
         ({"steps": "auto", "max_steps": 0}, "max_steps must be positive, got 0"),
         ({"steps": "auto", "max_steps": 10**10}, "max_steps must be at most 1000000000"),
-        ({"steps": "auto", "epochs": 3}, "give --steps or --epochs, not both"),
-        ({"max_steps": 900, "epochs": 3, "steps": None}, "give --steps, not --epochs"),
+        ({"steps": "auto", "epochs": 3}, "give `steps` or `epochs`, not both"),
+        ({"max_steps": 900, "epochs": 3, "steps": None}, "give `steps`, not `epochs`"),
     ],
 )
 def test_bad_auto_settings_are_refused(given, says):
