@@ -47,7 +47,9 @@ class Option:
     group: str
     doc: str = ""
     positive: bool = False
-    owner: str | None = None  # set when its family or task is registered
+    # the families or tasks that declare it, filled as they are registered (declare): one
+    # option may be several's (d_state: lru, s4d and mamba), declared alike by each
+    owners: tuple[str, ...] = ()
 
     # what code written for RunConfig's fields reads off a field (FIELDS)
     default = None
@@ -67,16 +69,26 @@ OPTIONS: dict[str, Option] = {}
 
 def declare(options: Iterable[Option], owner: str) -> None:
     """Record the options of family or task `owner` (registry.Registry.register calls this).
-    A name RunConfig has, or another owner's, is a programming error."""
+    A name RunConfig has, or one another owner declares otherwise (another kind, group or
+    limit), is a programming error; declared alike, it is both owners'."""
     for option in options:
         if option.name in _CORE or option.name == "extra":
             raise ValueError(f"{owner}: option {option.name!r} is a field of RunConfig")
         if option.kind not in (int, float, str, bool) or option.group not in (MODEL, TASK):
             raise ValueError(f"{owner}: option {option.name!r} needs a kind and a group")
         known = OPTIONS.get(option.name)
-        if known is not None and known.owner != owner:
-            raise ValueError(f"{owner}: option {option.name!r} is declared by {known.owner}")
-        OPTIONS[option.name] = replace(option, owner=owner)
+        owners = (owner,)
+        if known is not None:
+            if (known.kind, known.group, known.positive) != (
+                option.kind,
+                option.group,
+                option.positive,
+            ):
+                who = ", ".join(known.owners)
+                raise ValueError(f"{owner}: option {option.name!r} is declared otherwise by {who}")
+            owners = tuple(dict.fromkeys((*known.owners, owner)))
+            option = replace(option, doc=known.doc or option.doc)
+        OPTIONS[option.name] = replace(option, owners=owners)
 
 
 def _extra_attr(obj, name: str) -> Any:
@@ -148,58 +160,13 @@ class RunConfig:
     heads: int = _field(MODEL, default=4, positive=True)
     backend: str = _field(MODEL, default="auto")
     forget_bias: float = _field(MODEL, default=0.0)
-    # --stable on an LSTM: the forget gate is f = forget_cap · σ(·) (set by resolution to λ/2
-    # when not given), and the recurrent blocks share what is left, λ − forget_cap
-    forget_cap: float | None = _field(MODEL, later=True)
     # "reference": what the paper's published code did (the default); "paper": its text
     init: str = _field(MODEL, default="reference")
-    # the state per layer of a diagonal SSM (lru: N complex modes; s4d: N/2 complex modes per
-    # channel, as its reference's N; mamba: d_state per channel); None: the family's default
-    d_state: int | None = _field(MODEL, positive=True, later=True)
     # task options
     marker: str = _field(TASK, default="uniform")
     subset: int | None = _field(TASK, positive=True)
     path: str | None = _field(TASK)
     teacher_lam: float = _field(TASK, default=0.9, positive=True)
-    # the teacher's recurrence: "tanh" (h = tanh(W h + U x), the task as it was; unset on runs
-    # from before) or "linear" (h = W h + U x, the output scaled by √(1 − λ²)): a linear
-    # teacher forgets at exactly λ per step, where a tanh one driven at unit variance
-    # saturates and forgets faster (0.61 per step at λ = 0.9 and 0.63 at 0.95, measured)
-    teacher_kind: str | None = _field(TASK, later=True)
-    # copy: how its symbols are fed, "float" (the symbol's value as one input channel, what the
-    # reference code feeds: the default, set by resolution) or "tokens" (embedded, seqbench's
-    # variant); unset (None) on runs from before, which were fed tokens
-    symbols: str | None = _field(TASK, later=True)
-    # a language model's test split scored whole, as streams (set by resolution for the tasks
-    # that can, TaskSpec.stream_test): a recurrent model carries its state across the split, a
-    # feedforward one sees its context; False: at most eval_size windows, each from a zero
-    # state (how runs before it were scored)
-    test_stream: bool | None = _field(TASK, later=True)
-    # a dataset from a file (tasks/filedata.py), filled in by resolution from the file itself:
-    # its kind (regression, classification, next-token), the sha256 of its content (which,
-    # not `path`, is the experiment: the same file elsewhere pools, another file never does),
-    # and the seed of the split it was cut into when it has no splits of its own
-    target: str | None = _field(TASK, later=True)
-    data_hash: str | None = _field(TASK, later=True)
-    split_seed: int | None = _field(TASK, later=True)
-    # what an array file's model sees: "standard" (inputs and regression targets standardised
-    # with the training split's mean and sd; the metric in those units: set by resolution) or
-    # "raw" (the values as they are, what runs before the field were fed)
-    scale: str | None = _field(TASK, later=True)
-    # a table (a CSV or Parquet time series, tasks/series.py): the columns it is cut from
-    # (comma-separated names; x_cols unset: the targets' own past), the time column it is
-    # sorted by and the series id, the forecast horizon (steps after the window's last row),
-    # and how it was split ("time": 60/20/20 by the target's time, set by resolution)
-    x_cols: str | None = _field(TASK, later=True)
-    y_cols: str | None = _field(TASK, later=True)
-    time_col: str | None = _field(TASK, later=True)
-    series_col: str | None = _field(TASK, later=True)
-    horizon: int | None = _field(TASK, later=True)
-    split: str | None = _field(TASK, later=True)
-    # the memory tasks (mqar, selective-copy, induction): the vocabulary, and the key–value
-    # pairs to recall (mqar) or tokens to copy (selective-copy); None: the task's default
-    vocab_size: int | None = _field(TASK, positive=True, later=True)
-    num_pairs: int | None = _field(TASK, positive=True, later=True)
     # where a plugin model or task came from ("model: dist 1.2; task: ..."; plugins.py), set
     # by resolution: runs of different plugin versions are different experiments
     plugin: str | None = _field(default=None, later=True)
@@ -333,9 +300,7 @@ class ModelArgs(_Part):
     heads: int = 4
     backend: str = "auto"
     forget_bias: float = 0.0
-    forget_cap: float | None = None
     init: str = "reference"
-    d_state: int | None = None
     extra: tuple[tuple[str, Any], ...] = ()  # the family's options (RunConfig.extra)
 
 
@@ -352,28 +317,13 @@ class TaskArgs(_Part):
     subset: int | None = None
     path: str | None = None
     teacher_lam: float = 0.9
-    teacher_kind: str | None = None
-    symbols: str | None = None
-    test_stream: bool | None = None
-    target: str | None = None
-    data_hash: str | None = None
-    split_seed: int | None = None
-    scale: str | None = None
-    x_cols: str | None = None
-    y_cols: str | None = None
-    time_col: str | None = None
-    series_col: str | None = None
-    horizon: int | None = None
-    split: str | None = None
-    vocab_size: int | None = None
-    num_pairs: int | None = None
     extra: tuple[tuple[str, Any], ...] = ()  # the task's options (RunConfig.extra)
 
 
 MODEL_FIELDS = tuple(f.name for f in _group(MODEL))
 TASK_FIELDS = tuple(f.name for f in _group(TASK))
 # None is a value for these (no context given, no depth given, no forget-gate cap)
-_NULLABLE = {"k", "levels", "forget_cap"}
+_NULLABLE = {"k", "levels"}
 
 
 # Where and how a run executes, not what it computes.
@@ -422,7 +372,7 @@ def experiment_fields(config: Mapping[str, Any]) -> dict[str, Any]:
         for k, v in config.items()
         if k not in NOT_HASHED and not (v is None and k not in _CORE)
     }
-    for name in ADDED_LATER:
+    for name in (*ADDED_LATER, *AS_BEFORE):
         if out.get(name) is None or (name in AS_BEFORE and out[name] == AS_BEFORE[name]):
             out.pop(name, None)
     if out.get("data_hash") is not None:

@@ -17,13 +17,12 @@ from dataclasses import replace
 from typing import Any
 
 from seqbench import models, tasks
-from seqbench.config import FIELDS, MODEL_FIELDS, TASK_FIELDS, RunConfig, digest
+from seqbench.config import FIELDS, MODEL, MODEL_FIELDS, OPTIONS, TASK_FIELDS, RunConfig, digest
 from seqbench.errors import UsageError
 from seqbench.models import MODELS
 from seqbench.models.context import legacy_context
 from seqbench.parsing import AUTO, AUTO_CAP, check_fields, coerce, load_toml
 from seqbench.tasks import TASKS
-from seqbench.tasks.specs.files import FILE_READS, TABLE_READS
 
 __all__ = [
     "config_hash",
@@ -95,38 +94,47 @@ def _base(model: str, values: Mapping[str, Any]) -> str | None:
     return values.get("base") or MODELS.get(model).defaults.get("base") or FIELDS["base"].default
 
 
+def _is_model_field(name: str) -> bool:
+    """Whether `name` is a model field some families read and others do not: one of
+    RunConfig's (MODEL_OWN) or a family's option."""
+    option = OPTIONS.get(name)
+    return name in MODEL_OWN if option is None else option.group == MODEL
+
+
 def unread(model: str, task: str, values: Mapping[str, Any], base: str | None = None) -> list[str]:
     """The fields given in `values` that neither `model` (a window: with its base, `base` or
-    the one `values` names) nor `task` reads, in the order given."""
+    the one `values` names) nor `task` reads, in the order given: a RunConfig field its spec
+    does not list (ModelSpec.reads, TaskSpec.reads; a plugin that lists none reads them all),
+    an option its spec does not declare (a plugin's too)."""
     base = base or _base(model, values)
-    m, t = models.reads(model, base), _task_reads(task)
-    return [
-        name
-        for name in values
-        if (name in MODEL_OWN and m is not None and name not in m)
-        or (name in TASK_OWN and t is not None and name not in t)
-    ]
-
-
-def _task_reads(task: str) -> frozenset[str]:
-    """What a task reads (TaskSpec.reads); a plugin task that does not say reads every task
-    field but the built-in file tasks' own, `symbols` (copy's) and, unless it scores a test
-    stream, `test_stream`: what such a task was always refused."""
-    declared = tasks.reads(task)
-    if declared is not None:
-        return declared
-    never = {*FILE_READS, *TABLE_READS, "symbols"} - {"path"}
-    if not TASKS.get(task).stream_test:
-        never.add("test_stream")
-    return frozenset(n for n in TASK_OWN if n not in never)
+    m, t = models.reads(model, base), tasks.reads(task)
+    out = []
+    for name in values:
+        option = OPTIONS.get(name)
+        if option is not None:
+            inner = {base} if MODELS.get(model).wraps_base else set()  # a window's base
+            owner = {model, *inner} if option.group == MODEL else {tasks.spec_name(task)}
+            if not owner & set(option.owners):
+                out.append(name)
+        elif (name in MODEL_OWN and m is not None and name not in m) or (
+            name in TASK_OWN and t is not None and name not in t
+        ):
+            out.append(name)
+    return out
 
 
 def readers(name: str) -> str:
     """The families (a window over them too) or the tasks that read `name`, in words."""
-    if name not in MODEL_OWN:
+    option = OPTIONS.get(name)
+    if not _is_model_field(name):
+        if option is not None:
+            return ", ".join(option.owners)
         found = [t for t in TASKS if (r := tasks.reads(t)) is not None and name in r]
         return ", ".join(found) or "none of the tasks"
-    found = [m for m in MODELS if (r := models.reads(m)) is not None and name in r]
+    if option is not None:
+        found = list(option.owners)
+    else:
+        found = [m for m in MODELS if (r := models.reads(m)) is not None and name in r]
     if not found:
         return "none of them"
     wrappers = "/".join(m for m in MODELS if MODELS.get(m).wraps_base)
@@ -160,8 +168,8 @@ def check_read(model: str, task: str, values: Mapping[str, Any], base: str | Non
     bad = unread(model, task, values, base)
     if bad:
         name = bad[0]
-        part = task if name not in MODEL_OWN else model
-        if name in MODEL_OWN and MODELS.get(model).wraps_base:
+        part = model if _is_model_field(name) else task
+        if _is_model_field(name) and MODELS.get(model).wraps_base:
             part = f"{model} over {base or _base(model, values)}"
         raise UsageError(f"{name} is not read by {part}, so it would change nothing; "
                          f"leave it out (it is read by {readers(name)})")  # fmt: skip

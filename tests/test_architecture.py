@@ -333,6 +333,7 @@ def test_the_architecture_doc_cites_what_exists():
     defined = set(re.findall(r"^\s*(?:def|class)\s+(\w+)", source, re.M))
     defined |= set(re.findall(r"^\s*(\w+)\s*(?::[^=\n]+)?=", source, re.M))  # assignments, fields
     defined |= set(re.findall(r"^\s+(\w+):\s", source, re.M))  # dataclass fields
+    defined |= set(re.findall(r"Option\(\s*\"(\w+)\"", source))  # a family's or task's options
     files = {p.name for p in root.rglob("*.py") if ".venv" not in p.parts}
     dirs = {p.name + "/" for p in PKG.rglob("*") if p.is_dir() and "__pycache__" not in p.parts}
     missing = []

@@ -46,3 +46,55 @@ def test_a_part_takes_its_options_by_name_as_a_config_does():
     assert args.with_(alpha=2.0).extra == (("alpha", 2.0), ("kernel", "power"))
     with pytest.raises(TypeError, match="bogus"):
         TaskArgs(bogus=1)
+
+
+def test_an_option_declared_alike_by_several_is_theirs_together():
+    """d_state is the LRU's, S4D's and Mamba's option, declared alike in each family's file;
+    the file tasks' data_hash is the text task's too. Declared otherwise (another kind), it is
+    a programming error, said when the spec registers."""
+    import seqbench.configure  # noqa: F401  (registers the built-ins)
+    from seqbench.config import MODEL, OPTIONS, Option, declare
+    from seqbench.tasks.spec import TEST_STREAM
+
+    assert set(OPTIONS["d_state"].owners) == {"lru", "s4d", "mamba"}
+    assert set(OPTIONS["data_hash"].owners) == {
+        "file-regression", "file-classification", "file-next-token", "text"
+    }  # fmt: skip
+    assert set(OPTIONS["x_cols"].owners) == {"file-regression"}  # a table is a forecast's
+    from seqbench.tasks import TASKS
+
+    assert TEST_STREAM in TASKS.get("ptb-word").options  # a task scoring a stream has it
+    with pytest.raises(ValueError, match="declared otherwise by lru, s4d, mamba"):
+        declare([Option("d_state", float, MODEL)], "mine")
+    assert set(OPTIONS["d_state"].owners) == {"lru", "s4d", "mamba"}  # unchanged
+
+
+@pytest.mark.parametrize(
+    ("model", "task", "over", "words"),
+    [
+        ("gru", "adding", {"d_state": 8}, "d_state is not read by gru"),
+        (
+            "window",
+            "adding",
+            {"base": "gru", "d_state": 8},
+            "d_state is not read by window over gru",
+        ),
+        ("tcn", "mqar", {"symbols": "float"}, "symbols is not read by mqar"),
+        ("tcn", "adding", {"forget_cap": 0.2}, "forget_cap is not read by tcn"),
+        ("tcn", "teacher", {"vocab_size": 9}, "vocab_size is not read by teacher"),
+    ],
+)
+def test_an_option_is_refused_where_no_owner_reads_it(model, task, over, words):
+    from seqbench.configure import resolve
+    from seqbench.errors import UsageError
+
+    with pytest.raises(UsageError, match=f"^{words}, so it would change nothing"):
+        resolve(model, task, over)
+
+
+def test_a_window_over_an_owner_takes_its_option():
+    from seqbench.configure import resolve
+
+    cfg = resolve("window", "adding", {"base": "lru", "d_state": 8, "k": 4})
+    assert cfg.d_state == 8 and cfg.model_args().d_state == 8
+    assert resolve("gru", "adding", {}).d_state is None  # unset where nobody owns it

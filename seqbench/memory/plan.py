@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from seqbench.config import FIELDS, RunConfig
+from seqbench.config import RunConfig
 from seqbench.errors import UnknownNameError, UsageError
 from seqbench.memory import (
     EPSILON,
@@ -117,6 +117,7 @@ def next_k(tried: list[int], k_star: int | None, max_k: int) -> int | None:
 
 def parse_sets(items: list[str] | None) -> dict[str, Any]:
     """--set field=value, one value each (a memory command is one experiment, not a grid)."""
+    from seqbench.configure import FIELDS  # loads the registries: their options are fields
 
     out: dict[str, Any] = {}
     for item in items or []:

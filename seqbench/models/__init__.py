@@ -132,8 +132,9 @@ def _check_options(c) -> None:
     owners = {c.model, base_spec(c).name}
     for name, _ in getattr(c, "extra", ()):
         option = OPTIONS.get(name)
-        if option is not None and option.group == MODEL and option.owner not in owners:
-            raise UsageError(f"{name} is a field of the {option.owner} family, not {c.model}")
+        if option is not None and option.group == MODEL and not owners & set(option.owners):
+            whose = ", ".join(option.owners)
+            raise UsageError(f"{name} is a field of the {whose} family(ies), not {c.model}")
 
 
 def uses_indrnn_kernel(c) -> bool:

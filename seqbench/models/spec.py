@@ -10,8 +10,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from seqbench.config import MODEL, Option
 from seqbench.errors import UsageError
 from seqbench.registry import Registry
+
+# the state per layer of a diagonal SSM, an option of each family that has one (lru: N complex
+# modes; s4d: N/2 complex modes per channel, as its reference's N; mamba: d_state per
+# channel); unset: the family's default
+D_STATE = Option(
+    "d_state",
+    int,
+    MODEL,
+    "a diagonal SSM's state per layer (lru: N complex modes; s4d: N/2 complex modes per "
+    "channel; mamba: per channel); unset: the family's default",
+    positive=True,
+)
 
 
 @dataclass(frozen=True)

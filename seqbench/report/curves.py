@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from seqbench.config import FIELDS, NOT_COMPUTED
+from seqbench.config import NOT_COMPUTED
 from seqbench.report.frames import curves_frame, metric_direction
 from seqbench.report.plots import plain_log_ticks
 from seqbench.store.opening import reads
@@ -143,6 +143,7 @@ def grouped_curves(store, runs: list, metric: str, by: list[str], band: str = "s
     (the 95% t interval of the mean). Non-finite values are left out of a step's mean."""
     import pandas as pd
 
+    from seqbench.configure import FIELDS  # loads the registries: their options are fields
     from seqbench.errors import UnknownNameError, UsageError
     from seqbench.report.stats import interval
 

@@ -19,7 +19,8 @@ SUMMARY_AXES = ("state_size",)
 
 def config_fields() -> list[str]:
     """RunConfig fields a report can group by besides GROUP_AXES (read from runs.config)."""
-    from seqbench.config import FIELDS, NOT_HASHED
+    from seqbench.config import NOT_HASHED
+    from seqbench.configure import FIELDS  # loads the registries: their options are fields
 
     return [f for f in FIELDS if f not in NOT_HASHED and f not in ("model", "task")]
 
@@ -173,7 +174,7 @@ def sweep_names(sweep: str | list[str] | None) -> list[str] | None:
 
 def field_kinds() -> dict[str, str]:
     """Every config field and how --where compares it: int, float, bool or text."""
-    from seqbench.config import FIELDS
+    from seqbench.configure import FIELDS  # loads the registries: their options are fields
 
     out = {}
     for name, f in FIELDS.items():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seqbench.config import FIELDS, NOT_HASHED, RunConfig
+from seqbench.config import NOT_HASHED, RunConfig
 from seqbench.errors import SeqbenchError, UnknownNameError, UsageError
 from seqbench.parsing import coerce, split_assignment, split_list
 from seqbench.store.names import check_label
@@ -84,6 +84,8 @@ def _parse_range(text: str) -> list[int]:
 
 def parse_values(field: str, text: str) -> list[Any]:
     """--set key=v1,v2 (or an integer range) -> typed values for RunConfig field `field`."""
+    from seqbench.configure import FIELDS  # loads the registries: their options are fields
+
     if field not in FIELDS or field in ("model", "task", "tags"):
         valid = [f for f in FIELDS if f not in ("model", "task", "tags")]
         raise UnknownNameError("sweep axis", field, valid)
@@ -298,7 +300,7 @@ def spec_name(spec: dict) -> str:
 def sweep_grid(points: list[RunConfig]) -> tuple[list[str], list[list]]:
     """(columns, rows) of a plan's points: model, task and the fields that vary; a field a
     point's model and task do not read is left blank (an RNN's kernel_size beside TCNs)."""
-    from seqbench.configure import unread
+    from seqbench.configure import FIELDS, unread
 
     names = [n for n in FIELDS if n not in NOT_HASHED]
     varying = [n for n in names if len({repr(getattr(p, n)) for p in points}) > 1]

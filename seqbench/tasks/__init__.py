@@ -134,12 +134,16 @@ def condition(cfg):
     return spec.condition(cfg) if spec.condition is not None else cfg
 
 
+def spec_name(task: str) -> str:
+    """The spec that answers for `task` before its data is pinned: `file` reads what the
+    file-regression task reads (the most of the file tasks: a table's options too)."""
+    return "file-regression" if task == FILE_TASK else task
+
+
 def reads(task: str) -> frozenset[str] | None:
-    """The task fields beyond every task's own that `task` reads (TaskSpec.reads); None: not
-    declared (a plugin's)."""
-    if task == FILE_TASK:  # before pin: every file task reads the same
-        task = "file-regression"
-    spec = TASKS.get(task)
+    """The RunConfig task fields beyond every task's own that `task` reads (TaskSpec.reads);
+    None: not declared (a plugin's). Its options (TaskSpec.options) are its own besides."""
+    spec = TASKS.get(spec_name(task))
     return None if spec.reads is None else frozenset(spec.reads)
 
 
@@ -148,8 +152,9 @@ def validate(c) -> None:
     no other task's, the length it allows, and its own checks."""
     for name, _ in c.extra:
         option = OPTIONS.get(name)
-        if option is not None and option.group == TASK and option.owner != c.task:
-            raise UsageError(f"{name} is a field of the {option.owner} task, not {c.task}")
+        if option is not None and option.group == TASK and c.task not in option.owners:
+            whose = ", ".join(option.owners)
+            raise UsageError(f"{name} is a field of the {whose} task(s), not {c.task}")
     check_args(TASKS.get(c.task), c)
 
 

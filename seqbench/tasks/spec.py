@@ -9,7 +9,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from seqbench.config import TASK, Option
 from seqbench.registry import Registry
+
+# a language model's test split scored whole, as streams (set by resolution for the tasks that
+# can, TaskSpec.stream_test): a recurrent model carries its state across the split, a
+# feedforward one sees its context; False: at most eval_size windows, each from a zero state
+# (how runs before it were scored). An option of every task whose spec says stream_test.
+TEST_STREAM = Option(
+    "test_stream",
+    bool,
+    TASK,
+    "score the test split whole, as streams (a language model's; true where it can)",
+)
 
 
 @dataclass(frozen=True)
@@ -49,10 +61,14 @@ class TaskSpec:
     # other task refuses them
     options: tuple[Any, ...] = ()
     # the RunConfig task fields beyond every task's own (seq_len, seed, eval_size) that the task
-    # reads, among configure.TASK_OWN (marker, subset, path, teacher_lam, teacher_kind,
-    # vocab_size, num_pairs); a config that gives another is refused, naming the tasks that
-    # read it. None: not declared (a plugin's), every field accepted
+    # reads, among configure.TASK_OWN (marker, subset, path, teacher_lam); a config that gives
+    # another is refused, naming the tasks that read it. None: not declared (a plugin's),
+    # every such field accepted
     reads: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.stream_test and TEST_STREAM not in self.options:  # a stream has the option
+            object.__setattr__(self, "options", (*self.options, TEST_STREAM))
 
     def load(self) -> type:
         module, _, cls = self.target.partition(":")

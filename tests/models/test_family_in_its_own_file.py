@@ -241,9 +241,11 @@ def test_own_fields_are_stored_hashed_and_refused_elsewhere(tree):
     assert len({h for _, h in stored}) == 2  # different experiments
     for args, words in (
         (["--model", "tcn", "--task", "lag", "--set", "decay_init=0.3"],
-         "decay_init is a field of the decay-window family, not tcn"),
+         "decay_init is not read by tcn, so it would change nothing; leave it out (it is read "
+         "by decay-window)"),
         (["--model", "tcn", "--task", "adding", "--set", "lag=2"],
-         "lag is a field of the lag task, not adding"),
+         "lag is not read by adding, so it would change nothing; leave it out (it is read by "
+         "lag)"),
         (["--model", "decay-window", "--task", "lag", "--set", "decay_init=-1"],
          "decay_init must be positive"),
         (["--model", "decay-window", "--task", "lag", "--set", "lag=two"],

@@ -11,6 +11,7 @@ import json
 import pytest
 import torch
 
+from seqbench.config import MODEL, OPTIONS, TASK
 from seqbench.configure import MODEL_OWN, TASK_OWN, make_config
 from seqbench.errors import UsageError
 from seqbench.models import MODELS, make_backbone
@@ -28,6 +29,15 @@ WITH = {"forget_cap": {"stable": True}}
 # how, not what: the IndRNN and scan kernels compute the same numbers on every backend
 HOW = {"backend"}
 BUILT_IN = [m for m in MODELS if MODELS.get(m).plugin is None]
+# the options built-in families declare (d_state, forget_cap), measured as RunConfig's fields
+MODEL_OPTIONS = [n for n, o in OPTIONS.items() if o.group == MODEL and set(o.owners) & {*BUILT_IN}]
+
+
+def _reads(spec) -> set[str]:
+    """What a spec says it reads: its RunConfig fields and its own options."""
+    return set(spec.reads or ()) | {o.name for o in spec.options}
+
+
 T = 30
 
 
@@ -48,6 +58,7 @@ def _same(a, b) -> bool:
 def test_every_built_in_part_declares_what_it_reads():
     assert [m for m in BUILT_IN if MODELS.get(m).reads is None] == []
     assert [t for t in TASKS if TASKS.get(t).plugin is None and TASKS.get(t).reads is None] == []
+    assert set(MODEL_OPTIONS) == {"d_state", "forget_cap"}
     for m in BUILT_IN:
         assert set(MODELS.get(m).reads) <= set(MODEL_OWN), m
     for t in TASKS:
@@ -57,10 +68,10 @@ def test_every_built_in_part_declares_what_it_reads():
 @pytest.mark.parametrize("model", BUILT_IN)
 def test_a_family_reads_what_it_says_and_nothing_else(model):
     base = {"seq_len": T}
-    reads = set(MODELS.get(model).reads)
+    reads = _reads(MODELS.get(model))
     if MODELS.get(model).wraps_base:
-        reads |= set(MODELS.get(make_config(model, "adding", base).base).reads)
-    for name in MODEL_OWN:
+        reads |= _reads(MODELS.get(make_config(model, "adding", base).base))
+    for name in (*MODEL_OWN, *MODEL_OPTIONS):
         over = {**base, **(WITH.get(name, {}) if name in reads else {})}
         cfg = make_config(model, "adding", over)
         alt = next(v for v in ALT[name] if v != getattr(cfg, name))
@@ -103,11 +114,16 @@ def _batch(task: str, args) -> torch.Tensor:
     return torch.cat([shape, x.float().flatten(), torch.as_tensor(y).float().flatten()])
 
 
+# the options built-in tasks declare that TASK_ALT has a value for (the memory function's own,
+# each of which matters only beside its kernel, are measured in tests/tasks)
+TASK_OPTIONS = [n for n, o in OPTIONS.items() if o.group == TASK and n in TASK_ALT]
+
+
 @pytest.mark.parametrize("task", SYNTHETIC)
 def test_a_task_reads_what_it_says_and_nothing_else(task):
-    reads = set(TASKS.get(task).reads)
+    reads = _reads(TASKS.get(task))
     cfg = make_config("tcn", task, {"steps": 10})
-    for name in TASK_OWN:
+    for name in (*TASK_OWN, *TASK_OPTIONS):
         alt = TASK_ALT[name]
         if name in reads:
             try:

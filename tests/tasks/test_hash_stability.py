@@ -69,3 +69,37 @@ def test_a_run_stored_before_a_field_became_an_option_is_the_same_experiment():
     assert "kernel" not in now
     assert experiment_fields(before) == experiment_fields(now)
     assert digest(experiment_fields(before)) == config_hash(resolve("rnn", "teacher", {}))
+
+
+# RunConfig's fields that some families or tasks read and others never do became the options of
+# those that read them (#63 §1): each config hashes as it did when they were RunConfig's (the
+# digests written by the seqbench of commit 3736db2, where they were), a table file's too
+@pytest.mark.parametrize(
+    ("model", "task", "over", "digest"),
+    [
+        ("lru", "adding", {"d_state": 8},
+         "c4d9714e8decc0138a868cb492eb894f85741b4a7e6fb4630cf8ac273f1fa622"),
+        ("window", "teacher", {"k": 4, "base": "lru", "d_state": 8, "teacher_kind": "linear"},
+         "d2e12de5dec616f4495cddc18e85feaf3ff0fffa6eefdd2ceec8db03d94f2036"),
+        ("lstm", "adding", {"stable": True, "forget_cap": 0.3},
+         "cd7051224b1281061287b7ca98a435916a3be4f4a86cb5190db5690bfcffd689"),
+        ("gru", "mqar", {"vocab_size": 300, "num_pairs": 3},
+         "05cc18db6d72a15c8b30c8ed095273363ec997ae61978eb3831f2fe396caa24d"),
+        ("tcn", "copy", {"k": 8, "symbols": "float"},
+         "4f062e7bc14c11333da82d4c8075276c18a3fd97d4298df77dbd4396b65aea38"),
+        ("lstm", "ptb-char", {"test_stream": False},
+         "0d952a983cecc9d6ea6c49b0d5b772002f69cd722aece717e13ccd7f5bb06318"),
+        ("tcn", "file", {"y_cols": "a", "x_cols": "b", "time_col": "t", "horizon": 2},
+         "341beadbb2c3100d7e9bf34326345a7203d15fc730fe0d769989e15ecd2c6151"),
+    ],
+)  # fmt: skip
+def test_a_field_that_became_its_owners_option_keeps_the_hash(model, task, over, digest, tmp_path):
+    import math
+
+    if task == "file":  # the file's content is the experiment, not its place
+        rows = "".join(f"{i},{math.sin(i / 5):.6f},{math.cos(i / 7):.6f}\n" for i in range(300))
+        (tmp_path / "table.csv").write_text("t,a,b\n" + rows)
+        over = {**over, "path": str(tmp_path / "table.csv")}
+    cfg = resolve(model, task, over)
+    assert config_hash(cfg) == digest
+    assert set(over) - {"path", "k", "base", "stable"} <= {name for name, _ in cfg.extra}

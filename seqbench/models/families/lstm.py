@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from seqbench.config import MODEL, Option
 from seqbench.errors import UsageError
 from seqbench.models.spec import TORCH_RNN_ON_ADDING, ModelSpec, builder
 
@@ -32,5 +33,15 @@ SPEC = ModelSpec(
     # Miller & Hardt: polyphonic music with 256 hidden units
     task_defaults={"adding": TORCH_RNN_ON_ADDING, "chorales": {"hidden": 256}},
     condition=condition,
-    reads=("forget_bias", "forget_cap"),
+    reads=("forget_bias",),
+    # `stable` on an LSTM: the forget gate is f = forget_cap · σ(·) (set by resolution to λ/2
+    # when not given), and the recurrent blocks share what is left, λ − forget_cap
+    options=(
+        Option(
+            "forget_cap",
+            float,
+            MODEL,
+            "`stable`: the forget gate's cap, f = forget_cap·σ(·), in (0, lam) (lam/2)",
+        ),
+    ),
 )

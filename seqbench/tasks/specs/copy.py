@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from seqbench.config import TASK, Option
 from seqbench.errors import UsageError
 from seqbench.tasks.spec import TaskSpec
 
@@ -23,5 +24,9 @@ SPEC = TaskSpec(
     # the reference code (locuslab/TCN copy_memory) feeds each symbol's value as one
     # float channel; symbols=tokens embeds them (seqbench's variant)
     defaults={"steps": 2000, "symbols": "float"},
-    reads=("symbols",),
+    reads=(),
+    # how its symbols are fed: "float" (the symbol's value as one input channel, what the
+    # reference code feeds: the default) or "tokens" (embedded, seqbench's variant); unset
+    # (None) on runs from before, which were fed tokens
+    options=(Option("symbols", str, TASK, "how symbols are fed: float or tokens (float)"),),
 )

@@ -3,6 +3,7 @@ tasks/filedata.py, tasks/series.py), as a regression, classification or next-tok
 
 from __future__ import annotations
 
+from seqbench.config import TASK, Option
 from seqbench.errors import UsageError
 from seqbench.tasks.spec import TaskSpec
 
@@ -16,10 +17,33 @@ def _check(c) -> None:
         raise UsageError("subset does not apply to a data file: cut the arrays instead")
 
 
-# what every file task reads of the config (the split, kind and content hash are fixed from the
-# file by resolution), and a table's cut, which only the regression task (a forecast) reads
-FILE_READS = ("path", "target", "data_hash", "split_seed", "scale")
-TABLE_READS = ("x_cols", "y_cols", "time_col", "series_col", "horizon", "split")
+# A dataset from a file (tasks/filedata.py), filled in by resolution from the file itself: its
+# kind (regression, classification, next-token), the sha256 of its content (which, not `path`,
+# is the experiment: the same file elsewhere pools, another file never does), and the seed of
+# the split it was cut into when it has no splits of its own; and what an array file's model
+# sees: "standard" (inputs and regression targets standardised with the training split's
+# mean and sd; the metric in those units: set by resolution) or "raw" (the values as they
+# are, what runs before the option were fed). Every file task's options.
+DATA_HASH = Option("data_hash", str, TASK, "the sha256 of the data file's content (resolution's)")
+FILE_OPTIONS = (
+    Option("target", str, TASK, "what the file is: regression, classification or next-token"),
+    DATA_HASH,
+    Option("split_seed", int, TASK, "the seed of the split of a file without splits of its own"),
+    Option("scale", str, TASK, "what the model sees: standard or raw values (standard)"),
+)
+# A table (a CSV or Parquet time series, tasks/series.py): the columns it is cut from
+# (comma-separated names; x_cols unset: the targets' own past), the time column it is sorted
+# by and the series id, the forecast horizon (steps after the window's last row), and how it
+# was split ("time": 60/20/20 by the target's time, set by resolution). The options of the
+# regression task alone (a forecast).
+TABLE_OPTIONS = (
+    Option("x_cols", str, TASK, "a table's input columns, comma-separated (the targets' past)"),
+    Option("y_cols", str, TASK, "a table's target columns, comma-separated"),
+    Option("time_col", str, TASK, "a table's time column, which it is sorted by"),
+    Option("series_col", str, TASK, "a table's series id column"),
+    Option("horizon", int, TASK, "steps from a window's last row to its target (1)"),
+    Option("split", str, TASK, "how a table is split (time: 60/20/20 by time)"),
+)
 
 SPECS = tuple(
     TaskSpec(
@@ -34,7 +58,8 @@ SPECS = tuple(
         baseline_note=note,
         check=_check,
         defaults={"steps": 1000},
-        reads=FILE_READS + (TABLE_READS if kind == "regression" else ()),
+        reads=("path",),
+        options=FILE_OPTIONS + (TABLE_OPTIONS if kind == "regression" else ()),
     )
     for kind, metric, note in (
         ("regression", "mse", "predict the train mean"),

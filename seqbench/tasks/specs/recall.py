@@ -3,6 +3,7 @@ sizes' defaults, read by their checks here and by the tasks (tasks/recall.py).""
 
 from __future__ import annotations
 
+from seqbench.config import TASK, Option
 from seqbench.errors import UsageError
 from seqbench.tasks.spec import TaskSpec
 
@@ -50,6 +51,13 @@ def _check_induction(c) -> None:
         raise UsageError("induction: num_pairs does not apply (one trigger and one answer)")
 
 
+# the vocabulary, and the key–value pairs to recall (mqar) or tokens to copy (selective-copy);
+# unset: the task's default
+VOCAB_SIZE = Option("vocab_size", int, TASK, "the vocabulary's size (the task's default)",
+                    positive=True)  # fmt: skip
+NUM_PAIRS = Option("num_pairs", int, TASK, "key-value pairs to recall, or tokens to copy",
+                   positive=True)  # fmt: skip
+
 SPECS = (
     TaskSpec(
         "mqar",
@@ -60,7 +68,8 @@ SPECS = (
         min_seq_len=8,
         check=_check_mqar,
         **_RECALL,
-        reads=("vocab_size", "num_pairs"),
+        reads=(),
+        options=(VOCAB_SIZE, NUM_PAIRS),
     ),
     TaskSpec(
         "selective-copy",
@@ -71,7 +80,8 @@ SPECS = (
         min_seq_len=4,
         check=_check_selective_copy,
         **_RECALL,
-        reads=("vocab_size", "num_pairs"),
+        reads=(),
+        options=(VOCAB_SIZE, NUM_PAIRS),
     ),
     TaskSpec(
         "induction",
@@ -82,6 +92,7 @@ SPECS = (
         min_seq_len=3,
         check=_check_induction,
         **_RECALL,
-        reads=("vocab_size",),
+        reads=(),
+        options=(VOCAB_SIZE,),
     ),
 )

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from seqbench.tasks.spec import TaskSpec
+from seqbench.tasks.specs.files import DATA_HASH
 
 
 def _language_model(name: str, cls: str, description: str, metric: str, T: int,
-                    reads: tuple[str, ...] = ()) -> TaskSpec:  # fmt: skip
+                    reads: tuple[str, ...] = (), options: tuple = ()) -> TaskSpec:  # fmt: skip
     """A language model's task: its test split scored whole as a stream (stream_test), the
     unigram of train its trivial baseline, 1000 steps by default."""
     return TaskSpec(
@@ -18,7 +19,8 @@ def _language_model(name: str, cls: str, description: str, metric: str, T: int,
         baseline_note="unigram of train",
         stream_test=True,
         defaults={"steps": 1000},
-        reads=(*reads, "subset", "test_stream"),
+        reads=(*reads, "subset"),
+        options=options,
     )
 
 
@@ -28,5 +30,5 @@ SPECS = (
     _language_model("ptb-word", "PTBWord", "Penn Treebank words, 10k vocabulary (perplexity)",
                     "ppl", 35),
     _language_model("text", "TextFile", "character-level modelling of a text file given by "
-                    "path (bits per char)", "bpc", 100, reads=("path", "data_hash")),
+                    "path (bits per char)", "bpc", 100, reads=("path",), options=(DATA_HASH,)),
 )  # fmt: skip
