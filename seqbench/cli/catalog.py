@@ -42,8 +42,8 @@ def models(fmt: FormatOption = Format.table) -> None:
     """
     problems: list[str] = []
     rows = [
-        (m.name, m.kind, m.hidden, m.n_params, m.state_size, m.context, m.options, m.source,
-         m.description)
+        (m.name, m.kind, m.hidden, m.n_params, m.state_size, flags(m.context), m.options,
+         m.source, flags(m.description))
         for m in api.model_catalog(problems)
     ]  # fmt: skip
     _problems(problems)
@@ -137,8 +137,8 @@ def tasks(
         return
     problems: list[str] = []
     rows = [
-        (t.name, t.metric, t.better, t.seq_len or "file", t.baseline, t.options, t.source,
-         t.description)
+        (t.name, t.metric, t.better, t.seq_len or "file", flags(t.baseline), t.options,
+         t.source, flags(t.description))
         for t in api.task_catalog(problems)
     ]  # fmt: skip
     _problems(problems)

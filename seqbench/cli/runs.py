@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from seqbench import api
+from seqbench.cli._flags import flags
 from seqbench.cli._options import state
 from seqbench.cli._output import Format, FormatOption, output_path, render, render_mapping
 from seqbench.errors import SeqbenchError, UsageError
@@ -216,7 +217,7 @@ def show(
     for k, (step, v) in last.items():  # numbers, in every format
         pairs += [(f"last.{k}", v), (f"last.{k}.step", step)]
     if r.error:
-        pairs.append(("error", r.error.strip().splitlines()[-1]))
+        pairs.append(("error", flags(r.error.strip().splitlines()[-1])))  # the library's words
     render_mapping(pairs, fmt, title=f"run {r.id}")
 
 

@@ -72,3 +72,14 @@ def test_one_error_in_the_words_of_each_caller(tmp_path):
         api.memory_plan("adding", sets=["seed=3"])
     r = CliRunner().invoke(app, ["memory", "--task", "adding", "--set", "seed=3"])
     assert r.stderr.strip() == "Error: --set seed= is not for memory; give --seeds"
+
+
+@pytest.mark.parametrize("command", [["models"], ["tasks"], ["tasks", "--format", "csv"]])
+def test_the_catalogues_show_flags_not_parameters(command):
+    """What the catalogues print of the specs (a task's description says where its data comes
+    from) is shown in flags: nothing is left for `flags` to render."""
+    r = CliRunner().invoke(app, command, terminal_width=400)
+    assert r.exit_code == 0, r.output
+    assert flags(r.stdout) == r.stdout
+    if command == ["tasks", "--format", "csv"]:
+        assert "your own data (--path FILE.npz" in r.stdout
