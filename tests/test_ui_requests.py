@@ -364,7 +364,8 @@ def test_a_bad_request_line_is_one_line_of_text(server):
 def strict_server(store):
     """The server in this process with a 2 s header deadline and 8 connections, so that what
     the defaults (30 s, 64) do is seen in seconds."""
-    from seqbench.ui.server import Dashboard, _Server, allowed_hosts, make_handler
+    from seqbench.ui.pages import Dashboard
+    from seqbench.ui.server import _Server, allowed_hosts, make_handler
 
     board = Dashboard(str(store))
     httpd = _Server(("127.0.0.1", 0), make_handler(board, allowed_hosts("127.0.0.1")),
