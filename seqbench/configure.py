@@ -17,7 +17,16 @@ from dataclasses import replace
 from typing import Any
 
 from seqbench import models, tasks
-from seqbench.config import FIELDS, MODEL, MODEL_FIELDS, OPTIONS, TASK_FIELDS, RunConfig, digest
+from seqbench.config import (
+    FIELDS,
+    MODEL,
+    MODEL_FIELDS,
+    OPTIONS,
+    TASK,
+    TASK_FIELDS,
+    RunConfig,
+    digest,
+)
 from seqbench.errors import UsageError
 from seqbench.models import MODELS
 from seqbench.models.context import legacy_context
@@ -92,6 +101,12 @@ def _base(model: str, values: Mapping[str, Any]) -> str | None:
     if not MODELS.get(model).wraps_base:
         return None
     return values.get("base") or MODELS.get(model).defaults.get("base") or FIELDS["base"].default
+
+
+def task_fields() -> list[str]:
+    """Every task field: RunConfig's (TASK_FIELDS) and the tasks' options (a copy run's
+    `symbols`, a table's `horizon`): what makes two runs' tasks differ."""
+    return [*TASK_FIELDS, *(n for n, o in OPTIONS.items() if o.group == TASK)]
 
 
 def _is_model_field(name: str) -> bool:

@@ -398,9 +398,9 @@ def _paired(rep: Report, key: tuple, a: str, b: str):
 # Config fields two families can share (the task's and the training budget's); a model field
 # (hidden, layers, lr, ...) differs between families by design and is never matched on.
 def _comparable() -> set[str]:
-    from seqbench.config import TASK_FIELDS
+    from seqbench.configure import task_fields
 
-    return set(TASK_FIELDS) | {"steps", "epochs", "batch_size"}
+    return set(task_fields()) | {"steps", "epochs", "batch_size"}
 
 
 def compared_pairs(rep: Report) -> tuple[list[tuple[str, str]], list[str], list[str]]:
@@ -436,9 +436,9 @@ def compared_pairs(rep: Report) -> tuple[list[tuple[str, str]], list[str], list[
 def _task_fields_between(rep: Report, labels: list[str]) -> set[str]:
     """The task fields (the seed, a file's place and the --by fields aside) whose values
     differ among the runs of `labels` in one report row."""
-    from seqbench.config import TASK_FIELDS
+    from seqbench.configure import task_fields
 
-    names = [n for n in TASK_FIELDS if n not in ("seed", "path", *rep.group)]
+    names = [n for n in task_fields() if n not in ("seed", "path", *rep.group)]
     df = rep.frame[rep.frame["model"].isin(labels)]
     out: set[str] = set()
     for _, row in df.groupby(rep.group, dropna=False):  # within a row: tasks differ by design

@@ -95,6 +95,31 @@ def test_two_families_on_different_tasks_get_no_difference(store, db):
     assert rows[0][cols.index("indrnn - lstm")] == pytest.approx(-0.099)
 
 
+def test_a_task_option_that_differs_makes_two_tasks_too(store, db):
+    """copy's symbols are its own option (TaskSpec.options), not a RunConfig field: a TCN fed
+    floats against an LSTM fed tokens ran two tasks all the same, and no column compares them."""
+    for seed in range(2):
+        for model, value, symbols in (("tcn", 0.01, "float"), ("lstm", 0.2, "tokens")):
+            config = {"seq_len": 100, "seed": seed, "steps": 500, "symbols": symbols}
+            r = store.create_run(
+                model=model,
+                task="copy",
+                seed=seed,
+                seq_len=100,
+                config=config,
+                config_hash=json.dumps([model, config]),
+                status="completed",
+            )
+            store.set_summaries(r.id, {"test_metric": value})  # fmt: skip
+    notes: list[str] = []
+    cols, _, _ = comparison_rows(build_report(db, compare=["tcn", "lstm"]), notes=notes)
+    assert not [c for c in cols if " - " in c or " / " in c]
+    assert notes[0] == (
+        "tcn: no lstm runs with the same symbols to compare it with "
+        "(symbols: tcn float, lstm tokens)"
+    )
+
+
 def test_task_fields_that_differ_between_tasks_do_not_split_a_pair(store, db):
     """adding has markers and copy none: in a report of both tasks each row holds one task,
     so the pair is compared on each and nothing is noted."""
