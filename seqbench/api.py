@@ -55,14 +55,12 @@ if TYPE_CHECKING:
         split_list,
     )
     from seqbench.parsing import to_toml as config_toml
+    from seqbench.report.baseline_file import export_baseline, import_baseline, resolve_baseline
     from seqbench.report.check import (
         check,
         check_tolerances,
-        export_baseline,
-        import_baseline,
         junit_xml,
         list_baselines,
-        resolve_baseline,
         save_baseline,
         variant_label,
     )

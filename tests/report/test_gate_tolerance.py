@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from seqbench.report.check import Point, judge, load_file, point_error, tolerance
+from seqbench.report.baseline_file import load_file
+from seqbench.report.check import Point, judge, point_error, tolerance
 
 FILES = sorted(Path(__file__).parents[2].glob("baselines/*.json"))
 

@@ -10,7 +10,8 @@ import pytest
 
 from seqbench.api import build_report
 from seqbench.errors import SeqbenchError, UsageError
-from seqbench.report.check import Point, check, judge, resolve_baseline, save_baseline
+from seqbench.report.baseline_file import resolve_baseline
+from seqbench.report.check import Point, check, judge, save_baseline
 from seqbench.report.tables import comparison_rows, leaderboard_rows
 from tests.conftest import add_run
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from seqbench.api import build_report
-from seqbench.report.check import check, load_file, resolve_baseline, save_baseline
+from seqbench.report.baseline_file import load_file, resolve_baseline
+from seqbench.report.check import check, save_baseline
 from seqbench.report.decay import fit_decay
 from seqbench.report.tables import comparison_rows
 
@@ -148,7 +149,7 @@ def test_fit_decay_recovers_a_geometric_gap(cli, store, db):
 def test_resolve_baseline_reads_variant_files(adding_by_length, store, tmp_path):
     save_baseline(store, "r")
     path = tmp_path / "r.json"
-    from seqbench.report.check import export_baseline
+    from seqbench.report.baseline_file import export_baseline
 
     export_baseline(store, "r", path)
     assert {p.variant for p in resolve_baseline(store, str(path))} == {
