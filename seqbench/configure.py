@@ -123,12 +123,12 @@ def unread(model: str, task: str, values: Mapping[str, Any], base: str | None = 
     an option its spec does not declare (a plugin's too)."""
     base = base or _base(model, values)
     m, t = models.reads(model, base), tasks.reads(task)
+    family = {model, base} if MODELS.get(model).wraps_base else {model}  # a window: its base's
     out = []
     for name in values:
         option = OPTIONS.get(name)
         if option is not None:
-            inner = {base} if MODELS.get(model).wraps_base else set()  # a window's base
-            owner = {model, *inner} if option.group == MODEL else {tasks.spec_name(task)}
+            owner = family if option.group == MODEL else {tasks.spec_name(task)}
             if not owner & set(option.owners):
                 out.append(name)
         elif (name in MODEL_OWN and m is not None and name not in m) or (

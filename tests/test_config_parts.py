@@ -69,6 +69,16 @@ def test_an_option_declared_alike_by_several_is_theirs_together():
     assert set(OPTIONS["d_state"].owners) == {"lru", "s4d", "mamba"}  # unchanged
 
 
+def test_a_family_that_sizes_a_state_takes_d_state():
+    """ModelSpec.state_units declares d_state (a plugin's SSM too, as docs/plugins.md says):
+    the option is the spec's without its listing it."""
+    from seqbench.models.spec import D_STATE, ModelSpec
+
+    spec = ModelSpec("mine", "an SSM", True, lambda in_dim, args: None, state_units=lambda c, H: 0)
+    assert D_STATE in spec.options
+    assert D_STATE not in ModelSpec("plain", "an RNN", True, lambda in_dim, args: None).options
+
+
 @pytest.mark.parametrize(
     ("model", "task", "over", "words"),
     [

@@ -69,13 +69,10 @@ def context(c, steps: int) -> int | None:
 
 def condition(cfg):
     """The family's own resolution of a resolved config (ModelSpec.condition; a window's is
-    its base's); forget_cap, the LSTM's, is refused on every other family."""
+    its base's). forget_cap, the LSTM's option, is refused on every other family by
+    validate, as every option is."""
     spec = base_spec(cfg)
-    if spec.condition is not None:
-        return spec.condition(cfg)
-    if cfg.forget_cap is not None:
-        raise UsageError("forget_cap is the forget-gate cap of `stable` on an lstm")
-    return cfg
+    return spec.condition(cfg) if spec.condition is not None else cfg
 
 
 def base_spec(c) -> ModelSpec:
@@ -101,16 +98,11 @@ def reads(model: str, base: str | None = None) -> frozenset[str] | None:
 
 
 def validate(c) -> None:
-    """The model checks of a config (torch-free): the family's own, d_state only where the
-    family (or a window's base) has a state it sizes, and --stable only where the family (or
-    a window's base) has a stability projection."""
+    """The model checks of a config (torch-free): options only on their families (or a
+    window over one: d_state where a state is sized), the family's own, and --stable only
+    where the family (or a window's base) has a stability projection."""
     spec = MODELS.get(c.model)
     _check_options(c)
-    if getattr(c, "d_state", None) is not None and base_spec(c).state_units is None:
-        takes = ", ".join(m for m in MODELS if MODELS.get(m).state_units is not None)
-        raise UsageError(
-            f"d_state sizes a diagonal SSM's state ({takes}); {c.model} has none to size"
-        )
     if spec.check is not None:
         spec.check(c)
     if c.stable and not base_spec(c).stable:
@@ -134,7 +126,7 @@ def _check_options(c) -> None:
         option = OPTIONS.get(name)
         if option is not None and option.group == MODEL and not owners & set(option.owners):
             whose = ", ".join(option.owners)
-            raise UsageError(f"{name} is a field of the {whose} family(ies), not {c.model}")
+            raise UsageError(f"{name} is a field of {whose}, not of {c.model}")
 
 
 def uses_indrnn_kernel(c) -> bool:

@@ -14,9 +14,9 @@ from seqbench.config import MODEL, Option
 from seqbench.errors import UsageError
 from seqbench.registry import Registry
 
-# the state per layer of a diagonal SSM, an option of each family that has one (lru: N complex
-# modes; s4d: N/2 complex modes per channel, as its reference's N; mamba: d_state per
-# channel); unset: the family's default
+# the state per layer of a diagonal SSM, an option of each family that has one, which its
+# state_units declares (lru: N complex modes; s4d: N/2 complex modes per channel, as its
+# reference's N; mamba: d_state per channel); unset: the family's default
 D_STATE = Option(
     "d_state",
     int,
@@ -99,6 +99,10 @@ class ModelSpec:
     state_units: Callable[[Any], int] | None = None
     options: tuple[Any, ...] = ()
     reads: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.state_units is not None and D_STATE not in self.options:  # a state it sizes
+            object.__setattr__(self, "options", (*self.options, D_STATE))
 
 
 MODELS: Registry[ModelSpec] = Registry("model", "model", ModelSpec)

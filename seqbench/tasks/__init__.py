@@ -154,7 +154,7 @@ def validate(c) -> None:
         option = OPTIONS.get(name)
         if option is not None and option.group == TASK and c.task not in option.owners:
             whose = ", ".join(option.owners)
-            raise UsageError(f"{name} is a field of the {whose} task(s), not {c.task}")
+            raise UsageError(f"{name} is a field of {whose}, not of {c.task}")
     check_args(TASKS.get(c.task), c)
 
 

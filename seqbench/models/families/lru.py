@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqbench.models.spec import D_STATE, ModelSpec, builder
+from seqbench.models.spec import ModelSpec, builder
 
 # the parameters minimal-LRU trains without weight decay at half the learning rate
 _SSM = ("nu_log", "theta_log", "gamma_log", "B_re", "B_im")
@@ -28,5 +28,4 @@ SPEC = ModelSpec(
     no_decay=_SSM,
     own_lr=(_SSM, _half),
     reads=("dropout", "backend"),
-    options=(D_STATE,),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqbench.models.spec import D_STATE, ModelSpec, builder
+from seqbench.models.spec import ModelSpec, builder
 
 SPEC = ModelSpec(
     "mamba",
@@ -16,5 +16,4 @@ SPEC = ModelSpec(
     state_units=lambda c, H: 12 * H * max(0, (c.d_state or 16) - 16),
     no_decay=("A_log", "D"),  # mamba_simple: _no_weight_decay
     reads=("backend",),
-    options=(D_STATE,),
 )
