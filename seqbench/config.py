@@ -40,7 +40,12 @@ class Option:
     (MODEL: ModelArgs carries it) or the task (TASK: TaskArgs). Its value is None unless given
     or set by its owner's defaults, and unset it stays out of the hash, as every field added
     after stores had runs (ADDED_LATER); set, it is stored and hashed flat beside RunConfig's
-    own. Resolution refuses it on a config whose family (or task) is not its owner."""
+    own. Resolution refuses it on a config whose family (or task) is not its owner.
+
+    A SHARED option was RunConfig's when stores had runs: its `default` is the value every
+    run was stored and hashed with whatever its model and task read (SHARED holds them, frozen),
+    and it still is; unset, it reads as that default, and `nullable` says whether None is a
+    value of it (`levels`: no depth given)."""
 
     name: str
     kind: type
@@ -50,17 +55,43 @@ class Option:
     # the families or tasks that declare it, filled as they are registered (declare): one
     # option may be several's (d_state: lru, s4d and mamba), declared alike by each
     owners: tuple[str, ...] = ()
-
-    # what code written for RunConfig's fields reads off a field (FIELDS)
-    default = None
+    default: Any = None  # a SHARED option's, its SHARED value; every other option's None
+    nullable: bool = True
 
     @property
     def type(self) -> str:
-        return f"{self.kind.__name__} | None"
+        return f"{self.kind.__name__} | None" if self.nullable else self.kind.__name__
 
     @property
     def metadata(self) -> dict[str, Any]:
-        return {"groups": (self.group,), "positive": self.positive, "later": True}
+        return {"groups": (self.group,), "positive": self.positive,
+                "later": self.name not in SHARED}  # fmt: skip
+
+
+# The options that were RunConfig's fields when stores had runs, at the value each run was
+# stored and hashed with whatever its model and task read: frozen, so that every run keeps
+# its hash. A config is written (to_dict) with each of them, given or at this value; the
+# families and tasks that read one declare it (models/spec.py, tasks/spec.py), at this default.
+SHARED_MODEL: dict[str, Any] = {
+    "dropout": 0.0,
+    "kernel_size": 7,
+    "levels": None,
+    "nonlinearity": "tanh",
+    "base": "lstm",
+    "magnitude": 2.0,
+    "deep": False,
+    "heads": 4,
+    "backend": "auto",
+    "forget_bias": 0.0,
+    "init": "reference",
+}
+SHARED_TASK: dict[str, Any] = {
+    "marker": "uniform",
+    "subset": None,
+    "path": None,
+    "teacher_lam": 0.9,
+}
+SHARED = {**SHARED_MODEL, **SHARED_TASK}
 
 
 # The declared options by name, filled as families and tasks are registered (declare).
@@ -76,13 +107,26 @@ def declare(options: Iterable[Option], owner: str) -> None:
             raise ValueError(f"{owner}: option {option.name!r} is a field of RunConfig")
         if option.kind not in (int, float, str, bool) or option.group not in (MODEL, TASK):
             raise ValueError(f"{owner}: option {option.name!r} needs a kind and a group")
+        shared = SHARED_MODEL if option.group == MODEL else SHARED_TASK
+        if option.name in SHARED and option.name not in shared:
+            raise ValueError(
+                f"{owner}: option {option.name!r} is a shared field of the other group"
+            )
+        if option.default != shared.get(option.name) or (
+            option.name not in shared and not option.nullable
+        ):
+            raise ValueError(
+                f"{owner}: option {option.name!r} may have a default, and be not nullable, "
+                f"only as a shared field (config.SHARED), at its value there"
+            )
         known = OPTIONS.get(option.name)
         owners = (owner,)
         if known is not None:
-            if (known.kind, known.group, known.positive) != (
+            if (known.kind, known.group, known.positive, known.nullable) != (
                 option.kind,
                 option.group,
                 option.positive,
+                option.nullable,
             ):
                 who = ", ".join(known.owners)
                 raise ValueError(f"{owner}: option {option.name!r} is declared otherwise by {who}")
@@ -92,10 +136,13 @@ def declare(options: Iterable[Option], owner: str) -> None:
 
 
 def _extra_attr(obj, name: str) -> Any:
-    """An option's value on a config or its parts (None where unset), else AttributeError."""
+    """An option's value on a config or its parts (unset: a shared one's SHARED value, any
+    other's None), else AttributeError."""
     extra = dict(obj.__dict__.get("extra", ()))
     if name in extra:
         return extra[name]
+    if name in SHARED:
+        return SHARED[name]
     if name in OPTIONS:
         return None
     raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
@@ -103,9 +150,11 @@ def _extra_attr(obj, name: str) -> Any:
 
 @dataclass(frozen=True, init=False)
 class RunConfig:
-    """Every field of a run, with its one default. The fields marked for the model or the task
-    make up ModelArgs and TaskArgs (written out below, held in step by
-    tests/test_config_parts.py); a field's limits are declared with it (_field)."""
+    """The fields every run has, each with its one default; the options of its family and task
+    (OPTIONS: the shared ones, SHARED, among them) are in `extra`, read as attributes. The
+    fields marked for the model or the task make up ModelArgs and TaskArgs (written out below,
+    held in step by tests/test_config_parts.py); a field's limits are declared with it
+    (_field)."""
 
     model: str
     task: str
@@ -149,24 +198,6 @@ class RunConfig:
     # the most a run may train and the steps it did are its `steps` summary (None: every step)
     patience: int | None = _field(default=None, positive=True, later=True)
     min_steps: int | None = _field(default=None, positive=True, later=True)
-    # model family options
-    dropout: float = _field(MODEL, default=0.0)
-    kernel_size: int | None = _field(MODEL, default=7, positive=True)
-    levels: int | None = _field(MODEL, positive=True)
-    nonlinearity: str = _field(MODEL, default="tanh")
-    base: str = _field(MODEL, default="lstm")
-    magnitude: float = _field(MODEL, default=2.0, positive=True)
-    deep: bool = _field(MODEL, default=False)
-    heads: int = _field(MODEL, default=4, positive=True)
-    backend: str = _field(MODEL, default="auto")
-    forget_bias: float = _field(MODEL, default=0.0)
-    # "reference": what the paper's published code did (the default); "paper": its text
-    init: str = _field(MODEL, default="reference")
-    # task options
-    marker: str = _field(TASK, default="uniform")
-    subset: int | None = _field(TASK, positive=True)
-    path: str | None = _field(TASK)
-    teacher_lam: float = _field(TASK, default=0.9, positive=True)
     # where a plugin model or task came from ("model: dist 1.2; task: ..."; plugins.py), set
     # by resolution: runs of different plugin versions are different experiments
     plugin: str | None = _field(default=None, later=True)
@@ -192,14 +223,22 @@ class RunConfig:
             else:
                 put(self, f.name, f.default_factory() if f.default is MISSING else f.default)
         extra.update(values)
-        put(self, "extra", tuple(sorted((k, v) for k, v in extra.items() if v is not None)))
+        put(self, "extra", _set_options(extra))
 
     def __getattr__(self, name: str) -> Any:
         return _extra_attr(self, name)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.update(out.pop("extra"))
+        """Every field by name, as stored: RunConfig's, each shared option (SHARED: given or
+        at its value, where stores have always had it, before `plugin`), the options set."""
+        fields_ = asdict(self)
+        options = dict(fields_.pop("extra"))
+        out: dict[str, Any] = {}
+        for name, value in fields_.items():
+            if name == "plugin":
+                out.update({n: options.pop(n, v) for n, v in SHARED.items()})
+            out[name] = value
+        out.update(options)
         return out
 
     def hashed(self) -> dict[str, Any]:
@@ -223,7 +262,25 @@ class RunConfig:
         return TaskArgs(**{n: getattr(self, n) for n in TASK_FIELDS}, extra=self._options(TASK))
 
     def _options(self, group: str) -> tuple[tuple[str, Any], ...]:
-        return tuple((k, v) for k, v in self.extra if k in OPTIONS and OPTIONS[k].group == group)
+        shared = SHARED_MODEL if group == MODEL else SHARED_TASK
+        return tuple(
+            (k, v)
+            for k, v in self.extra
+            if k in shared or (k in OPTIONS and OPTIONS[k].group == group)
+        )
+
+
+def _set_options(values: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The options given, as `extra` holds them: sorted, without the unset (None) ones and the
+    shared ones at their SHARED value (of its type: an int 0 given for a float stays, as it
+    was stored), so that a config is one value however it was built."""
+    return tuple(
+        sorted(
+            (k, v)
+            for k, v in values.items()
+            if v is not None and not (k in SHARED and type(v) is type(SHARED[k]) and v == SHARED[k])
+        )
+    )
 
 
 # RunConfig's own fields (not `extra`, which holds the options)
@@ -246,10 +303,12 @@ POSITIVE = tuple(f.name for f in fields(RunConfig) if f.metadata.get("positive")
 
 
 class _Part:
-    """What ModelArgs and TaskArgs share: the positive-field check and a copy with changes."""
+    """What ModelArgs and TaskArgs share: the positive-field check (their options' too) and a
+    copy with changes."""
 
     def __post_init__(self):
         check_positive(self, [f.name for f in fields(self) if f.name in POSITIVE])
+        check_positive(self, [n for n, _ in self.extra if n in OPTIONS and OPTIONS[n].positive])
 
     def __getattr__(self, name: str) -> Any:  # an option (RunConfig.extra)
         return _extra_attr(self, name)
@@ -267,10 +326,9 @@ def _options_by_name(cls):
     own = {f.name for f in fields(cls)}
 
     def __init__(self, *args: Any, **kw: Any) -> None:
-        named = {k: kw.pop(k) for k in list(kw) if k not in own and k in OPTIONS}
+        named = {k: kw.pop(k) for k in list(kw) if k not in own and (k in OPTIONS or k in SHARED)}
         if named:
-            given = {**dict(kw.pop("extra", ())), **named}
-            kw["extra"] = tuple(sorted((k, v) for k, v in given.items() if v is not None))
+            kw["extra"] = _set_options({**dict(kw.pop("extra", ())), **named})
         init(self, *args, **kw)
 
     __init__.__doc__ = init.__doc__
@@ -290,17 +348,6 @@ class ModelArgs(_Part):
     k: int | None = None
     hidden: int | None = 128
     layers: int | None = 1
-    dropout: float = 0.0
-    kernel_size: int | None = 7
-    levels: int | None = None
-    nonlinearity: str = "tanh"
-    base: str = "lstm"
-    magnitude: float = 2.0
-    deep: bool = False
-    heads: int = 4
-    backend: str = "auto"
-    forget_bias: float = 0.0
-    init: str = "reference"
     extra: tuple[tuple[str, Any], ...] = ()  # the family's options (RunConfig.extra)
 
 
@@ -313,17 +360,13 @@ class TaskArgs(_Part):
     seq_len: int | None = None
     seed: int = 0
     eval_size: int = 1000
-    marker: str = "uniform"
-    subset: int | None = None
-    path: str | None = None
-    teacher_lam: float = 0.9
     extra: tuple[tuple[str, Any], ...] = ()  # the task's options (RunConfig.extra)
 
 
 MODEL_FIELDS = tuple(f.name for f in _group(MODEL))
 TASK_FIELDS = tuple(f.name for f in _group(TASK))
-# None is a value for these (no context given, no depth given, no forget-gate cap)
-_NULLABLE = {"k", "levels"}
+# None is a value for k (no context given)
+_NULLABLE = {"k"}
 
 
 # Where and how a run executes, not what it computes.
@@ -370,7 +413,7 @@ def experiment_fields(config: Mapping[str, Any]) -> dict[str, Any]:
     out = {
         k: v
         for k, v in config.items()
-        if k not in NOT_HASHED and not (v is None and k not in _CORE)
+        if k not in NOT_HASHED and not (v is None and k not in _CORE and k not in SHARED)
     }
     for name in (*ADDED_LATER, *AS_BEFORE):
         if out.get(name) is None or (name in AS_BEFORE and out[name] == AS_BEFORE[name]):

@@ -20,8 +20,8 @@ from seqbench import models, tasks
 from seqbench.config import (
     FIELDS,
     MODEL,
-    MODEL_FIELDS,
     OPTIONS,
+    SHARED,
     TASK,
     TASK_FIELDS,
     RunConfig,
@@ -88,14 +88,6 @@ def config_hash(cfg: RunConfig) -> str:
     return digest(d)
 
 
-# The fields one family or task reads and another does not (ModelSpec.reads, TaskSpec.reads):
-# every model and task field but those all of them read. Given to a model and task that do
-# not read it, refused (check_read), so that a field that changes nothing never makes two
-# runs of one experiment two experiments.
-MODEL_OWN = tuple(n for n in MODEL_FIELDS if n not in ("seq_len", "k", "hidden", "layers"))
-TASK_OWN = tuple(n for n in TASK_FIELDS if n not in ("seq_len", "seed", "eval_size"))
-
-
 def _base(model: str, values: Mapping[str, Any]) -> str | None:
     """The base family a window wraps under `values` (its default where not given)."""
     if not MODELS.get(model).wraps_base:
@@ -110,29 +102,30 @@ def task_fields() -> list[str]:
 
 
 def _is_model_field(name: str) -> bool:
-    """Whether `name` is a model field some families read and others do not: one of
-    RunConfig's (MODEL_OWN) or a family's option."""
+    """Whether `name` is a family's option (one that some families read and others do not)."""
     option = OPTIONS.get(name)
-    return name in MODEL_OWN if option is None else option.group == MODEL
+    return option is not None and option.group == MODEL
 
 
 def unread(model: str, task: str, values: Mapping[str, Any], base: str | None = None) -> list[str]:
-    """The fields given in `values` that neither `model` (a window: with its base, `base` or
-    the one `values` names) nor `task` reads, in the order given: a RunConfig field its spec
-    does not list (ModelSpec.reads, TaskSpec.reads; a plugin that lists none reads them all),
-    an option its spec does not declare (a plugin's too)."""
+    """The options given in `values` that neither `model` (a window: with its base, `base` or
+    the one `values` names) nor `task` reads, in the order given: one its spec does not
+    declare, unless it is shared (config.SHARED) and a plugin's spec lists it in `reads`
+    (ModelSpec.reads, TaskSpec.reads; a plugin that lists none reads every shared one).
+    RunConfig's own fields every run reads."""
     base = base or _base(model, values)
     m, t = models.reads(model, base), tasks.reads(task)
     family = {model, base} if MODELS.get(model).wraps_base else {model}  # a window: its base's
     out = []
     for name in values:
         option = OPTIONS.get(name)
-        if option is not None:
-            owner = family if option.group == MODEL else {tasks.spec_name(task)}
-            if not owner & set(option.owners):
-                out.append(name)
-        elif (name in MODEL_OWN and m is not None and name not in m) or (
-            name in TASK_OWN and t is not None and name not in t
+        if option is None:
+            continue
+        model_side = option.group == MODEL
+        owner = family if model_side else {tasks.spec_name(task)}
+        listed = m if model_side else t
+        if not owner & set(option.owners) and not (
+            name in SHARED and (listed is None or name in listed)
         ):
             out.append(name)
     return out
@@ -142,14 +135,11 @@ def readers(name: str) -> str:
     """The families (a window over them too) or the tasks that read `name`, in words."""
     option = OPTIONS.get(name)
     if not _is_model_field(name):
-        if option is not None:
-            return ", ".join(option.owners)
-        found = [t for t in TASKS if (r := tasks.reads(t)) is not None and name in r]
-        return ", ".join(found) or "none of the tasks"
-    if option is not None:
-        found = list(option.owners)
-    else:
-        found = [m for m in MODELS if (r := models.reads(m)) is not None and name in r]
+        listing = [t for t in TASKS if (r := tasks.reads(t)) is not None and name in r]
+        found = [*(option.owners if option is not None else ()), *listing]
+        return ", ".join(dict.fromkeys(found)) or "none of the tasks"
+    listing = [m for m in MODELS if (r := models.reads(m)) is not None and name in r]
+    found = list(dict.fromkeys([*option.owners, *listing]))
     if not found:
         return "none of them"
     wrappers = "/".join(m for m in MODELS if MODELS.get(m).wraps_base)

@@ -31,9 +31,10 @@ _HINTS = typing.get_type_hints(RunConfig)
 
 def field_type(name: str) -> tuple[type, bool]:
     """(the base type, whether None is allowed) of RunConfig field `name`, read from its
-    annotation (`int | None` -> (int, True)), or of a declared option (always nullable)."""
+    annotation (`int | None` -> (int, True)), or of a declared option (nullable unless it is
+    a shared one that never was: config.SHARED)."""
     if name in OPTIONS:
-        return OPTIONS[name].kind, True
+        return OPTIONS[name].kind, OPTIONS[name].nullable
     hint = _HINTS[name]
     args = typing.get_args(hint)
     if args and type(None) in args:
@@ -283,6 +284,8 @@ def _check_options(cfg: RunConfig) -> None:
         v = _typed(name, option.kind, True, v)
         if option.kind is float and not math.isfinite(v):
             raise UsageError(f"{name} must be a finite number, got {v}")
+        if option.kind is float and abs(v) > FLOAT32_MAX:
+            raise UsageError(f"{name} = {v} is beyond float32's range (±{FLOAT32_MAX:.3g})")
         if option.kind is int and abs(v) > MAX_INT:
             raise UsageError(f"{name} = {v} does not fit in a 64-bit integer")
         if option.positive and not v > 0:

@@ -108,3 +108,44 @@ def test_a_window_over_an_owner_takes_its_option():
     cfg = resolve("window", "adding", {"base": "lru", "d_state": 8, "k": 4})
     assert cfg.d_state == 8 and cfg.model_args().d_state == 8
     assert resolve("gru", "adding", {}).d_state is None  # unset where nobody owns it
+
+
+def test_a_shared_field_is_its_owners_option_at_its_frozen_value():
+    """dropout … teacher_lam were RunConfig's fields when stores had runs (config.SHARED): now
+    options of the families and tasks that read them, they read as their frozen value where
+    unset, a config holds one given at that value as unset (one config however it was built),
+    and a config is written with every one of them, where RunConfig's fields were."""
+    import seqbench.configure  # noqa: F401  (registers the built-ins)
+    from seqbench.config import OPTIONS, SHARED
+
+    cfg = RunConfig("gru", "adding")
+    assert (cfg.dropout, cfg.kernel_size, cfg.levels, cfg.marker) == (0.0, 7, None, "uniform")
+    assert (ModelArgs().heads, TaskArgs().teacher_lam) == (4, 0.9)
+    assert RunConfig("gru", "adding", dropout=0.0, base="lstm") == cfg and cfg.extra == ()
+    assert RunConfig("gru", "adding", dropout=0).extra == (("dropout", 0),)  # as it was stored
+    tcn = RunConfig("tcn", "adding", dropout=0.3)
+    assert tcn.extra == (("dropout", 0.3),) and tcn.model_args().dropout == 0.3
+    stored = RunConfig("tcn", "copy", dropout=0.3, symbols="tokens").to_dict()
+    names = list(stored)
+    assert names[names.index("plugin") - len(SHARED) : names.index("plugin")] == list(SHARED)
+    assert names[-1] == "symbols" and stored["dropout"] == 0.3 and stored["heads"] == 4
+    assert RunConfig(**stored) == RunConfig("tcn", "copy", dropout=0.3, symbols="tokens")
+    assert {n: OPTIONS[n].default for n in SHARED} == SHARED
+    assert OPTIONS["levels"].nullable and not OPTIONS["dropout"].nullable
+
+
+def test_a_default_belongs_to_a_shared_field_only():
+    """An option's value where unset is None (it stays out of the hash), unless it is a shared
+    field, whose default is frozen (config.SHARED): another default, or the other group, is
+    a programming error said when the spec registers."""
+    from seqbench.config import MODEL, TASK, Option, declare
+
+    for option, words in [
+        (Option("dropout", float, MODEL, default=0.5, nullable=False), "at its value there"),
+        (Option("leak", float, MODEL, default=0.1), "only as a shared field"),
+        (Option("leak", float, MODEL, nullable=False), "only as a shared field"),
+        (Option("marker", str, MODEL), "a shared field of the other group"),
+        (Option("dropout", float, TASK, default=0.0), "a shared field of the other group"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            declare([option], "mine")

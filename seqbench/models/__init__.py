@@ -9,7 +9,7 @@ import importlib
 import pkgutil
 from typing import Any
 
-from seqbench.config import MODEL, OPTIONS
+from seqbench.config import MODEL, OPTIONS, SHARED
 from seqbench.errors import UsageError
 from seqbench.models import families
 from seqbench.models.spec import MODELS, ModelSpec, make_backbone
@@ -83,8 +83,9 @@ def base_spec(c) -> ModelSpec:
 
 
 def reads(model: str, base: str | None = None) -> frozenset[str] | None:
-    """The model fields beyond every family's own that `model` reads (ModelSpec.reads; a
-    window: its base's too, `base` the base family). None: not declared (a plugin's)."""
+    """The shared model fields (config.SHARED) a plugin family lists as read (ModelSpec.reads;
+    a window: its base's too, `base` the base family). None: not declared, every one read.
+    Its options (ModelSpec.options) are its own besides."""
     spec = MODELS.get(model)
     if spec.reads is None:
         return None
@@ -120,11 +121,15 @@ def validate(c) -> None:
 
 
 def _check_options(c) -> None:
-    """A family's options (ModelSpec.options) only on that family, or a window over it."""
+    """A family's options (ModelSpec.options) only on that family, or a window over it. A
+    shared one (config.SHARED) is checked where RunConfig's fields were, at resolution
+    (configure.check_read): a stored run's own fields are what they were."""
     owners = {c.model, base_spec(c).name}
     for name, _ in getattr(c, "extra", ()):
         option = OPTIONS.get(name)
-        if option is not None and option.group == MODEL and not owners & set(option.owners):
+        if option is None or name in SHARED:
+            continue
+        if option.group == MODEL and not owners & set(option.owners):
             whose = ", ".join(option.owners)
             raise UsageError(f"{name} is a field of {whose}, not of {c.model}")
 

@@ -25,6 +25,20 @@ D_STATE = Option(
     "channel; mamba: per channel); unset: the family's default",
     positive=True,
 )
+# The shared model fields several families read (config.SHARED: each at the value every run
+# was stored with); a family's own (magnitude, forget_bias, init, base) is in its file.
+DROPOUT = Option("dropout", float, MODEL, "dropout probability, in [0, 1) (0)",
+                 default=0.0, nullable=False)  # fmt: skip
+KERNEL_SIZE = Option("kernel_size", int, MODEL, "a convolution's kernel size (7)",
+                     positive=True, default=7)  # fmt: skip
+LEVELS = Option("levels", int, MODEL, "a convolutional stack's depth (unset: from k or T)",
+                positive=True)  # fmt: skip
+HEADS = Option("heads", int, MODEL, "attention heads, which divide hidden (4)", positive=True,
+               default=4, nullable=False)  # fmt: skip
+BACKEND = Option("backend", str, MODEL, "the recurrence's kernel: auto, torch, cpu, numba or "
+                 "triton (auto)", default="auto", nullable=False)  # fmt: skip
+NONLINEARITY = Option("nonlinearity", str, MODEL, "the recurrence's nonlinearity: tanh or "
+                      "relu (tanh)", default="tanh", nullable=False)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -68,13 +82,14 @@ class ModelSpec:
         refuses the field.
     options: config fields of the family's own (config.Option, group MODEL), declared here
         rather than in RunConfig: its network reads them off its ModelArgs, its `defaults`
-        may set them, and every other family refuses them.
-    reads: the RunConfig model fields beyond every family's own (seq_len, k, hidden, layers)
-        that the family's network reads (a window: and its base's); a config that gives one
-        the family does not read is refused, naming the families that do
-        (configure.check_read). None: not declared (a plugin's), every field accepted.
-        tests/models/test_reads.py measures each built-in's from the outside: a field it
-        reads changes the network built, one it does not leaves it bit for bit the same.
+        may set them, and every other family refuses them. The shared ones (config.SHARED:
+        dropout, kernel_size, heads …, declared above) were RunConfig's when stores had runs.
+    reads: the shared fields (config.SHARED) a plugin's network reads without declaring them
+        as options (e.g. ("dropout",)); any other given to the family is refused, naming the
+        families that read it (configure.check_read). None: not declared, every shared field
+        accepted; a built-in declares () and its options. tests/models/test_reads.py
+        measures each built-in's from the outside: an option it reads changes the network
+        built, one it does not leaves it bit for bit the same.
     """
 
     name: str

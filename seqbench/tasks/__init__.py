@@ -9,7 +9,7 @@ import importlib
 import pkgutil
 from typing import Any
 
-from seqbench.config import OPTIONS, TASK
+from seqbench.config import OPTIONS, SHARED, TASK
 from seqbench.errors import UsageError
 from seqbench.tasks import specs
 from seqbench.tasks.spec import TASKS, TaskSpec
@@ -141,18 +141,21 @@ def spec_name(task: str) -> str:
 
 
 def reads(task: str) -> frozenset[str] | None:
-    """The RunConfig task fields beyond every task's own that `task` reads (TaskSpec.reads);
-    None: not declared (a plugin's). Its options (TaskSpec.options) are its own besides."""
+    """The shared task fields (config.SHARED) a plugin task lists as read (TaskSpec.reads);
+    None: not declared, every one read. Its options (TaskSpec.options) are its own besides."""
     spec = TASKS.get(spec_name(task))
     return None if spec.reads is None else frozenset(spec.reads)
 
 
 def validate(c) -> None:
     """The task checks of a config (torch-free): the options it owns (TaskSpec.options) and
-    no other task's, the length it allows, and its own checks."""
+    no other task's (a shared one, config.SHARED, is checked at resolution, as RunConfig's
+    fields were), the length it allows, and its own checks."""
     for name, _ in c.extra:
         option = OPTIONS.get(name)
-        if option is not None and option.group == TASK and c.task not in option.owners:
+        if option is None or name in SHARED:
+            continue
+        if option.group == TASK and c.task not in option.owners:
             whose = ", ".join(option.owners)
             raise UsageError(f"{name} is a field of {whose}, not of {c.task}")
     check_args(TASKS.get(c.task), c)

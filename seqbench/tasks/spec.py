@@ -22,6 +22,11 @@ TEST_STREAM = Option(
     TASK,
     "score the test split whole, as streams (a language model's; true where it can)",
 )
+# The shared task fields several tasks read (config.SHARED: each at the value every run was
+# stored with); a task's own (marker, teacher_lam) is in its file.
+SUBSET = Option("subset", int, TASK, "train on the first this many sequences of the split",
+                positive=True)  # fmt: skip
+PATH = Option("path", str, TASK, "the data file (its content hash, data_hash, is the experiment)")
 
 
 @dataclass(frozen=True)
@@ -60,10 +65,10 @@ class TaskSpec:
     # group TASK): the task reads them off its TaskArgs, its defaults may set them, and every
     # other task refuses them
     options: tuple[Any, ...] = ()
-    # the RunConfig task fields beyond every task's own (seq_len, seed, eval_size) that the task
-    # reads, among configure.TASK_OWN (marker, subset, path, teacher_lam); a config that gives
-    # another is refused, naming the tasks that read it. None: not declared (a plugin's),
-    # every such field accepted
+    # the shared task fields (config.SHARED: marker, subset, path, teacher_lam) a plugin task
+    # reads without declaring them as options; a config that gives another is refused, naming
+    # the tasks that read it. None: not declared, every shared field accepted; a built-in
+    # declares () and its options
     reads: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:

@@ -1,8 +1,9 @@
-"""What each family and task reads, measured from the outside (the declared ModelSpec.reads
-and TaskSpec.reads): a field a family does not read leaves the network it builds bit for bit
-the same (parameters and outputs, dropout drawn from the same seed), and giving it is refused
-in one line naming who reads it; a field it reads changes the network, or the family refuses
-every value but its own (irnn's ReLU). Tasks likewise, by the batches they draw."""
+"""What each family and task reads, measured from the outside (the options each declares,
+ModelSpec.options and TaskSpec.options): a field a family does not read leaves the network it
+builds bit for bit the same (parameters and outputs, dropout drawn from the same seed), and
+giving it is refused in one line naming who reads it; a field it reads changes the network, or
+the family refuses every value but its own (irnn's ReLU). Tasks likewise, by the batches they
+draw."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import json
 import pytest
 import torch
 
-from seqbench.config import MODEL, OPTIONS, TASK
-from seqbench.configure import MODEL_OWN, TASK_OWN, make_config
+from seqbench.config import MODEL, OPTIONS, SHARED, SHARED_MODEL, SHARED_TASK, TASK
+from seqbench.configure import make_config
 from seqbench.errors import UsageError
 from seqbench.models import MODELS, make_backbone
 from seqbench.tasks import TASKS, make_task
@@ -29,12 +30,12 @@ WITH = {"forget_cap": {"stable": True}}
 # how, not what: the IndRNN and scan kernels compute the same numbers on every backend
 HOW = {"backend"}
 BUILT_IN = [m for m in MODELS if MODELS.get(m).plugin is None]
-# the options built-in families declare (d_state, forget_cap), measured as RunConfig's fields
+# the options built-in families declare: the shared ones (dropout, kernel_size …) and their own
 MODEL_OPTIONS = [n for n, o in OPTIONS.items() if o.group == MODEL and set(o.owners) & {*BUILT_IN}]
 
 
 def _reads(spec) -> set[str]:
-    """What a spec says it reads: its RunConfig fields and its own options."""
+    """What a spec says it reads: its options (and, for a plugin, the shared fields it lists)."""
     return set(spec.reads or ()) | {o.name for o in spec.options}
 
 
@@ -56,13 +57,17 @@ def _same(a, b) -> bool:
 
 
 def test_every_built_in_part_declares_what_it_reads():
-    assert [m for m in BUILT_IN if MODELS.get(m).reads is None] == []
-    assert [t for t in TASKS if TASKS.get(t).plugin is None and TASKS.get(t).reads is None] == []
-    assert set(MODEL_OPTIONS) == {"d_state", "forget_cap"}
-    for m in BUILT_IN:
-        assert set(MODELS.get(m).reads) <= set(MODEL_OWN), m
-    for t in TASKS:
-        assert set(TASKS.get(t).reads or ()) <= set(TASK_OWN), t
+    """A built-in lists no shared field in `reads`: it declares what it reads as options. Each
+    shared field is some built-in's option, declared at its frozen value (SHARED)."""
+    assert [m for m in BUILT_IN if MODELS.get(m).reads != ()] == []
+    assert [t for t in TASKS if TASKS.get(t).plugin is None and TASKS.get(t).reads != ()] == []
+    assert set(MODEL_OPTIONS) == {*SHARED_MODEL, "d_state", "forget_cap"}
+    built_in_tasks = {t for t in TASKS if TASKS.get(t).plugin is None}
+    for name, value in SHARED.items():
+        option = OPTIONS[name]
+        assert option.default == value and set(option.owners) & {*BUILT_IN, *built_in_tasks}
+        assert option.group == (MODEL if name in SHARED_MODEL else TASK), name
+    assert set(SHARED_TASK) <= {n for n, o in OPTIONS.items() if o.group == TASK}
 
 
 @pytest.mark.parametrize("model", BUILT_IN)
@@ -71,7 +76,7 @@ def test_a_family_reads_what_it_says_and_nothing_else(model):
     reads = _reads(MODELS.get(model))
     if MODELS.get(model).wraps_base:
         reads |= _reads(MODELS.get(make_config(model, "adding", base).base))
-    for name in (*MODEL_OWN, *MODEL_OPTIONS):
+    for name in MODEL_OPTIONS:
         over = {**base, **(WITH.get(name, {}) if name in reads else {})}
         cfg = make_config(model, "adding", over)
         alt = next(v for v in ALT[name] if v != getattr(cfg, name))
@@ -123,7 +128,7 @@ TASK_OPTIONS = [n for n, o in OPTIONS.items() if o.group == TASK and n in TASK_A
 def test_a_task_reads_what_it_says_and_nothing_else(task):
     reads = _reads(TASKS.get(task))
     cfg = make_config("tcn", task, {"steps": 10})
-    for name in (*TASK_OWN, *TASK_OPTIONS):
+    for name in TASK_OPTIONS:
         alt = TASK_ALT[name]
         if name in reads:
             try:

@@ -103,3 +103,53 @@ def test_a_field_that_became_its_owners_option_keeps_the_hash(model, task, over,
     cfg = resolve(model, task, over)
     assert config_hash(cfg) == digest
     assert set(over) - {"path", "k", "base", "stable"} <= {name for name, _ in cfg.extra}
+
+
+# The fields that were RunConfig's and that only some families or tasks read (dropout …
+# teacher_lam) became those parts' options, shared (config.SHARED): every run still stores and
+# hashes them, at their value or the frozen default. The config hash and the digest of the
+# stored config (to_dict: the same keys, in the same order) are the seqbench's of commit
+# 1b447c2, where they were RunConfig's fields.
+@pytest.mark.parametrize(
+    ("model", "task", "over", "digest", "stored"),
+    [
+        ("gru", "adding", {},
+         "b45569902f5a96654308e06710a61ebaf5fd770aa1047afb8ed05c0d1bb25da3",
+         "76b6e88b3e7d950b5aafa04f1495b6200a9fe0ebe034d108033b69a05571f884"),
+        ("gru", "adding", {"marker": "halves"},
+         "5a570cff6a8f242de1bd23d1f275c7f8ed8ba64197b333b7ff47898cd1e3a8e6",
+         "0b09bf1f6f890b10cfdf12c85fec2afca36190c3645ea46abab1144895a171eb"),
+        ("tcn", "adding", {"dropout": 0.1},
+         "f902d4e922d54f140ae8dedf5e23cda068aaa40123bfcb2fc68ffa13a2552ce7",
+         "69aec9e97cf056fdcdc9ad80186a1612d7e15a2dcd6321b4ae045ec1a5873adf"),
+        ("rnn", "adding", {"nonlinearity": "relu"},
+         "e83d6845a92125b0b888b824f56dad7c03347baf0e245fc71669e91a431997f1",
+         "5a795f8861526ed65491a816c3f4ae50132cf2ae3955d681614cc2deda0b7a61"),
+        ("indrnn", "adding", {"deep": True, "magnitude": 3.0},
+         "7cff6b8e4d00465eca1460bf44f20a24575fe4d752966b1eb8b532f50b99692c",
+         "67d8589e4d2a0f4c2a3c09583a2dbef6b785a826ec13c4898a32e3df34c1af45"),
+        ("window", "adding", {"base": "gru"},
+         "12e30f0552a99e0644ea61c67dc5e4205062623d4410c8208e92ee6b4f75a3fe",
+         "7dd2f5f3b8eb5adbad233e283e2f1e00dcb7a59e08d2aa24ab421a9a25d7a973"),
+        ("lstm", "chorales", {"forget_bias": 1.0, "subset": 100},
+         "fbd3836d9d99093c8874a3a99d5c7fa503ae5abc8735fccf6f4d78b386ab20ed",
+         "4bfce7e4e3173d8b98f3ce2b2403b574885a4e0ed1aced0e918b8ecb6860fce6"),
+        ("tcn", "copy", {"init": "paper", "levels": 3, "kernel_size": 3},
+         "c17e2b5e3210b04874480d53300c3e447b9ec006507814c2cf1776616075b711",
+         "d9a5f159bbcf5f5bf35f36d5df597dfbede0eee844228c81628648ce5d68d467"),
+        ("gru", "teacher", {"teacher_lam": 0.5},
+         "859a646f6404809e701d860b6097bbcfca5473b993b8f274f1350f1732c8176d",
+         "b1007d53b744d56b5389b9c00a7361f813b7ccf79f8804bc0c36435d66fc0b80"),
+        ("transformer", "adding", {"heads": 2},
+         "4e612e12d96fdc2413c957df87bbeb2b6cf9ebae24fbc9dfe20a935aeddcc1fc",
+         "14809bad9ed52604758bd3ca7276ef6bd38e038b342c20c3b0156588dd18733a"),
+    ],
+)  # fmt: skip
+def test_a_shared_field_keeps_the_hash_and_the_stored_config(model, task, over, digest, stored):
+    from seqbench.config import SHARED
+    from seqbench.config import digest as sha
+
+    cfg = resolve(model, task, over)
+    assert config_hash(cfg) == digest
+    assert sha(cfg.to_dict()) == stored
+    assert set(SHARED) <= set(cfg.to_dict())  # GRU runs store kernel_size 7, as they always did

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from seqbench.models import context as ctx
-from seqbench.models.spec import ModelSpec, builder, check_conv
+from seqbench.models.spec import DROPOUT, KERNEL_SIZE, LEVELS, ModelSpec, builder, check_conv
 
 SPEC = ModelSpec(
     "gcnn",
@@ -15,5 +15,6 @@ SPEC = ModelSpec(
     check=check_conv("gcnn"),
     context=ctx.gcnn_context,
     context_rule="exactly k (last kernel cropped); levels L: 1 + L(K−1); neither: min(T, 32)",
-    reads=("dropout", "kernel_size", "levels"),
+    options=(DROPOUT, KERNEL_SIZE, LEVELS),
+    reads=(),
 )

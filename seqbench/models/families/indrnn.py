@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from seqbench.models.spec import ModelSpec, builder
+from seqbench.config import MODEL, Option
+from seqbench.models.spec import BACKEND, DROPOUT, ModelSpec, builder
+
+# |u| ≤ magnitude^(1/T) (Li et al.'s M, 2 by default), and the residual, batch-normed stack
+MAGNITUDE = Option("magnitude", float, MODEL, "IndRNN's recurrent bound M: |u| ≤ M^(1/T) (2)",
+                   positive=True, default=2.0, nullable=False)  # fmt: skip
+DEEP = Option("deep", bool, MODEL, "IndRNN's deep variant: batch norm after every layer (false)",
+              default=False, nullable=False)  # fmt: skip
 
 SPEC = ModelSpec(
     "indrnn",
@@ -47,5 +54,6 @@ SPEC = ModelSpec(
             for t in ("digits", "pdigits", "fashion", "pfashion")
         },
     },
-    reads=("dropout", "magnitude", "deep", "backend"),
+    options=(DROPOUT, MAGNITUDE, DEEP, BACKEND),
+    reads=(),
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from seqbench.errors import UsageError
-from seqbench.models.spec import ModelSpec, builder
+from seqbench.models.spec import NONLINEARITY, ModelSpec, builder
 
 
 def _check(c) -> None:
@@ -25,5 +25,6 @@ SPEC = ModelSpec(
     small_steps=True,
     # adding: the IndRNN adding script's settings for its IRNN baseline
     task_defaults={"adding": {"lr": 2e-4, "clip_value": 10.0, "lr_decay_every": 20100}},
-    reads=("nonlinearity",),
+    options=(NONLINEARITY,),
+    reads=(),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqbench.models.spec import ModelSpec, builder, check_heads
+from seqbench.models.spec import DROPOUT, HEADS, ModelSpec, builder, check_heads
 
 SPEC = ModelSpec(
     "linear-attention",
@@ -13,5 +13,6 @@ SPEC = ModelSpec(
     activation_units=40,
     width_multiple_of="heads",
     check=check_heads("linear-attention"),
-    reads=("dropout", "heads"),
+    options=(DROPOUT, HEADS),
+    reads=(),
 )

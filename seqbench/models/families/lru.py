@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqbench.models.spec import ModelSpec, builder
+from seqbench.models.spec import BACKEND, DROPOUT, ModelSpec, builder
 
 # the parameters minimal-LRU trains without weight decay at half the learning rate
 _SSM = ("nu_log", "theta_log", "gamma_log", "B_re", "B_im")
@@ -27,5 +27,6 @@ SPEC = ModelSpec(
     # lr_factor 0.5): Adam without weight decay at half the learning rate on these
     no_decay=_SSM,
     own_lr=(_SSM, _half),
-    reads=("dropout", "backend"),
+    options=(DROPOUT, BACKEND),
+    reads=(),
 )

@@ -33,10 +33,18 @@ SPEC = ModelSpec(
     # Miller & Hardt: polyphonic music with 256 hidden units
     task_defaults={"adding": TORCH_RNN_ON_ADDING, "chorales": {"hidden": 256}},
     condition=condition,
-    reads=("forget_bias",),
+    reads=(),
     # `stable` on an LSTM: the forget gate is f = forget_cap · σ(·) (set by resolution to λ/2
     # when not given), and the recurrent blocks share what is left, λ − forget_cap
     options=(
+        Option(
+            "forget_bias",
+            float,
+            MODEL,
+            "the forget gate's bias at init (0)",
+            default=0.0,
+            nullable=False,
+        ),
         Option(
             "forget_cap",
             float,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqbench.models.spec import ModelSpec, builder
+from seqbench.models.spec import BACKEND, ModelSpec, builder
 
 SPEC = ModelSpec(
     "mamba",
@@ -15,5 +15,6 @@ SPEC = ModelSpec(
     # default 16 that activation_units (110 per unit of width) already covers
     state_units=lambda c, H: 12 * H * max(0, (c.d_state or 16) - 16),
     no_decay=("A_log", "D"),  # mamba_simple: _no_weight_decay
-    reads=("backend",),
+    options=(BACKEND,),
+    reads=(),
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from seqbench.errors import UsageError
-from seqbench.models.spec import TORCH_RNN_ON_ADDING, ModelSpec, builder
+from seqbench.models.spec import NONLINEARITY, TORCH_RNN_ON_ADDING, ModelSpec, builder
 
 
 def _check(c) -> None:
@@ -21,5 +21,6 @@ SPEC = ModelSpec(
     check=_check,
     small_steps=True,
     task_defaults={"adding": TORCH_RNN_ON_ADDING},
-    reads=("nonlinearity",),
+    options=(NONLINEARITY,),
+    reads=(),
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from seqbench.errors import UsageError
-from seqbench.models.spec import ModelSpec, builder
+from seqbench.models.spec import BACKEND, DROPOUT, ModelSpec, builder
 
 # the parameters s4d.py trains without weight decay at lr = min(0.001, lr)
 _SSM = ("log_dt", "log_A_real", "A_imag")
@@ -32,5 +32,6 @@ SPEC = ModelSpec(
     # s4d.py registers these with weight decay 0 and lr = min(0.001, lr) (example.py)
     no_decay=_SSM,
     own_lr=(_SSM, _at_most_1e3),
-    reads=("dropout", "backend"),
+    options=(DROPOUT, BACKEND),
+    reads=(),
 )

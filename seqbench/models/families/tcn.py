@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from seqbench.config import MODEL, Option
 from seqbench.models import context as ctx
-from seqbench.models.spec import ModelSpec, builder, check_conv
+from seqbench.models.spec import DROPOUT, KERNEL_SIZE, LEVELS, ModelSpec, builder, check_conv
+
+# "reference": what Bai et al.'s published code did (the default); "paper": its text
+INIT = Option("init", str, MODEL, "the TCN's init: reference (its published code) or paper "
+              "(its text)", default="reference", nullable=False)  # fmt: skip
 
 SPEC = ModelSpec(
     "tcn",
@@ -47,5 +52,6 @@ SPEC = ModelSpec(
         },
         "ptb-char": {"hidden": 450, "kernel_size": 3, "levels": 3},
     },
-    reads=("dropout", "kernel_size", "levels", "init"),
+    options=(DROPOUT, KERNEL_SIZE, LEVELS, INIT),
+    reads=(),
 )

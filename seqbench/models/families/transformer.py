@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from seqbench.errors import UsageError
 from seqbench.models import context as ctx
-from seqbench.models.spec import ModelSpec, builder, check_heads
+from seqbench.models.spec import DROPOUT, HEADS, ModelSpec, builder, check_heads
 
 
 def _check(c) -> None:
@@ -23,5 +23,6 @@ SPEC = ModelSpec(
     check=_check,
     context=ctx.transformer_context,
     context_rule="exactly k (k − 1 split over the layers' windows); no k: T",
-    reads=("dropout", "heads"),
+    options=(DROPOUT, HEADS),
+    reads=(),
 )

@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+from seqbench.config import MODEL, Option
 from seqbench.errors import UsageError
 from seqbench.models import context as ctx
 from seqbench.models.spec import MODELS, ModelSpec, make_backbone
+
+BASE = Option("base", str, MODEL, "the recurrent family run on the last k inputs (lstm)",
+              default="lstm", nullable=False)  # fmt: skip
 
 
 def _build(in_dim, args):
@@ -32,5 +36,6 @@ SPEC = ModelSpec(
     check=_check,
     context=ctx.window_context,
     context_rule="exactly k (the base run on the last k inputs); no k: min(T, 32)",
-    reads=("base",),  # and its base's
+    options=(BASE,),  # and its base's
+    reads=(),
 )

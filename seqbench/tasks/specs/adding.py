@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from seqbench.config import TASK, Option
 from seqbench.errors import UsageError
 from seqbench.tasks.spec import TaskSpec
 
@@ -21,5 +22,15 @@ SPEC = TaskSpec(
     min_seq_len=2,
     check=_check,
     defaults={"steps": 3000},
-    reads=("marker",),
+    options=(
+        Option(
+            "marker",
+            str,
+            TASK,
+            "where the two marked positions fall: uniform or halves (uniform)",
+            default="uniform",
+            nullable=False,
+        ),
+    ),
+    reads=(),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqbench.tasks.spec import TaskSpec
+from seqbench.tasks.spec import SUBSET, TaskSpec
 
 # T = the training crop length; evaluation uses whole chorales
 SPEC = TaskSpec(
@@ -16,5 +16,6 @@ SPEC = TaskSpec(
     # context-free baseline after 1000 steps, 13.0 nats; 3e-3 reached 11.7-12.1, 1e-2
     # 10.3-10.5)
     defaults={"steps": 1000, "batch_size": 16, "lr": 1e-2},
-    reads=("subset",),
+    options=(SUBSET,),
+    reads=(),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from seqbench.config import TASK, Option
 from seqbench.errors import UsageError
-from seqbench.tasks.spec import TaskSpec
+from seqbench.tasks.spec import PATH, TaskSpec
 
 
 def _check(c) -> None:
@@ -58,8 +58,8 @@ SPECS = tuple(
         baseline_note=note,
         check=_check,
         defaults={"steps": 1000},
-        reads=("path",),
-        options=FILE_OPTIONS + (TABLE_OPTIONS if kind == "regression" else ()),
+        reads=(),
+        options=(PATH, *FILE_OPTIONS, *(TABLE_OPTIONS if kind == "regression" else ())),
     )
     for kind, metric, note in (
         ("regression", "mse", "predict the train mean"),

@@ -3,7 +3,7 @@ permuted."""
 
 from __future__ import annotations
 
-from seqbench.tasks.spec import TaskSpec
+from seqbench.tasks.spec import SUBSET, TaskSpec
 
 
 def _pixels(name: str, cls: str, description: str, T: int, defaults: dict) -> TaskSpec:
@@ -19,7 +19,8 @@ def _pixels(name: str, cls: str, description: str, T: int, defaults: dict) -> Ta
         baseline_note="chance: 10%",
         fixed_seq_len=True,
         defaults=defaults,
-        reads=("subset",),
+        options=(SUBSET,),
+        reads=(),
     )
 
 

@@ -35,10 +35,21 @@ SPEC = TaskSpec(
     baseline_note="predict the mean: Var(y)",
     check=_check,
     defaults={"steps": 1000},
-    reads=("teacher_lam",),
+    reads=(),
     # the teacher's recurrence: "tanh" (h = tanh(W h + U x), the task as it was; unset on runs
     # from before) or "linear" (h = W h + U x, the output scaled by √(1 − λ²)): a linear
     # teacher forgets at exactly λ per step, where a tanh one driven at unit variance
     # saturates and forgets faster (0.61 per step at λ = 0.9 and 0.63 at 0.95, measured)
-    options=(Option("teacher_kind", str, TASK, "the teacher's recurrence: tanh or linear (tanh)"),),
+    options=(
+        Option("teacher_kind", str, TASK, "the teacher's recurrence: tanh or linear (tanh)"),
+        Option(
+            "teacher_lam",
+            float,
+            TASK,
+            "the teacher's contraction λ (0.9)",
+            positive=True,
+            default=0.9,
+            nullable=False,
+        ),
+    ),
 )
