@@ -13,15 +13,23 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
 from seqbench.errors import UsageError
+from seqbench.options import (
+    MODEL,
+    OPTIONS,
+    SHARED,
+    SHARED_MODEL,
+    SHARED_TASK,
+    TASK,
+    Option,
+    held_options,
+    option_attr,
+)
 
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
 DEVICES = ("auto", "cpu", "cuda")
 BACKENDS = ("auto", "torch", "cpu", "numba", "triton")  # the IndRNN recurrence's (ops/indrnn)
 INITS = ("reference", "paper")
 PRECISIONS = ("fp32", "bf16", "fp16")
-
-
-MODEL, TASK = "model", "task"
 
 
 def _field(*groups: str, default: Any = None, positive: bool = False, later: bool = False) -> Any:
@@ -33,77 +41,12 @@ def _field(*groups: str, default: Any = None, positive: bool = False, later: boo
     return field(default=default, metadata={"groups": groups, "positive": positive, "later": later})
 
 
-@dataclass(frozen=True)
-class Option:
-    """A config field that a family or a task declares in its own file (ModelSpec.options,
-    TaskSpec.options) rather than RunConfig: `kind` int, float, str or bool, for the model
-    (MODEL: ModelArgs carries it) or the task (TASK: TaskArgs). Its value is None unless given
-    or set by its owner's defaults, and unset it stays out of the hash, as every field added
-    after stores had runs (ADDED_LATER); set, it is stored and hashed flat beside RunConfig's
-    own. Resolution refuses it on a config whose family (or task) is not its owner.
-
-    A SHARED option was RunConfig's when stores had runs: its `default` is the value every
-    run was stored and hashed with whatever its model and task read (SHARED holds them, frozen),
-    and it still is; unset, it reads as that default, and `nullable` says whether None is a
-    value of it (`levels`: no depth given)."""
-
-    name: str
-    kind: type
-    group: str
-    doc: str = ""
-    positive: bool = False
-    # the families or tasks that declare it, filled as they are registered (declare): one
-    # option may be several's (d_state: lru, s4d and mamba), declared alike by each
-    owners: tuple[str, ...] = ()
-    default: Any = None  # a SHARED option's, its SHARED value; every other option's None
-    nullable: bool = True
-
-    @property
-    def type(self) -> str:
-        return f"{self.kind.__name__} | None" if self.nullable else self.kind.__name__
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        return {"groups": (self.group,), "positive": self.positive,
-                "later": self.name not in SHARED}  # fmt: skip
-
-
-# The options that were RunConfig's fields when stores had runs, at the value each run was
-# stored and hashed with whatever its model and task read: frozen, so that every run keeps
-# its hash. A config is written (to_dict) with each of them, given or at this value; the
-# families and tasks that read one declare it (models/spec.py, tasks/spec.py), at this default.
-SHARED_MODEL: dict[str, Any] = {
-    "dropout": 0.0,
-    "kernel_size": 7,
-    "levels": None,
-    "nonlinearity": "tanh",
-    "base": "lstm",
-    "magnitude": 2.0,
-    "deep": False,
-    "heads": 4,
-    "backend": "auto",
-    "forget_bias": 0.0,
-    "init": "reference",
-}
-SHARED_TASK: dict[str, Any] = {
-    "marker": "uniform",
-    "subset": None,
-    "path": None,
-    "teacher_lam": 0.9,
-}
-SHARED = {**SHARED_MODEL, **SHARED_TASK}
-
-
-# The declared options by name, filled as families and tasks are registered (declare).
-OPTIONS: dict[str, Option] = {}
-
-
 def declare(options: Iterable[Option], owner: str) -> None:
     """Record the options of family or task `owner` (registry.Registry.register calls this).
     A name RunConfig has, or one another owner declares otherwise (another kind, group or
     limit), is a programming error; declared alike, it is both owners'."""
     for option in options:
-        if option.name in _CORE or option.name == "extra":
+        if option.name in _FLAT or option.name == "extra":
             raise ValueError(f"{owner}: option {option.name!r} is a field of RunConfig")
         if option.kind not in (int, float, str, bool) or option.group not in (MODEL, TASK):
             raise ValueError(f"{owner}: option {option.name!r} needs a kind and a group")
@@ -117,7 +60,7 @@ def declare(options: Iterable[Option], owner: str) -> None:
         ):
             raise ValueError(
                 f"{owner}: option {option.name!r} may have a default, and be not nullable, "
-                f"only as a shared field (config.SHARED), at its value there"
+                f"only as a shared field (options.SHARED), at its value there"
             )
         known = OPTIONS.get(option.name)
         owners = (owner,)
@@ -135,17 +78,38 @@ def declare(options: Iterable[Option], owner: str) -> None:
         OPTIONS[option.name] = replace(option, owners=owners)
 
 
-def _extra_attr(obj, name: str) -> Any:
-    """An option's value on a config or its parts (unset: a shared one's SHARED value, any
-    other's None), else AttributeError."""
-    extra = dict(obj.__dict__.get("extra", ()))
-    if name in extra:
-        return extra[name]
-    if name in SHARED:
-        return SHARED[name]
-    if name in OPTIONS:
-        return None
-    raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
+@dataclass(frozen=True)
+class TrainArgs:
+    """How a run is trained: the optimiser and its learning-rate schedule, the batches, the
+    evaluations and when to stop. A part of RunConfig (its `train`), whose fields a config
+    takes, reads (cfg.lr), stores and hashes flat, as RunConfig's own; the training loop
+    reads them."""
+
+    # train until converged (`--steps auto`): past `steps`, on while the validation curve is
+    # still improving by the under-trained rule (training/convergence.py), at most this many
+    # steps; the steps it did are its `steps` summary, `converged` whether the rule ended it
+    max_steps: int | None = _field(default=None, positive=True, later=True)
+    epochs: int | None = _field(default=None, positive=True)
+    batch_size: int = _field(default=32, positive=True)
+    lr: float = _field(default=1e-3, positive=True)
+    optimizer: str = "adam"
+    clip: float | None = _field(default=None, positive=True)  # clip the gradient's norm to this
+    # clamp each gradient element to ±this (after `clip`)
+    clip_value: float | None = _field(default=None, positive=True)
+    # multiply lr by lr_decay every this many steps
+    lr_decay_every: int | None = _field(default=None, positive=True)
+    lr_decay: float = _field(default=0.1, positive=True)
+    # reduce on plateau: multiply lr by this after every evaluation that does not beat the best
+    # validation metric so far (None: never); with patience, convergence's schedule
+    lr_plateau: float | None = _field(default=None, positive=True, later=True)
+    weight_decay: float = 0.0
+    eval_every: int | None = _field(default=None, positive=True)  # None: 10 evaluations per run
+    eval_batch_size: int = _field(default=256, positive=True)
+    # early stopping: stop once the validation metric has not improved on its best for
+    # `patience` evaluations in a row and at least `min_steps` steps are done; `steps` is then
+    # the most a run may train and the steps it did are its `steps` summary (None: every step)
+    patience: int | None = _field(default=None, positive=True, later=True)
+    min_steps: int | None = _field(default=None, positive=True, later=True)
 
 
 @dataclass(frozen=True, init=False)
@@ -167,37 +131,14 @@ class RunConfig:
     params: int | None = _field(default=None, positive=True)
     layers: int | None = _field(MODEL, default=1, positive=True)
     steps: int | None = _field(default=None, positive=True)
-    # train until converged (`--steps auto`): past `steps`, on while the validation curve is
-    # still improving by the under-trained rule (training/convergence.py), at most this many
-    # steps; the steps it did are its `steps` summary, `converged` whether the rule ended it
-    max_steps: int | None = _field(default=None, positive=True, later=True)
-    epochs: int | None = _field(default=None, positive=True)
-    batch_size: int = _field(default=32, positive=True)
-    lr: float = _field(default=1e-3, positive=True)
-    optimizer: str = "adam"
-    clip: float | None = _field(default=None, positive=True)  # clip the gradient's norm to this
-    # clamp each gradient element to ±this (after `clip`)
-    clip_value: float | None = _field(default=None, positive=True)
-    # multiply lr by lr_decay every this many steps
-    lr_decay_every: int | None = _field(default=None, positive=True)
-    lr_decay: float = _field(default=0.1, positive=True)
-    # reduce on plateau: multiply lr by this after every evaluation that does not beat the best
-    # validation metric so far (None: never); with patience, convergence's schedule
-    lr_plateau: float | None = _field(default=None, positive=True, later=True)
-    weight_decay: float = 0.0
+    # how it is trained: the optimiser, its schedule, evaluation and stopping (TrainArgs)
+    train: TrainArgs = field(default_factory=lambda: TrainArgs())
     seed: int = _field(TASK, default=0)
     device: str = "auto"
     precision: str = "fp32"  # fp32, bf16 (autocast) or fp16 (autocast + grad scaler, CUDA)
     stable: bool = False
     lam: float = _field(default=0.99, positive=True)  # stability bound for --stable
-    eval_every: int | None = _field(default=None, positive=True)  # None: 10 evaluations per run
     eval_size: int = _field(TASK, default=1000, positive=True)
-    eval_batch_size: int = _field(default=256, positive=True)
-    # early stopping: stop once the validation metric has not improved on its best for
-    # `patience` evaluations in a row and at least `min_steps` steps are done; `steps` is then
-    # the most a run may train and the steps it did are its `steps` summary (None: every step)
-    patience: int | None = _field(default=None, positive=True, later=True)
-    min_steps: int | None = _field(default=None, positive=True, later=True)
     # where a plugin model or task came from ("model: dist 1.2; task: ..."; plugins.py), set
     # by resolution: runs of different plugin versions are different experiments
     plugin: str | None = _field(default=None, later=True)
@@ -209,24 +150,30 @@ class RunConfig:
     extra: tuple[tuple[str, Any], ...] = ()
 
     def __init__(self, model: str, task: str, **values: Any) -> None:
-        """Every field by name, as a dataclass's; a name that is not RunConfig's is an option
-        (OPTIONS), kept in `extra` (resolution refuses one that nobody declared)."""
+        """Every field by name, as a dataclass's, TrainArgs' among them (or `train` whole, with
+        any of its fields by name over it); a name that is neither is an option (OPTIONS),
+        kept in `extra` (resolution refuses one that nobody declared)."""
         put = object.__setattr__
         put(self, "model", model)
         put(self, "task", task)
         extra = dict(values.pop("extra", ()))
+        train = values.pop("train", None) or TrainArgs()
+        trained = {n: values.pop(n) for n in list(values) if n in _TRAIN}
+        put(self, "train", replace(train, **trained) if trained else train)
         for f in _CORE.values():
-            if f.name in ("model", "task"):
+            if f.name in ("model", "task", "train"):
                 continue
             if f.name in values:
                 put(self, f.name, values.pop(f.name))
             else:
                 put(self, f.name, f.default_factory() if f.default is MISSING else f.default)
         extra.update(values)
-        put(self, "extra", _set_options(extra))
+        put(self, "extra", held_options(extra))
 
     def __getattr__(self, name: str) -> Any:
-        return _extra_attr(self, name)
+        if name in _TRAIN:  # a TrainArgs field, read as the config's
+            return getattr(self.__dict__["train"], name)
+        return option_attr(self, name)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field by name, as stored: RunConfig's, each shared option (SHARED: given or
@@ -237,7 +184,10 @@ class RunConfig:
         for name, value in fields_.items():
             if name == "plugin":
                 out.update({n: options.pop(n, v) for n, v in SHARED.items()})
-            out[name] = value
+            if name == "train":
+                out.update(value)
+            else:
+                out[name] = value
         out.update(options)
         return out
 
@@ -270,21 +220,14 @@ class RunConfig:
         )
 
 
-def _set_options(values: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """The options given, as `extra` holds them: sorted, without the unset (None) ones and the
-    shared ones at their SHARED value (of its type: an int 0 given for a float stays, as it
-    was stored), so that a config is one value however it was built."""
-    return tuple(
-        sorted(
-            (k, v)
-            for k, v in values.items()
-            if v is not None and not (k in SHARED and type(v) is type(SHARED[k]) and v == SHARED[k])
-        )
-    )
-
-
-# RunConfig's own fields (not `extra`, which holds the options)
+# RunConfig's own fields (not `extra`, which holds the options; `train` is its part's, _TRAIN)
 _CORE = {f.name: f for f in fields(RunConfig) if f.name != "extra"}
+_TRAIN = {f.name: f for f in fields(TrainArgs)}
+# every field a config takes by name, in the order it is written (to_dict): the train part's
+# where it stands
+_FLAT = {
+    n: g for name, f in _CORE.items() for n, g in (_TRAIN if name == "train" else {name: f}).items()
+}
 
 
 def _group(name: str) -> list:
@@ -299,7 +242,7 @@ def check_positive(obj, names) -> None:
 
 
 # Fields that must be positive when set (checked on RunConfig, ModelArgs and TaskArgs alike).
-POSITIVE = tuple(f.name for f in fields(RunConfig) if f.metadata.get("positive"))
+POSITIVE = tuple(n for n, f in _FLAT.items() if f.metadata.get("positive"))
 
 
 class _Part:
@@ -311,7 +254,7 @@ class _Part:
         check_positive(self, [n for n, _ in self.extra if n in OPTIONS and OPTIONS[n].positive])
 
     def __getattr__(self, name: str) -> Any:  # an option (RunConfig.extra)
-        return _extra_attr(self, name)
+        return option_attr(self, name)
 
     def with_(self, **kw):
         """A copy with changes, options among them (__init__ routes them: _options_by_name)."""
@@ -328,7 +271,7 @@ def _options_by_name(cls):
     def __init__(self, *args: Any, **kw: Any) -> None:
         named = {k: kw.pop(k) for k in list(kw) if k not in own and (k in OPTIONS or k in SHARED)}
         if named:
-            kw["extra"] = _set_options({**dict(kw.pop("extra", ())), **named})
+            kw["extra"] = held_options({**dict(kw.pop("extra", ())), **named})
         init(self, *args, **kw)
 
     __init__.__doc__ = init.__doc__
@@ -378,7 +321,7 @@ NOT_COMPUTED = {"tags", "save_checkpoint"}
 NOT_EXPERIMENT = {"model", "task", "seed", *NOT_HASHED}
 # Fields added after stores had runs: unset (None) they are left out of the hash, so that
 # every run from before keeps its hash (a resumed sweep does not re-run it).
-ADDED_LATER = tuple(f.name for f in fields(RunConfig) if f.metadata.get("later"))
+ADDED_LATER = tuple(n for n, f in _FLAT.items() if f.metadata.get("later"))
 # Later fields whose value is what every run before the field computed: it hashes as unset,
 # so an explicit symbols=tokens copy run is the same experiment as one stored before (and a
 # teacher_kind=tanh teacher run as one from before the field)
@@ -386,18 +329,19 @@ AS_BEFORE = {"symbols": "tokens", "teacher_kind": "tanh", "scale": "raw"}
 
 
 class _Fields(Mapping):
-    """RunConfig's fields by name, then the declared options (OPTIONS): every name a config
-    takes, each with what is read off a field (type, default, metadata)."""
+    """RunConfig's fields by name (its train part's among them), then the declared options
+    (OPTIONS): every name a config takes, each with what is read off a field (type, default,
+    metadata)."""
 
     def __getitem__(self, name: str):
-        return _CORE[name] if name in _CORE else OPTIONS[name]
+        return _FLAT[name] if name in _FLAT else OPTIONS[name]
 
     def __iter__(self) -> Iterator[str]:
-        yield from _CORE
+        yield from _FLAT
         yield from OPTIONS
 
     def __len__(self) -> int:
-        return len(_CORE) + len(OPTIONS)
+        return len(_FLAT) + len(OPTIONS)
 
 
 FIELDS: Mapping[str, Any] = _Fields()
@@ -413,7 +357,7 @@ def experiment_fields(config: Mapping[str, Any]) -> dict[str, Any]:
     out = {
         k: v
         for k, v in config.items()
-        if k not in NOT_HASHED and not (v is None and k not in _CORE and k not in SHARED)
+        if k not in NOT_HASHED and not (v is None and k not in _FLAT and k not in SHARED)
     }
     for name in (*ADDED_LATER, *AS_BEFORE):
         if out.get(name) is None or (name in AS_BEFORE and out[name] == AS_BEFORE[name]):

@@ -17,19 +17,11 @@ from dataclasses import replace
 from typing import Any
 
 from seqbench import models, tasks
-from seqbench.config import (
-    FIELDS,
-    MODEL,
-    OPTIONS,
-    SHARED,
-    TASK,
-    TASK_FIELDS,
-    RunConfig,
-    digest,
-)
+from seqbench.config import FIELDS, TASK_FIELDS, RunConfig, digest
 from seqbench.errors import UsageError
 from seqbench.models import MODELS
 from seqbench.models.context import legacy_context
+from seqbench.options import MODEL, OPTIONS, SHARED, TASK
 from seqbench.parsing import AUTO, AUTO_CAP, check_fields, coerce, load_toml
 from seqbench.tasks import TASKS
 
@@ -110,7 +102,7 @@ def _is_model_field(name: str) -> bool:
 def unread(model: str, task: str, values: Mapping[str, Any], base: str | None = None) -> list[str]:
     """The options given in `values` that neither `model` (a window: with its base, `base` or
     the one `values` names) nor `task` reads, in the order given: one its spec does not
-    declare, unless it is shared (config.SHARED) and a plugin's spec lists it in `reads`
+    declare, unless it is shared (options.SHARED) and a plugin's spec lists it in `reads`
     (ModelSpec.reads, TaskSpec.reads; a plugin that lists none reads every shared one).
     RunConfig's own fields every run reads."""
     base = base or _base(model, values)

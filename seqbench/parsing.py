@@ -18,21 +18,30 @@ from seqbench.config import (
     FIELDS,
     INITS,
     OPTIMIZERS,
-    OPTIONS,
     POSITIVE,
     PRECISIONS,
     RunConfig,
+    TrainArgs,
     check_positive,
 )
 from seqbench.errors import SeqbenchError, UnknownNameError, UsageError
+from seqbench.options import OPTIONS
 
-_HINTS = typing.get_type_hints(RunConfig)
+# every field's annotation, its train part's (TrainArgs) among them
+_HINTS = {
+    name: hint
+    for name, hint in {
+        **typing.get_type_hints(RunConfig),
+        **typing.get_type_hints(TrainArgs),
+    }.items()
+    if name not in ("train", "extra")
+}
 
 
 def field_type(name: str) -> tuple[type, bool]:
     """(the base type, whether None is allowed) of RunConfig field `name`, read from its
     annotation (`int | None` -> (int, True)), or of a declared option (nullable unless it is
-    a shared one that never was: config.SHARED)."""
+    a shared one that never was: options.SHARED)."""
     if name in OPTIONS:
         return OPTIONS[name].kind, OPTIONS[name].nullable
     hint = _HINTS[name]
@@ -173,7 +182,7 @@ def load_toml(path: str | Path) -> dict[str, Any]:
 
 # Float fields (by annotation): every one must be finite (json has no Infinity, and an inf
 # lr is no experiment).
-FLOAT_FIELDS = tuple(name for name in _HINTS if name != "extra" and field_type(name)[0] is float)
+FLOAT_FIELDS = tuple(name for name in _HINTS if field_type(name)[0] is float)
 AUTO = "auto"  # `--steps auto`: train until converged (max_steps)
 AUTO_CAP = 10  # its cap (max_steps), unless given: this many times the pair's own steps
 MAX_SEED = 2**32 - 1  # numpy's seeds (the tasks' data) are 32-bit
@@ -217,12 +226,10 @@ def check_fields(cfg: RunConfig) -> None:
         if v is not None and abs(v) > FLOAT32_MAX:  # the optimiser works in float32
             raise UsageError(f"{name} = {v} is beyond float32's range (±{FLOAT32_MAX:.3g})")
 
-    from dataclasses import fields
-
-    for f in fields(cfg):
-        v = getattr(cfg, f.name)
+    for name in _HINTS:
+        v = getattr(cfg, name)
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
-            raise UsageError(f"{f.name} = {v} does not fit in a 64-bit integer")
+            raise UsageError(f"{name} = {v} does not fit in a 64-bit integer")
     check_positive(cfg, POSITIVE)
     _check_options(cfg)
     if cfg.lr is not None and cfg.lr > MAX_LR:
@@ -273,7 +280,7 @@ def check_fields(cfg: RunConfig) -> None:
 
 
 def _check_options(cfg: RunConfig) -> None:
-    """A config's options: each declared by a family or task (config.OPTIONS), of its kind,
+    """A config's options: each declared by a family or task (options.OPTIONS), of its kind,
     positive where it says so, finite where it is a number."""
     import math
 

@@ -226,9 +226,12 @@ def test_no_module_imports_a_layer_above_its_own():
     assert upward == []
 
 
-def test_config_imports_nothing_of_seqbench_but_errors():
+def test_config_imports_nothing_of_seqbench_but_errors_and_options():
+    """The ground: the schema imports the errors and the options' module, which imports
+    nothing of seqbench."""
     graph = _import_graph()
-    assert graph["seqbench.config"] <= {"seqbench.errors"}
+    assert graph["seqbench.config"] <= {"seqbench.errors", "seqbench.options"}
+    assert graph["seqbench.options"] == set()
 
 
 def test_the_facade_exports_what_it_defines():

@@ -9,8 +9,9 @@ from dataclasses import fields
 
 import pytest
 
-from seqbench.config import MODEL, TASK, ModelArgs, RunConfig, TaskArgs
+from seqbench.config import ModelArgs, RunConfig, TaskArgs
 from seqbench.errors import UsageError
+from seqbench.options import MODEL, TASK
 
 
 @pytest.mark.parametrize(("part", "group"), [(ModelArgs, MODEL), (TaskArgs, TASK)])
@@ -53,7 +54,8 @@ def test_an_option_declared_alike_by_several_is_theirs_together():
     the file tasks' data_hash is the text task's too. Declared otherwise (another kind), it is
     a programming error, said when the spec registers."""
     import seqbench.configure  # noqa: F401  (registers the built-ins)
-    from seqbench.config import MODEL, OPTIONS, Option, declare
+    from seqbench.config import declare
+    from seqbench.options import MODEL, OPTIONS, Option
     from seqbench.tasks.spec import TEST_STREAM
 
     assert set(OPTIONS["d_state"].owners) == {"lru", "s4d", "mamba"}
@@ -111,12 +113,12 @@ def test_a_window_over_an_owner_takes_its_option():
 
 
 def test_a_shared_field_is_its_owners_option_at_its_frozen_value():
-    """dropout … teacher_lam were RunConfig's fields when stores had runs (config.SHARED): now
+    """dropout … teacher_lam were RunConfig's fields when stores had runs (options.SHARED): now
     options of the families and tasks that read them, they read as their frozen value where
     unset, a config holds one given at that value as unset (one config however it was built),
     and a config is written with every one of them, where RunConfig's fields were."""
     import seqbench.configure  # noqa: F401  (registers the built-ins)
-    from seqbench.config import OPTIONS, SHARED
+    from seqbench.options import OPTIONS, SHARED
 
     cfg = RunConfig("gru", "adding")
     assert (cfg.dropout, cfg.kernel_size, cfg.levels, cfg.marker) == (0.0, 7, None, "uniform")
@@ -136,9 +138,10 @@ def test_a_shared_field_is_its_owners_option_at_its_frozen_value():
 
 def test_a_default_belongs_to_a_shared_field_only():
     """An option's value where unset is None (it stays out of the hash), unless it is a shared
-    field, whose default is frozen (config.SHARED): another default, or the other group, is
+    field, whose default is frozen (options.SHARED): another default, or the other group, is
     a programming error said when the spec registers."""
-    from seqbench.config import MODEL, TASK, Option, declare
+    from seqbench.config import declare
+    from seqbench.options import MODEL, TASK, Option
 
     for option, words in [
         (Option("dropout", float, MODEL, default=0.5, nullable=False), "at its value there"),
@@ -149,3 +152,36 @@ def test_a_default_belongs_to_a_shared_field_only():
     ]:
         with pytest.raises(ValueError, match=words):
             declare([option], "mine")
+
+
+def test_the_train_part_is_taken_read_and_written_flat():
+    """How a run is trained (TrainArgs: the optimiser, its schedule, evaluation, stopping) is
+    RunConfig's `train` part, whose fields a config takes by name, reads as its own, replaces,
+    and writes flat: where stored configs and the hash have always had them."""
+    import copy
+    import pickle
+    from dataclasses import replace
+
+    from seqbench.config import FIELDS, POSITIVE, TrainArgs
+    from seqbench.parsing import FLOAT_FIELDS
+
+    cfg = RunConfig("gru", "adding", lr=0.01, batch_size=8, steps=3)
+    assert cfg.train == TrainArgs(lr=0.01, batch_size=8) and (cfg.lr, cfg.steps) == (0.01, 3)
+    assert replace(cfg, lr=0.5).train == TrainArgs(lr=0.5, batch_size=8)
+    over = RunConfig("gru", "adding", train=TrainArgs(lr=0.1, clip=1.0), lr=0.2)
+    assert (over.lr, over.clip) == (0.2, 1.0)  # a field by name over the part given
+    stored = cfg.to_dict()
+    assert "train" not in stored and (stored["lr"], stored["clip"], stored["patience"]) == (
+        0.01, None, None,
+    )  # fmt: skip
+    assert RunConfig(**stored) == cfg
+    assert pickle.loads(pickle.dumps(cfg)) == cfg == copy.deepcopy(cfg)  # to Ray's workers
+    assert {"lr", "eval_every", "min_steps"} <= set(FIELDS) and "train" not in FIELDS
+    assert {"lr", "batch_size", "patience"} <= set(POSITIVE) and "lr_decay" in FLOAT_FIELDS
+    with pytest.raises(UsageError, match="lr must be positive"):
+        from seqbench.parsing import check_fields
+
+        check_fields(RunConfig("gru", "adding", lr=-1.0, steps=3))
+    # what every run has, and nothing a part of it owns: the model's and task's options are
+    # theirs (options.OPTIONS), how it trains is TrainArgs
+    assert len(fields(RunConfig)) <= 20

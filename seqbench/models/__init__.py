@@ -9,10 +9,10 @@ import importlib
 import pkgutil
 from typing import Any
 
-from seqbench.config import MODEL, OPTIONS, SHARED
 from seqbench.errors import UsageError
 from seqbench.models import families
 from seqbench.models.spec import MODELS, ModelSpec, make_backbone
+from seqbench.options import MODEL, OPTIONS, SHARED
 
 __all__ = [
     "MODELS",
@@ -83,7 +83,7 @@ def base_spec(c) -> ModelSpec:
 
 
 def reads(model: str, base: str | None = None) -> frozenset[str] | None:
-    """The shared model fields (config.SHARED) a plugin family lists as read (ModelSpec.reads;
+    """The shared model fields (options.SHARED) a plugin family lists as read (ModelSpec.reads;
     a window: its base's too, `base` the base family). None: not declared, every one read.
     Its options (ModelSpec.options) are its own besides."""
     spec = MODELS.get(model)
@@ -122,7 +122,7 @@ def validate(c) -> None:
 
 def _check_options(c) -> None:
     """A family's options (ModelSpec.options) only on that family, or a window over it. A
-    shared one (config.SHARED) is checked where RunConfig's fields were, at resolution
+    shared one (options.SHARED) is checked where RunConfig's fields were, at resolution
     (configure.check_read): a stored run's own fields are what they were."""
     owners = {c.model, base_spec(c).name}
     for name, _ in getattr(c, "extra", ()):

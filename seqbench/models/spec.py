@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from seqbench.config import MODEL, Option
 from seqbench.errors import UsageError
+from seqbench.options import MODEL, Option
 from seqbench.registry import Registry
 
 # the state per layer of a diagonal SSM, an option of each family that has one, which its
@@ -25,7 +25,7 @@ D_STATE = Option(
     "channel; mamba: per channel); unset: the family's default",
     positive=True,
 )
-# The shared model fields several families read (config.SHARED: each at the value every run
+# The shared model fields several families read (options.SHARED: each at the value every run
 # was stored with); a family's own (magnitude, forget_bias, init, base) is in its file.
 DROPOUT = Option("dropout", float, MODEL, "dropout probability, in [0, 1) (0)",
                  default=0.0, nullable=False)  # fmt: skip
@@ -80,11 +80,11 @@ class ModelSpec:
         d_state and width) beyond what activation_units × hidden counts at the family's
         default d_state. A family that declares it takes `d_state`; every other family
         refuses the field.
-    options: config fields of the family's own (config.Option, group MODEL), declared here
+    options: config fields of the family's own (options.Option, group MODEL), declared here
         rather than in RunConfig: its network reads them off its ModelArgs, its `defaults`
-        may set them, and every other family refuses them. The shared ones (config.SHARED:
+        may set them, and every other family refuses them. The shared ones (options.SHARED:
         dropout, kernel_size, heads …, declared above) were RunConfig's when stores had runs.
-    reads: the shared fields (config.SHARED) a plugin's network reads without declaring them
+    reads: the shared fields (options.SHARED) a plugin's network reads without declaring them
         as options (e.g. ("dropout",)); any other given to the family is refused, naming the
         families that read it (configure.check_read). None: not declared, every shared field
         accepted; a built-in declares () and its options. tests/models/test_reads.py

@@ -9,8 +9,8 @@ import importlib
 import pkgutil
 from typing import Any
 
-from seqbench.config import OPTIONS, SHARED, TASK
 from seqbench.errors import UsageError
+from seqbench.options import OPTIONS, SHARED, TASK
 from seqbench.tasks import specs
 from seqbench.tasks.spec import TASKS, TaskSpec
 
@@ -141,7 +141,7 @@ def spec_name(task: str) -> str:
 
 
 def reads(task: str) -> frozenset[str] | None:
-    """The shared task fields (config.SHARED) a plugin task lists as read (TaskSpec.reads);
+    """The shared task fields (options.SHARED) a plugin task lists as read (TaskSpec.reads);
     None: not declared, every one read. Its options (TaskSpec.options) are its own besides."""
     spec = TASKS.get(spec_name(task))
     return None if spec.reads is None else frozenset(spec.reads)
@@ -149,7 +149,7 @@ def reads(task: str) -> frozenset[str] | None:
 
 def validate(c) -> None:
     """The task checks of a config (torch-free): the options it owns (TaskSpec.options) and
-    no other task's (a shared one, config.SHARED, is checked at resolution, as RunConfig's
+    no other task's (a shared one, options.SHARED, is checked at resolution, as RunConfig's
     fields were), the length it allows, and its own checks."""
     for name, _ in c.extra:
         option = OPTIONS.get(name)

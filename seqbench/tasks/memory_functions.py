@@ -28,8 +28,8 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from seqbench.config import TASK, Option
 from seqbench.errors import UsageError
+from seqbench.options import TASK, Option
 
 MAX_NOISE = 1e6  # the output noise's sd: far past any signal (variance ~1)
 NAME = "memory-function"

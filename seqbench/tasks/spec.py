@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from seqbench.config import TASK, Option
+from seqbench.options import TASK, Option
 from seqbench.registry import Registry
 
 # a language model's test split scored whole, as streams (set by resolution for the tasks that
@@ -22,7 +22,7 @@ TEST_STREAM = Option(
     TASK,
     "score the test split whole, as streams (a language model's; true where it can)",
 )
-# The shared task fields several tasks read (config.SHARED: each at the value every run was
+# The shared task fields several tasks read (options.SHARED: each at the value every run was
 # stored with); a task's own (marker, teacher_lam) is in its file.
 SUBSET = Option("subset", int, TASK, "train on the first this many sequences of the split",
                 positive=True)  # fmt: skip
@@ -61,11 +61,11 @@ class TaskSpec:
     # the task's own resolution of a config (a RunConfig in, one out), after the defaults and
     # before the checks: the values that follow from others (a memory function's parameters)
     condition: Callable[[Any], Any] | None = None
-    # config fields of the task's own declared here rather than in RunConfig (config.Option,
+    # config fields of the task's own declared here rather than in RunConfig (options.Option,
     # group TASK): the task reads them off its TaskArgs, its defaults may set them, and every
     # other task refuses them
     options: tuple[Any, ...] = ()
-    # the shared task fields (config.SHARED: marker, subset, path, teacher_lam) a plugin task
+    # the shared task fields (options.SHARED: marker, subset, path, teacher_lam) a plugin task
     # reads without declaring them as options; a config that gives another is refused, naming
     # the tasks that read it. None: not declared, every shared field accepted; a built-in
     # declares () and its options

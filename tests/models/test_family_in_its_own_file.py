@@ -29,7 +29,7 @@ weights decay at a per-channel rate."""
 
 from __future__ import annotations
 
-from seqbench.config import MODEL, Option
+from seqbench.options import MODEL, Option
 from seqbench.models.spec import ModelSpec, builder
 
 
@@ -111,7 +111,7 @@ TASK_SPEC = '''
 
 from __future__ import annotations
 
-from seqbench.config import TASK, Option
+from seqbench.options import TASK, Option
 from seqbench.tasks.spec import TaskSpec
 
 SPEC = TaskSpec(

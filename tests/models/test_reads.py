@@ -12,10 +12,10 @@ import json
 import pytest
 import torch
 
-from seqbench.config import MODEL, OPTIONS, SHARED, SHARED_MODEL, SHARED_TASK, TASK
 from seqbench.configure import make_config
 from seqbench.errors import UsageError
 from seqbench.models import MODELS, make_backbone
+from seqbench.options import MODEL, OPTIONS, SHARED, SHARED_MODEL, SHARED_TASK, TASK
 from seqbench.tasks import TASKS, make_task
 from seqbench.tasks.base import generator
 

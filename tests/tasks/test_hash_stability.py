@@ -106,7 +106,7 @@ def test_a_field_that_became_its_owners_option_keeps_the_hash(model, task, over,
 
 
 # The fields that were RunConfig's and that only some families or tasks read (dropout …
-# teacher_lam) became those parts' options, shared (config.SHARED): every run still stores and
+# teacher_lam) became those parts' options, shared (options.SHARED): every run still stores and
 # hashes them, at their value or the frozen default. The config hash and the digest of the
 # stored config (to_dict: the same keys, in the same order) are the seqbench's of commit
 # 1b447c2, where they were RunConfig's fields.
@@ -146,8 +146,8 @@ def test_a_field_that_became_its_owners_option_keeps_the_hash(model, task, over,
     ],
 )  # fmt: skip
 def test_a_shared_field_keeps_the_hash_and_the_stored_config(model, task, over, digest, stored):
-    from seqbench.config import SHARED
     from seqbench.config import digest as sha
+    from seqbench.options import SHARED
 
     cfg = resolve(model, task, over)
     assert config_hash(cfg) == digest

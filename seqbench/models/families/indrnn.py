@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from seqbench.config import MODEL, Option
 from seqbench.models.spec import BACKEND, DROPOUT, ModelSpec, builder
+from seqbench.options import MODEL, Option
 
 # |u| ≤ magnitude^(1/T) (Li et al.'s M, 2 by default), and the residual, batch-normed stack
 MAGNITUDE = Option("magnitude", float, MODEL, "IndRNN's recurrent bound M: |u| ≤ M^(1/T) (2)",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from seqbench.config import MODEL, Option
 from seqbench.errors import UsageError
 from seqbench.models.spec import TORCH_RNN_ON_ADDING, ModelSpec, builder
+from seqbench.options import MODEL, Option
 
 
 def condition(cfg):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from seqbench.config import MODEL, Option
 from seqbench.models import context as ctx
 from seqbench.models.spec import DROPOUT, KERNEL_SIZE, LEVELS, ModelSpec, builder, check_conv
+from seqbench.options import MODEL, Option
 
 # "reference": what Bai et al.'s published code did (the default); "paper": its text
 INIT = Option("init", str, MODEL, "the TCN's init: reference (its published code) or paper "

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from seqbench.config import MODEL, Option
 from seqbench.errors import UsageError
 from seqbench.models import context as ctx
 from seqbench.models.spec import MODELS, ModelSpec, make_backbone
+from seqbench.options import MODEL, Option
 
 BASE = Option("base", str, MODEL, "the recurrent family run on the last k inputs (lstm)",
               default="lstm", nullable=False)  # fmt: skip

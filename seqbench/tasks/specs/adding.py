@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from seqbench.config import TASK, Option
 from seqbench.errors import UsageError
+from seqbench.options import TASK, Option
 from seqbench.tasks.spec import TaskSpec
 
 

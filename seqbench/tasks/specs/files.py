@@ -3,8 +3,8 @@ tasks/filedata.py, tasks/series.py), as a regression, classification or next-tok
 
 from __future__ import annotations
 
-from seqbench.config import TASK, Option
 from seqbench.errors import UsageError
+from seqbench.options import TASK, Option
 from seqbench.tasks.spec import PATH, TaskSpec
 
 

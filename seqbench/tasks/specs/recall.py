@@ -3,8 +3,8 @@ sizes' defaults, read by their checks here and by the tasks (tasks/recall.py).""
 
 from __future__ import annotations
 
-from seqbench.config import TASK, Option
 from seqbench.errors import UsageError
+from seqbench.options import TASK, Option
 from seqbench.tasks.spec import TaskSpec
 
 # The memory tasks' vocabulary and pairs (mqar) or tokens (selective-copy) when the config
@@ -15,7 +15,6 @@ RECALL_DEFAULTS = {
     "induction": {"vocab_size": 16, "num_pairs": None},
 }
 RECALL_T = 64  # their default length
-_RECALL = {"metric": "acc", "higher_is_better": True, "defaults": {"steps": 2000, "batch_size": 64}}
 
 
 def recall_sizes(task: str, c) -> tuple[int, int, int | None]:
@@ -58,41 +57,33 @@ VOCAB_SIZE = Option("vocab_size", int, TASK, "the vocabulary's size (the task's 
 NUM_PAIRS = Option("num_pairs", int, TASK, "key-value pairs to recall, or tokens to copy",
                    positive=True)  # fmt: skip
 
+
+def _recall(name: str, cls: str, description: str, chance: str, min_seq_len: int, check,
+            options: tuple) -> TaskSpec:  # fmt: skip
+    """A memory task: accuracy at RECALL_T tokens, 2000 steps of 64 sequences by default."""
+    return TaskSpec(
+        name,
+        f"seqbench.tasks.recall:{cls}",
+        description,
+        "acc",
+        RECALL_T,
+        higher_is_better=True,
+        baseline_note=f"chance: {chance}",
+        min_seq_len=min_seq_len,
+        check=check,
+        defaults={"steps": 2000, "batch_size": 64},
+        reads=(),
+        options=options,
+    )
+
+
 SPECS = (
-    TaskSpec(
-        "mqar",
-        "seqbench.tasks.recall:MQAR",
-        "multi-query associative recall (Zoology): recall each queried key's value (accuracy)",
-        default_seq_len=RECALL_T,
-        baseline_note="chance: 2/vocab_size",
-        min_seq_len=8,
-        check=_check_mqar,
-        **_RECALL,
-        reads=(),
-        options=(VOCAB_SIZE, NUM_PAIRS),
-    ),
-    TaskSpec(
-        "selective-copy",
-        "seqbench.tasks.recall:SelectiveCopy",
-        "selective copying (Mamba): recall the scattered tokens in order (accuracy)",
-        default_seq_len=RECALL_T,
-        baseline_note="chance: 1/(vocab_size − 2)",
-        min_seq_len=4,
-        check=_check_selective_copy,
-        **_RECALL,
-        reads=(),
-        options=(VOCAB_SIZE, NUM_PAIRS),
-    ),
-    TaskSpec(
-        "induction",
-        "seqbench.tasks.recall:Induction",
-        "induction heads: after the trigger, the token that followed it before (accuracy)",
-        default_seq_len=RECALL_T,
-        baseline_note="chance: 1/(vocab_size − 1)",
-        min_seq_len=3,
-        check=_check_induction,
-        **_RECALL,
-        reads=(),
-        options=(VOCAB_SIZE,),
-    ),
-)
+    _recall("mqar", "MQAR", "multi-query associative recall (Zoology): recall each queried "
+            "key's value (accuracy)", "2/vocab_size", 8, _check_mqar, (VOCAB_SIZE, NUM_PAIRS)),
+    _recall("selective-copy", "SelectiveCopy", "selective copying (Mamba): recall the scattered "
+            "tokens in order (accuracy)", "1/(vocab_size − 2)", 4, _check_selective_copy,
+            (VOCAB_SIZE, NUM_PAIRS)),
+    _recall("induction", "Induction", "induction heads: after the trigger, the token that "
+            "followed it before (accuracy)", "1/(vocab_size − 1)", 3, _check_induction,
+            (VOCAB_SIZE,)),
+)  # fmt: skip

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from seqbench.config import TASK, Option
 from seqbench.errors import UsageError
+from seqbench.options import TASK, Option
 from seqbench.tasks.spec import TaskSpec
 
 # the tanh teacher's largest spectral norm: 1e20 was accepted and trained to the baseline
