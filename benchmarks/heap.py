@@ -39,7 +39,7 @@ def worker(name: str, steps: int) -> None:
 
     from seqbench.configure import make_config
     from seqbench.training.heap import keep_freed_memory
-    from seqbench.training.loop import make_optimizer, prepare
+    from seqbench.training.setup import make_optimizer, prepare
     from seqbench.training.threads import apply_threads
 
     over = dict(CASES[name])

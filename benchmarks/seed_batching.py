@@ -18,7 +18,7 @@ import torch
 from torch.func import functional_call, stack_module_state, vmap
 
 from seqbench.config import RunConfig
-from seqbench.training.loop import prepare
+from seqbench.training.setup import prepare
 
 SEEDS, BATCH, T, STEPS = 3, 32, 16, 200
 

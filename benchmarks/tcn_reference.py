@@ -117,7 +117,7 @@ def curve(model, task, cfg, steps, every, seed, clip):
     """Valid metric every `every` steps; `clip`: the gradient-norm clip after backward (None:
     none, as the reference code behaves: its copy script calls clip_grad_norm_ before
     loss.backward(), on the previous step's cleared gradients, so it never clips)."""
-    from seqbench.training.loop import make_optimizer
+    from seqbench.training.setup import make_optimizer
 
     opt = make_optimizer(cfg, model)
     gen = generator(seed, 3)  # the same training batches for every model

@@ -43,7 +43,7 @@ def worker(name: str, threads: int, steps: int) -> None:
     import torch
 
     from seqbench.configure import make_config
-    from seqbench.training.loop import make_optimizer, prepare
+    from seqbench.training.setup import make_optimizer, prepare
     from seqbench.training.threads import apply_threads, choose_threads, one_thread_for
 
     over = dict(CASES[name])

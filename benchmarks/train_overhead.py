@@ -19,7 +19,7 @@ import torch
 
 from seqbench import api
 from seqbench.tasks.base import generator
-from seqbench.training.loop import make_optimizer, prepare
+from seqbench.training.setup import make_optimizer, prepare
 
 p = argparse.ArgumentParser()
 p.add_argument("--models", nargs="+", default=["rnn", "lstm", "indrnn", "tcn"])

@@ -106,7 +106,8 @@ if TYPE_CHECKING:
     from seqbench.sweep.spec import plan as sweep_plan
     from seqbench.tasks import is_file_task
     from seqbench.tasks.reading import reading_progress as table_progress
-    from seqbench.training.loop import TrainOutcome, load_checkpoint
+    from seqbench.training.checkpoint import load_checkpoint
+    from seqbench.training.loop import TrainOutcome
     from seqbench.training.progress import Progress
     from seqbench.training.threads import check_threads
 

@@ -73,7 +73,7 @@ def bench_kernels(
     from seqbench.errors import UsageError
     from seqbench.ops.common import numba_available, triton_available
     from seqbench.ops.indrnn import indrnn
-    from seqbench.training.loop import resolve_device
+    from seqbench.training.setup import resolve_device
 
     for flag, v in (("seq-len", seq_len), ("batch", batch), ("hidden", hidden), ("repeat", repeat)):
         if v <= 0:

@@ -298,7 +298,7 @@ def stored_config(
 def check_fits(cfg: RunConfig) -> None:
     """The part of the memory check that needs no torch, run before a store is opened or torch
     imported: one batch's activations and state (models.activation_bytes, a lower bound of what
-    the run needs; the full check with the parameters follows in training.loop.check_ram).
+    the run needs; the full check with the parameters follows in training.setup.check_ram).
     A config whose width a parameter budget sets is left to the full check."""
     if cfg.params is not None or not cfg.seq_len:
         return

@@ -134,7 +134,7 @@ def fresh_backbone(
 def trained_backbone(store: Store, run_ref: str):
     """The backbone of a trained run, from its checkpoint (weights only)."""
     from seqbench.configure import stored_config
-    from seqbench.training.loop import prepare
+    from seqbench.training.setup import prepare
 
     run = store.require_run(run_ref)
     if not run.checkpoint:
@@ -185,7 +185,7 @@ def _read_checkpoint(run_id: int, path: str) -> dict:
     import pickle
     import zipfile
 
-    from seqbench.training.loop import load_checkpoint
+    from seqbench.training.checkpoint import load_checkpoint
 
     if os.path.isdir(path):
         raise SeqbenchError(f"run {run_id}: its checkpoint {path} is a directory, not a file")

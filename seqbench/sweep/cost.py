@@ -1,5 +1,5 @@
 """What a grid of runs will cost on this machine before any is trained: a timing probe of
-each model and context (training.loop.probe_seconds), the runs shared among the workers as
+each model and context (training.probe.probe_seconds), the runs shared among the workers as
 a sweep's pool runs them. `sweep --dry-run` and `memory` say it."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def probe_cost(
     core), from a probe of one point per model and context at each worker's share of the
     cores (torch's first-use costs paid by an untimed probe first); None when probing would
     take more than `budget` seconds."""
-    from seqbench.training.loop import probe_seconds
+    from seqbench.training.probe import probe_seconds
 
     if not points:
         return 0.0

@@ -269,7 +269,7 @@ def expand(grids: list[dict]) -> list[RunConfig]:
             try:
                 cfg = make_config(model, task, over)
                 check_fits(cfg)  # before torch is imported
-                from seqbench.training.loop import preflight
+                from seqbench.training.setup import preflight
 
                 preflight(cfg)
             except SeqbenchError as e:

@@ -10,16 +10,13 @@ Outcomes, all recorded in the store:
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import functools
 import math
 import resource
-import secrets
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,26 +25,19 @@ import torch
 from seqbench import environment
 from seqbench.config import RunConfig
 from seqbench.configure import config_hash as hash_of
-from seqbench.configure import require_fits, stored_k
-from seqbench.errors import RunFailedError, UsageError
-from seqbench.models import (
-    activation_bytes,
-    build_model,
-    count_on_meta,
-    fit_size,
-    param_groups,
-    uses_indrnn_kernel,
-)
+from seqbench.configure import stored_k
+from seqbench.errors import RunFailedError
 from seqbench.models.base import count_params
-from seqbench.parsing import MAX_STEPS
 from seqbench.store.recorder import RunRecorder
 from seqbench.store.store import Store
 from seqbench.store.values import utcnow
-from seqbench.tasks import TASKS, make_task
+from seqbench.tasks import TASKS
 from seqbench.tasks.base import generator, to_device
+from seqbench.training.checkpoint import save_checkpoint
 from seqbench.training.convergence import still_improving
 from seqbench.training.heap import heap_state, keep_freed_memory
 from seqbench.training.progress import Progress
+from seqbench.training.setup import make_optimizer, mixed_precision, prepare
 from seqbench.training.threads import apply_threads, choose_threads, one_thread_for
 
 LOG_EVERY = 10  # train_loss / grad_norm are logged every this many steps
@@ -77,144 +67,6 @@ class TrainOutcome:
     summaries: dict[str, float] = field(default_factory=dict)
     config: RunConfig | None = None
     error: str | None = None  # why it failed or diverged, as stored in runs.error
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise UsageError("`device` cuda: no CUDA GPU is available here (use `device` cpu)")
-    return torch.device(name)
-
-
-def preflight(cfg: RunConfig) -> None:
-    """What prepare() checks, without building the model: device, backend, task arguments and
-    memory. A sweep runs it on every point before it writes a row."""
-    check_device(cfg)
-    task = make_task(cfg.task, cfg.task_args())
-    if cfg.params is None:
-        check_ram(replace(cfg, seq_len=task.seq_len), task)
-
-
-def prepare(cfg: RunConfig):
-    """Build task and model from a config (validating everything a user can get wrong), and
-    return the config with the derived values filled in: T, the fitted width, the steps."""
-    device = check_device(cfg)
-    task = make_task(cfg.task, cfg.task_args())
-    cfg = replace(cfg, seq_len=task.seq_len)
-    if cfg.params is not None:
-        cfg = replace(cfg, **fit_size(cfg.model, task, cfg.model_args(), cfg.params))
-    if cfg.epochs is not None:
-        n_train = getattr(task, "n_train", None)
-        if n_train is None:
-            raise UsageError(
-                f"`epochs` needs a task with a fixed training set; {cfg.task} draws "
-                "fresh data every batch: use `steps`"
-            )
-        steps = cfg.epochs * math.ceil(n_train / cfg.batch_size)
-        if steps > MAX_STEPS:
-            raise UsageError(
-                f"`epochs` {cfg.epochs} is {steps:,} steps of {cfg.task} ({n_train:,} sequences, "
-                f"batch {cfg.batch_size}); a run has at most {MAX_STEPS:,}"
-            )
-        cfg = replace(cfg, steps=steps)
-    check_ram(cfg, task)
-    torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model, task, cfg.model_args()).to(device)
-    return cfg, task, model, device
-
-
-def check_device(cfg: RunConfig) -> torch.device:
-    """The run's device; an IndRNN backend that cannot run there fails before the run."""
-    device = resolve_device(cfg.device)
-    if cfg.precision == "fp16" and device.type != "cuda":
-        raise UsageError(
-            f"precision fp16 needs a CUDA GPU (it trains with a gradient scaler there); on "
-            f"{device.type} use bf16 or fp32"
-        )
-    if uses_indrnn_kernel(cfg):
-        from seqbench.ops.indrnn import resolve_backend
-
-        resolve_backend(cfg.backend, device)
-    return device
-
-
-PRECISION_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def mixed_precision(precision: str, device: torch.device):
-    """(a context factory for the forward and loss, a GradScaler or None). fp32: no autocast;
-    bf16: autocast on CUDA or CPU; fp16: autocast with a gradient scaler, CUDA only (checked
-    by check_device). Parameters, optimiser state and the IndRNN state stay fp32. On a CPU
-    whose oneDNN builds no bf16 LSTM (AVX2 without AVX-512), oneDNN is off under autocast and
-    torch's native RNN kernels run the recurrent layers, in fp32 (autocast's rule for ops it
-    does not lower), the rest in bf16."""
-    if precision == "fp32":
-        return contextlib.nullcontext, None
-    dtype = PRECISION_DTYPES[precision]
-
-    def amp():
-        if device.type == "cpu" and dtype == torch.bfloat16 and not _onednn_bf16_rnn():
-            return _native_rnn_autocast()
-        return torch.autocast(device.type, dtype=dtype)
-
-    scaler = torch.amp.GradScaler(device.type) if precision == "fp16" else None
-    return amp, scaler
-
-
-@functools.cache
-def _onednn_bf16_rnn() -> bool:
-    """Whether this CPU's oneDNN builds a bf16 LSTM (it does not on a CPU with AVX2 but no
-    AVX-512: 'could not create a primitive descriptor for the LSTM forward propagation
-    primitive', which failed every bf16 LSTM, GRU and window run there)."""
-    lstm = torch.nn.LSTM(2, 2, batch_first=True)
-    try:
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            lstm(torch.zeros(1, 2, 2))
-    except RuntimeError:
-        return False
-    return True
-
-
-@contextlib.contextmanager
-def _native_rnn_autocast():
-    """bf16 autocast with oneDNN off, so torch's native RNN kernels run the recurrent layers
-    (in fp32: autocast does not lower them); the backward pass follows the ops the forward
-    recorded."""
-    with torch.backends.mkldnn.flags(enabled=False), torch.autocast("cpu", dtype=torch.bfloat16):
-        yield
-
-
-def check_ram(cfg: RunConfig, task) -> None:
-    """Refuse, before anything is allocated, a config that cannot fit in memory: parameters
-    with their gradients and Adam moments (counted on the meta device, which allocates
-    nothing), the activations of one batch, and the fixed evaluation sets."""
-    # what build_model reads from the task, computed on the real device first: a task that
-    # loads data lazily (a text file's vocabulary) must not cache meta tensors
-    _ = (task.vocab, task.in_dim, task.out_dim, task.readout)
-    try:
-        n = count_on_meta(cfg.model, task, cfg.model_args())  # fit_size's, where it ran
-    except (NotImplementedError, RuntimeError, OverflowError, ValueError, MemoryError):
-        n = 0  # an init the meta device lacks: the activations alone must still fit
-    hidden, layers = cfg.hidden or 128, cfg.layers or 1
-    need = 16 * n + activation_bytes(
-        cfg, cfg.batch_size, cfg.seq_len, hidden, task.in_dim, layers, 4
-    )
-    if getattr(task, "synthetic", False):
-        need += 2 * cfg.eval_size * cfg.seq_len * (task.in_dim + task.out_dim) * 4
-    require_fits(cfg, need, f"{n:,} parameters, batch {cfg.batch_size} × T={cfg.seq_len}",
-                 "batch_size, seq_len or eval_size")  # fmt: skip
-
-
-def make_optimizer(cfg: RunConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
-    """The config's optimiser over the model's parameter groups (weight decay where the
-    family's reference code applies it)."""
-    groups = param_groups(cfg, model)
-    if cfg.optimizer == "adam":
-        return torch.optim.Adam(groups, lr=cfg.lr)
-    if cfg.optimizer == "rmsprop":
-        return torch.optim.RMSprop(groups, lr=cfg.lr)
-    return torch.optim.SGD(groups, lr=cfg.lr, momentum=0.9)
 
 
 def peak_ram_mb(device: torch.device) -> float:
@@ -442,7 +294,11 @@ def _finish(run: _Run, amp, curve: _Curve, loss_v: float, steps: int, train_time
     if why:  # the test pass blew up although training did not: diverged, never a result
         return run.finish("diverged", summaries, why)
     if run.cfg.save_checkpoint:
-        return run.finish("completed", summaries, checkpoint=_save_checkpoint(run))
+        return run.finish(
+            "completed",
+            summaries,
+            checkpoint=save_checkpoint(run.checkpoint_dir, run.recorder.run_id, run.cfg, run.model),
+        )
     return run.finish("completed", summaries)
 
 
@@ -535,58 +391,3 @@ def _summaries(run: _Run, test: dict, best: dict, last_valid: float, loss_v: flo
     if not TASKS.is_builtin(cfg.task):  # a plugin task: reports read its direction from here
         summaries["higher_is_better"] = float(task.higher_is_better)
     return summaries, baseline
-
-
-def _save_checkpoint(run: _Run) -> str:
-    """The trained weights and config, saved under the run id plus a random tag (two stores
-    in one directory both have a run 1, and neither may overwrite the other's weights)."""
-    tag = secrets.token_hex(4)
-    path = run.checkpoint_dir / f"run-{run.recorder.run_id}-{tag}.pt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"config": run.cfg.to_dict(), "state_dict": run.model.state_dict()}, path)
-    return str(path.resolve())
-
-
-PROBE_STEPS = 4  # optimiser steps timed by probe_seconds, after one untimed warm-up step
-
-
-def probe_seconds(cfg: RunConfig, threads: int | None = None) -> float:
-    """The seconds a full run of `cfg` would take on this machine, from a short probe that
-    records nothing: the task and model built as train() builds them (timed), PROBE_STEPS
-    optimiser steps after a warm-up (timed), one forward pass over an evaluation batch (timed,
-    times the batches of an evaluation), scaled to the run: build + steps × step +
-    (evaluations + the test) × evaluation. `threads`: torch's threads
-    while probing (a sweep worker's share; default: train()'s own choice)."""
-    n_threads, _ = choose_threads(threads, one_thread_for(cfg))
-    apply_threads(n_threads)
-    t0 = time.perf_counter()
-    cfg, task, model, device = prepare(cfg)
-    opt = make_optimizer(cfg, model)
-    build = time.perf_counter() - t0
-    gen = generator(cfg.seed, 3)
-    tbptt = cfg.k if model.recurrent else None
-    model.train()
-    times = []
-    for _ in range(PROBE_STEPS + 1):
-        t = time.perf_counter()
-        x, y = task.train_batch(cfg.batch_size, gen)
-        loss = task.loss(model(x.to(device), tbptt=tbptt), to_device(y, device))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        times.append(time.perf_counter() - t)
-    step = sorted(times[1:])[len(times[1:]) // 2]  # the median step, past the warm-up
-    model.eval()
-    with torch.no_grad():  # one evaluation batch, scaled to the evaluation set
-        batch = min(cfg.eval_batch_size, cfg.eval_size)  # an evaluation's batches are no larger
-        x, _ = task.train_batch(batch, gen)
-        t = time.perf_counter()
-        model(x.to(device))
-        valid = (time.perf_counter() - t) * math.ceil(cfg.eval_size / batch)
-    evaluations = min(cfg.steps, cfg.steps // (cfg.eval_every or max(cfg.steps // 10, 1)))
-    return build + cfg.steps * step + (evaluations + 1) * valid
-
-
-def load_checkpoint(path: str | Path, map_location="cpu") -> dict[str, Any]:
-    """Load a checkpoint written by train(); weights only (no pickled code is executed)."""
-    return torch.load(path, map_location=map_location, weights_only=True)

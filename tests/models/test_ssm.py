@@ -217,7 +217,7 @@ def test_each_parameter_moves_at_the_rate_its_reference_trains_it(name, lr, own)
     recurrence's own parameters move at the reference's rate, every other one at `lr`."""
     from seqbench.configure import make_config
     from seqbench.models import MODELS
-    from seqbench.training.loop import make_optimizer
+    from seqbench.training.setup import make_optimizer
 
     own_names = (MODELS.get(name).own_lr or ((), None))[0]
     assert bool(own_names) == (own is not None)

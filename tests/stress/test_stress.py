@@ -247,7 +247,7 @@ def test_a_stable_lstm_from_before_the_forget_cap_is_refused(store):
     its weights in a model they were not trained in. Today's capped one is analysed."""
     import torch
 
-    from seqbench.training.loop import load_checkpoint
+    from seqbench.training.checkpoint import load_checkpoint
 
     kw = {"seq_len": 20, "steps": 3, "hidden": 8, "eval_size": 32, "save_checkpoint": True}
     out = api.train("lstm", "adding", db=store, stable=True, lam=0.8, **kw)

@@ -80,7 +80,7 @@ def test_bai_tcn_is_size_matched_within_each_task(scale):
     the sweep trains: all within 5% of one budget, with the same steps and batch (Bai et
     al. matched sizes; the budgets are the preset's, the counts the models' own)."""
     from seqbench.models.base import count_params
-    from seqbench.training.loop import prepare
+    from seqbench.training.setup import prepare
 
     by_task: dict[str, list] = {}
     variants = []

@@ -25,7 +25,7 @@ STEPS = """
 import resource, torch
 from seqbench.configure import make_config
 from seqbench.training.heap import keep_freed_memory
-from seqbench.training.loop import prepare
+from seqbench.training.setup import prepare
 from seqbench.tasks.base import generator
 torch.set_num_threads(1)
 state = keep_freed_memory()

@@ -12,7 +12,7 @@ from seqbench.configure import config_hash
 from seqbench.errors import RunFailedError, SeqbenchError, UsageError
 from seqbench.store.opening import open_store
 from seqbench.tasks.synthetic import Adding
-from seqbench.training.loop import load_checkpoint
+from seqbench.training.checkpoint import load_checkpoint
 from tests.conftest import seqbench_cmd
 
 FAST = {"seq_len": 20, "steps": 30, "hidden": 16, "eval_size": 64}
@@ -347,7 +347,7 @@ def test_clip_value_bounds_every_gradient_element(store, tmp_path, clip_value):
     """clip_value clamps each gradient element: one SGD step (momentum buffer = the gradient
     on the first step) then moves no weight by more than lr·clip_value."""
     from seqbench.configure import make_config
-    from seqbench.training.loop import prepare
+    from seqbench.training.setup import prepare
 
     kw = {**FAST, "steps": 1, "optimizer": "sgd", "lr": 1.0, "clip_value": clip_value}
     _, _, before, _ = prepare(make_config("rnn", "adding", kw))
@@ -375,7 +375,7 @@ def test_a_run_builds_its_network_once(tmp_path, monkeypatch, params):
     allocated) at most once per width: fit_size's search and the memory check share their
     counts. A spy around models.build_model records where each build was made."""
     import seqbench.models as models
-    import seqbench.training.loop as loop
+    import seqbench.training.setup as setup
     from seqbench import api
 
     calls, real = [], models.build_model
@@ -386,7 +386,7 @@ def test_a_run_builds_its_network_once(tmp_path, monkeypatch, params):
         return m
 
     monkeypatch.setattr(models, "build_model", spy)
-    monkeypatch.setattr(loop, "build_model", spy)
+    monkeypatch.setattr(setup, "build_model", spy)
     models._COUNTS.clear()
     extra = {"params": params} if params else {}
     out = api.train("tcn", "adding", seq_len=20, steps=2, eval_size=16, db=str(tmp_path / "a.db"),
