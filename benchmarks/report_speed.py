@@ -18,7 +18,7 @@ import time
 from sqlalchemy import insert
 
 from seqbench.api import build_report
-from seqbench.report.tables import comparison_rows
+from seqbench.report.rows import comparison_rows
 from seqbench.store.opening import open_store
 from seqbench.store.query import run_query
 from seqbench.store.schema import Metric, Run, Summary

@@ -68,14 +68,9 @@ if TYPE_CHECKING:
     from seqbench.report.decay import fit_decay
     from seqbench.report.frames import curves_frame, runs_frame
     from seqbench.report.plots import plot_report
+    from seqbench.report.rows import comparison_rows, flat_rows, format_cell, leaderboard_rows
     from seqbench.report.statuses import CHECK_STATUSES
-    from seqbench.report.tables import (
-        build_report,
-        comparison_rows,
-        flat_rows,
-        format_cell,
-        leaderboard_rows,
-    )
+    from seqbench.report.tables import build_report
     from seqbench.runs import (
         archive_runs,
         count_runs,

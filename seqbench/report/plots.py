@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from seqbench.report.tables import Report, _baseline_for
+from seqbench.report.tables import Report, baseline_for
 
 
 def _finish(ax, rep, task: str, ys, xlabel: str | None = None) -> None:
@@ -29,7 +29,7 @@ def _plot_baseline(rep: Report, task: str) -> float | None:
     vals = [v for k, v in rep.baselines.items() if k[0] == task and len(k) > 1]
     if vals and max(vals) - min(vals) > 0.01 * abs(max(vals)):
         return None
-    return _baseline_for(rep, (task,))
+    return baseline_for(rep, (task,))
 
 
 def plot_report(rep: Report, path: str | None):

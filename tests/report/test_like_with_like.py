@@ -7,7 +7,7 @@ import json
 import pytest
 
 from seqbench.api import build_report
-from seqbench.report.tables import comparison_rows, format_cell, leaderboard_rows
+from seqbench.report.rows import comparison_rows, format_cell, leaderboard_rows
 
 
 def _run(store, model, value, *, k=None, seed=0, seq_len=100, status="completed", **config):

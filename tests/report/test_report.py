@@ -12,7 +12,7 @@ from seqbench.api import build_report
 from seqbench.errors import SeqbenchError, UsageError
 from seqbench.report.baseline_file import resolve_baseline
 from seqbench.report.check import Point, check, judge, save_baseline
-from seqbench.report.tables import comparison_rows, leaderboard_rows
+from seqbench.report.rows import comparison_rows, leaderboard_rows
 from tests.conftest import add_run
 
 # (model, task, k, seed, test_metric) — adding is lower-better, digits higher-better

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from seqbench.api import build_report
-from seqbench.report.tables import comparison_rows
+from seqbench.report.rows import comparison_rows
 from tests.report.test_variants import _run
 
 H1, H2 = "a" * 64, "b" * 64

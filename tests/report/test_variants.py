@@ -11,7 +11,7 @@ from seqbench.api import build_report
 from seqbench.report.baseline_file import load_file, resolve_baseline
 from seqbench.report.check import check, save_baseline
 from seqbench.report.decay import fit_decay
-from seqbench.report.tables import comparison_rows
+from seqbench.report.rows import comparison_rows
 
 
 def _run(store, model, task, value, *, k=None, seed=0, seq_len=100, **config):
