@@ -82,6 +82,7 @@ if TYPE_CHECKING:
         run_details,
         tag_runs,
     )
+    from seqbench.store.database import upgrade_store
     from seqbench.store.engine import integrity_problems as check_store
     from seqbench.store.failures import describe_database_error
     from seqbench.store.migrate import history as schema_history
@@ -89,7 +90,7 @@ if TYPE_CHECKING:
     from seqbench.store.opening import open_store
     from seqbench.store.query import DEFAULT_MAX_BYTES, coerce_param, run_query
     from seqbench.store.roles import reader_role, reader_role_effects_left, reader_role_limits_left
-    from seqbench.store.store import Store, upgrade_store
+    from seqbench.store.store import Store
     from seqbench.store.values import float_text
     from seqbench.stress.runner import plot_stress, stress
     from seqbench.stress.views import stored_curves as stored_stress_curves
@@ -292,8 +293,8 @@ def memory_cost(db: str | None, plan, workers: int | None = None, race: bool = T
     from seqbench.memory.plan import cell_key
     from seqbench.memory.plan import memory_cost as cost
     from seqbench.memory.runner import dry_replay, settled_in_store
+    from seqbench.store.database import store_exists
     from seqbench.store.opening import open_store
-    from seqbench.store.store import store_exists
 
     if not store_exists(db):
         return cost(None, plan, workers)

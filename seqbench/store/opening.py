@@ -47,7 +47,7 @@ def open_store(
         if opened is not None:
             path, connection = opened
             return ReadStore(str(path), Reader(str(path), (path, connection), checked=True))
-    from seqbench.store.store import open_database
+    from seqbench.store.database import open_database
 
     writes = mode in ("write", "update")
     return open_database(

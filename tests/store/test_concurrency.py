@@ -48,8 +48,8 @@ def test_a_creator_committing_between_the_two_reads_is_not_taken_for_a_foreign_s
     is placed exactly between the two reads; both reads must come from one snapshot."""
     from seqbench.store import engine as store_engine
     from seqbench.store import migrate
+    from seqbench.store.engine import inspect_revision
     from seqbench.store.opening import open_store
-    from seqbench.store.store import inspect_revision
 
     read_revision = migrate.current_revision
     created = []

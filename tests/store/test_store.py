@@ -7,8 +7,9 @@ import pytest
 
 from seqbench.errors import StoreError
 from seqbench.store import migrate
+from seqbench.store.database import upgrade_store
+from seqbench.store.engine import inspect_revision, resolve_url
 from seqbench.store.opening import open_store
-from seqbench.store.store import inspect_revision, resolve_url, upgrade_store
 from tests.conftest import add_run, sha256
 
 FROZEN_0001 = Path(__file__).parent / "data" / "seqbench_0001.db"
@@ -177,7 +178,7 @@ def test_a_store_created_by_another_process_is_used_not_refused(tmp_path):
 
     from sqlalchemy.exc import OperationalError
 
-    from seqbench.store.store import _created_by_another
+    from seqbench.store.database import _created_by_another
 
     url = resolve_url(tmp_path / "race.db")
     locked = OperationalError("CREATE TABLE", {}, sqlite3.OperationalError("database is locked"))
