@@ -65,7 +65,7 @@ def pin(task: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     from pathlib import Path
 
     if task == "text" and values.get("path"):
-        from seqbench.tasks.filedata import content_hash
+        from seqbench.tasks.arrays import content_hash
 
         if Path(values["path"]).is_file():
             where = str(Path(values["path"]).resolve())

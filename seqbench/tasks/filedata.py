@@ -1,6 +1,6 @@
-"""A dataset from the user's files, read and checked with NumPy alone (no torch): what the
-`file` tasks train on (tasks/files.py) and what resolution records of it (its kind, its
-content hash, its length T, its split).
+"""A dataset from the user's files, its arrays read and checked by arrays.py, with NumPy alone
+(no torch): what the `file` tasks train on (tasks/files.py) and what resolution records of it
+(its kind, its content hash, its length T, its split).
 
 Two layouts, the same array names in both:
 
@@ -24,27 +24,28 @@ neither valid nor test, 60/20/20 of all sequences; with one of them missing, 20%
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from seqbench.errors import SeqbenchError, UsageError
+from seqbench.errors import UsageError
+from seqbench.tasks.arrays import (
+    SCAN_ROWS,
+    Arrays,
+    check_finite,
+    content_hash,
+    data_error,
+    dtype_kind,
+    int_range,
+)
 
 KINDS = ("regression", "classification", "next-token")
 METRICS = {"regression": "mse", "classification": "acc", "next-token": "bpt"}
 SPLITS = ("train", "valid", "test")
-SCAN_ROWS = 4096  # rows per chunk when checking a (memory-mapped) array for NaN / range
-
-
-class FileDataError(SeqbenchError):
-    """A data file that cannot be used: one line naming the file and what is wrong."""
 
 
 @dataclass(frozen=True)
@@ -74,226 +75,30 @@ class FileFacts:
         return METRICS[self.kind]
 
 
-def _fail(path: str, why: str) -> FileDataError:
-    return FileDataError(f"data file {path!r}: {why}")
-
-
-def content_hash(path: str | Path) -> str:
-    """sha256 of the dataset's bytes: the file, or a directory's .npy files and meta.json in
-    name order (each name hashed with its bytes)."""
-    p = Path(path)
-    h = hashlib.sha256()
-    if not p.is_dir():
-        _regular(str(path), p)
-    files = (
-        [p]
-        if p.is_file()
-        else sorted(f for f in p.iterdir() if f.suffix == ".npy" or f.name == "meta.json")
-    )
-    for f in files:
-        if p.is_dir():
-            h.update(f.name.encode() + b"\0")
-        with f.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
-
-
-class Arrays:
-    """The named arrays of a data file, opened lazily (memory-mapped from a directory)."""
-
-    def __init__(self, path: str):
-        self.path = path
-        p = Path(path)
-        if not p.exists():
-            raise _fail(path, "no such file or directory")
-        self.meta: dict[str, Any] = {}
-        self._npz = None
-        if p.is_dir():
-            self._files = {f.stem: f for f in p.iterdir() if f.suffix == ".npy"}
-            if not self._files:
-                raise _fail(path, "the directory has no .npy files")
-            for f in self._files.values():
-                _regular(path, f)
-            meta = p / "meta.json"
-            if meta.exists():
-                self.meta = self._parse_meta(meta.read_text(encoding="utf-8", errors="replace"))
-        elif p.suffix == ".npz":
-            _regular(path, p)
-            check_npz_sizes(path)
-            try:
-                self._npz = np.load(p, allow_pickle=False)
-            except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
-                raise _fail(path, f"not a readable .npz ({_short(e)}); truncated?") from None
-            self._files = {n: None for n in self._npz.files}
-            if "meta" in self._files:
-                self._files.pop("meta")
-                self.meta = self._parse_meta(str(self._load_npz("meta")))
-        else:
-            raise _fail(
-                path,
-                "expected an .npz file or a directory of .npy files (or a table: .csv, .parquet)",
-            )
-        unknown = set(self.meta) - {"target", "n_classes", "vocab"}
-        if unknown:
-            raise _fail(path, f"unknown metadata key(s) {', '.join(sorted(unknown))}")
-
-    def _parse_meta(self, text: str) -> dict:
-        try:
-            meta = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise _fail(self.path, f"its metadata is not JSON ({e.msg})") from None
-        if not isinstance(meta, dict):
-            raise _fail(self.path, "its metadata must be a JSON object")
-        return meta
-
-    def _load_npz(self, name: str) -> np.ndarray:
-        try:
-            return self._npz[name]
-        except ValueError as e:  # object arrays (ragged lists) need pickle
-            if "allow_pickle" in str(e):
-                raise _fail(self.path, f"{name} is an object array (ragged sequences?)") from None
-            raise _fail(self.path, f"{name} cannot be read ({_short(e)})") from None
-        except (zipfile.BadZipFile, EOFError, OSError) as e:
-            raise _fail(self.path, f"{name} cannot be read ({_short(e)}); truncated?") from None
-
-    def names(self) -> set[str]:
-        return set(self._files)
-
-    def get(self, name: str) -> np.ndarray:
-        if self._npz is not None:
-            return self._load_npz(name)
-        try:
-            return np.load(self._files[name], mmap_mode="r", allow_pickle=False)
-        except ValueError as e:
-            if "allow_pickle" in str(e) or "Object arrays" in str(e):
-                raise _fail(self.path, f"{name} is an object array (ragged sequences?)") from None
-            raise _fail(self.path, f"{name}.npy cannot be read ({_short(e)}); truncated?") from None
-        except (EOFError, OSError) as e:
-            raise _fail(self.path, f"{name}.npy cannot be read ({_short(e)}); truncated?") from None
-
-
-def _regular(path: str, p: Path) -> None:
-    """Refuse what is not a regular file, whatever its name: a FIFO named x.npz made every
-    command that read it wait for ever."""
-    import stat
-
-    if not stat.S_ISREG(p.stat().st_mode):
-        raise _fail(path, f"{p.name} is not a regular file (a FIFO, a socket or a device)")
-
-
-def check_npz_sizes(path: str) -> None:
-    """Read each member's declared size and its .npy header (shape, dtype) before anything is
-    decompressed, and refuse a file whose arrays cannot be held here (environment.
-    available_ram: free memory, RLIMIT_AS and the cgroup's limit) or whose header claims more
-    than its member holds: a 7.8 MB file that expanded to 8 GB raised MemoryError in a
-    118-line traceback, and one whose header claimed 364 TiB a traceback of its own."""
-    from seqbench.environment import available_ram
-
-    total = 0
-    try:
-        with zipfile.ZipFile(path) as zf:
-            for info in zf.infolist():
-                if not info.filename.endswith(".npy"):
-                    continue
-                name = info.filename[:-4]
-                with zf.open(info) as f:
-                    version = np.lib.format.read_magic(f)
-                    read = {(1, 0): np.lib.format.read_array_header_1_0}.get(
-                        version, np.lib.format.read_array_header_2_0
-                    )
-                    shape, _, dtype = read(f)
-                    header = f.tell()
-                if dtype.hasobject:
-                    continue  # refused as an object array when it is read
-                nbytes = math.prod(int(d) for d in shape) * dtype.itemsize
-                if nbytes > info.file_size - header:
-                    raise _fail(
-                        path,
-                        f"{name}: its header claims {_gib(nbytes)} ({'×'.join(map(str, shape))} "
-                        f"{dtype}) but the file holds {_gib(info.file_size)}; truncated or forged?",
-                    )
-                total += nbytes
-    except FileDataError:
-        raise
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
-        raise _fail(path, f"not a readable .npz ({_short(e)}); truncated?") from None
-    have = available_ram()
-    if total > 0.5 * have:  # the arrays, and the copies the task makes of them
-        raise _fail(
-            path,
-            f"its arrays take {_gib(total)} once decompressed and about twice that to load, "
-            f"but {_gib(have)} is available here; save them uncompressed as a directory of "
-            ".npy files (memory-mapped) or use a machine with more memory",
-        )
-
-
-def _gib(n: int) -> str:
-    if n < 2**20:
-        return f"{n:,} bytes"
-    return f"{n / 2**30:.1f} GiB" if n >= 2**27 else f"{n / 2**20:.1f} MiB"
-
-
-def _short(e: BaseException) -> str:
-    return (str(e).splitlines() or [type(e).__name__])[0][:120]
-
-
-def _chunks(a: np.ndarray):
-    for i in range(0, a.shape[0], SCAN_ROWS):
-        yield np.asarray(a[i : i + SCAN_ROWS])
-
-
-def _finite(path: str, name: str, a: np.ndarray) -> None:
-    if not np.issubdtype(a.dtype, np.floating):
-        return
-    for chunk in _chunks(a):
-        if not np.isfinite(chunk).all():
-            raise _fail(path, f"{name} has NaN or infinite values")
-
-
-def _int_range(a: np.ndarray) -> tuple[int, int]:
-    lo, hi = None, None
-    for chunk in _chunks(a):
-        if chunk.size:
-            lo = int(chunk.min()) if lo is None else min(lo, int(chunk.min()))
-            hi = int(chunk.max()) if hi is None else max(hi, int(chunk.max()))
-    return (0, -1) if lo is None else (lo, hi)
-
-
-def _dtype_kind(path: str, name: str, a: np.ndarray) -> str:
-    if a.dtype == object:
-        raise _fail(path, f"{name} is an object array (ragged sequences?)")
-    if np.issubdtype(a.dtype, np.floating):
-        return "float"
-    if np.issubdtype(a.dtype, np.integer):
-        return "int"
-    raise _fail(path, f"{name} has dtype {a.dtype}; expected floats or integers")
-
-
 def _pairs(arrays: Arrays) -> dict[str, tuple[str, str | None]]:
     """split -> (x name, y name or None) as the file gives them."""
     names = arrays.names()
     path = arrays.path
     if "x" in names or "y" in names:
         if names & {f"{a}_{s}" for a in "xy" for s in SPLITS}:
-            raise _fail(path, "give x and y, or x_train, y_train, ...; not both")
+            raise data_error(path, "give x and y, or x_train, y_train, ...; not both")
         if "x" not in names:
-            raise _fail(path, f"missing x; arrays found: {', '.join(sorted(names))}")
+            raise data_error(path, f"missing x; arrays found: {', '.join(sorted(names))}")
         return {"all": ("x", "y" if "y" in names else None)}
     if "x_train" not in names:
         found = ", ".join(sorted(names)) or "none"
-        raise _fail(path, f"missing x_train (or x); arrays found: {found}")
+        raise data_error(path, f"missing x_train (or x); arrays found: {found}")
     out = {}
     for s in SPLITS:
         x, y = f"x_{s}", f"y_{s}"
         if x in names:
             out[s] = (x, y if y in names else None)
         elif y in names:
-            raise _fail(path, f"it has {y} but no {x}")
+            raise data_error(path, f"it has {y} but no {x}")
     ys = {s for s, (_, y) in out.items() if y is not None}
     if ys and ys != set(out):
         missing = sorted(f"y_{s}" for s in set(out) - ys)
-        raise _fail(path, f"missing {', '.join(missing)} (other splits have targets)")
+        raise data_error(path, f"missing {', '.join(missing)} (other splits have targets)")
     return out
 
 
@@ -346,31 +151,33 @@ class Dataset:
         for s, (x, y) in raw.items():
             xn = "x" if s == "all" else f"x_{s}"
             yn = "y" if s == "all" else f"y_{s}"
-            kind = _dtype_kind(path, xn, x)
+            kind = dtype_kind(path, xn, x)
             if x.ndim not in (2, 3) or (kind == "int" and x.ndim != 2):
                 want = "(N, T, D) or (N, T) floats, or (N, T) token ids"
-                raise _fail(path, f"{xn} has shape {tuple(x.shape)}; expected {want}")
+                raise data_error(path, f"{xn} has shape {tuple(x.shape)}; expected {want}")
             if x.shape[0] == 0:
-                raise _fail(path, f"the {s} split is empty ({xn} has 0 sequences)")
+                raise data_error(path, f"the {s} split is empty ({xn} has 0 sequences)")
             if x.shape[1] == 0:
-                raise _fail(path, f"{xn} has sequences of length 0")
+                raise data_error(path, f"{xn} has sequences of length 0")
             dims.add((kind, x.shape[1], x.shape[2] if x.ndim == 3 else 1))
             if y is not None:
-                _dtype_kind(path, yn, y)
+                dtype_kind(path, yn, y)
                 if y.shape[0] != x.shape[0]:
-                    raise _fail(path, f"{xn} has {x.shape[0]} sequences but {yn} has {y.shape[0]}")
+                    raise data_error(
+                        path, f"{xn} has {x.shape[0]} sequences but {yn} has {y.shape[0]}"
+                    )
                 if y.ndim not in (1, 2) or (y.ndim == 2 and y.shape[1] != x.shape[1]):
-                    raise _fail(
+                    raise data_error(
                         path,
                         f"{yn} has shape {tuple(y.shape)}; expected ({x.shape[0]},) or "
                         f"({x.shape[0]}, {x.shape[1]}) for {xn} of shape {tuple(x.shape)}",
                     )
         if len(dims) > 1:
             shown = "; ".join(f"{k} T={t} D={d}" for k, t, d in sorted(dims))
-            raise _fail(path, f"the splits' inputs differ in dtype, length or width ({shown})")
+            raise data_error(path, f"the splits' inputs differ in dtype, length or width ({shown})")
         ndims = {y.ndim for _, y in raw.values() if y is not None}
         if len(ndims) > 1:
-            raise _fail(path, "some splits have per-sequence targets, others per-step ones")
+            raise data_error(path, "some splits have per-sequence targets, others per-step ones")
         (self.x_kind, self.T, self.D) = dims.pop()
 
     def _cut(self, raw) -> dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]:
@@ -378,7 +185,7 @@ class Dataset:
         if "all" in raw:
             x, y = raw["all"]
             if x.shape[0] < 3:
-                raise _fail(self.path, f"{x.shape[0]} sequences cannot be split in three")
+                raise data_error(self.path, f"{x.shape[0]} sequences cannot be split in three")
             idx = split_indices(x.shape[0], self.split_seed, SPLITS)
             return {s: (x, y, idx[s]) for s in SPLITS}
         out = {s: (x, y, None) for s, (x, y) in raw.items()}
@@ -389,7 +196,7 @@ class Dataset:
             idx = split_indices(x.shape[0], self.split_seed, SPLITS if len(parts) == 3 else parts)
             for s in parts:
                 if len(idx[s]) == 0:
-                    raise _fail(self.path, f"too few training sequences to cut a {s} split")
+                    raise data_error(self.path, f"too few training sequences to cut a {s} split")
                 out[s] = (x, y, idx[s])
         return out
 
@@ -408,10 +215,10 @@ class Dataset:
     # -- kind and values ------------------------------------------------------------------
     def _kind(self, target: str | None) -> tuple[str, str]:
         has_y = self.splits["train"][1] is not None
-        y_kind = _dtype_kind(self.path, "y", self.splits["train"][1]) if has_y else None
+        y_kind = dtype_kind(self.path, "y", self.splits["train"][1]) if has_y else None
         meta = self.meta.get("target")
         if meta is not None and meta not in KINDS:
-            raise _fail(self.path, f"metadata target must be one of {', '.join(KINDS)}")
+            raise data_error(self.path, f"metadata target must be one of {', '.join(KINDS)}")
         # what the file says of itself; a target given otherwise is "given"
         if meta is not None:
             kind, source = meta, "metadata"
@@ -423,13 +230,13 @@ class Dataset:
             kind, source = target, "given"
         if kind == "next-token":
             if has_y or self.x_kind != "int":
-                raise _fail(self.path, "next-token needs token ids x (N, T) and no y")
+                raise data_error(self.path, "next-token needs token ids x (N, T) and no y")
             if self.T < 2:
-                raise _fail(self.path, "next-token needs sequences of at least 2 tokens")
+                raise data_error(self.path, "next-token needs sequences of at least 2 tokens")
         elif not has_y:
-            raise _fail(self.path, f"{kind} needs targets y (y_train, ...); the file has none")
+            raise data_error(self.path, f"{kind} needs targets y (y_train, ...); the file has none")
         elif kind == "classification" and y_kind != "int":
-            raise _fail(self.path, "classification targets y must be integer class ids")
+            raise data_error(self.path, "classification targets y must be integer class ids")
         return kind, source
 
     def _check_values(self) -> None:
@@ -441,27 +248,27 @@ class Dataset:
             if key in seen:
                 continue
             seen.add(key)
-            _finite(path, self._label[id(x)], x)
+            check_finite(path, self._label[id(x)], x)
             if y is not None:
-                _finite(path, self._label[id(y)], y)
+                check_finite(path, self._label[id(y)], y)
             if self.x_kind == "int":
-                a, b = _int_range(x)
+                a, b = int_range(x)
                 lo_x, hi_x = min(lo_x, a), max(hi_x, b)
             if self.kind == "classification":
-                a, b = _int_range(y)
+                a, b = int_range(y)
                 lo_y, hi_y = min(lo_y, a), max(hi_y, b)
         self.vocab = None
         if self.x_kind == "int":
             if lo_x < 0:
-                raise _fail(path, f"token ids in x must be ≥ 0, found {int(lo_x)}")
+                raise data_error(path, f"token ids in x must be ≥ 0, found {int(lo_x)}")
             self.vocab = _declared(path, self.meta, "vocab", int(hi_x) + 1, "token id", hi_x)
         self.n_classes = None
         if self.kind == "classification":
             if lo_y < 0:
-                raise _fail(path, f"class labels in y must be ≥ 0, found {int(lo_y)}")
+                raise data_error(path, f"class labels in y must be ≥ 0, found {int(lo_y)}")
             self.n_classes = _declared(path, self.meta, "n_classes", int(hi_y) + 1, "label", hi_y)
             if self.n_classes < 2:
-                raise _fail(path, "classification needs at least 2 classes; y has one")
+                raise data_error(path, "classification needs at least 2 classes; y has one")
         if self.kind == "next-token":
             self.n_classes = self.vocab
 
@@ -546,9 +353,9 @@ def _declared(path: str, meta: dict, key: str, found: int, what: str, hi) -> int
     if given is None:
         return found
     if not isinstance(given, int) or isinstance(given, bool) or given < 1:
-        raise _fail(path, f"metadata {key} must be a positive integer, got {given!r}")
+        raise data_error(path, f"metadata {key} must be a positive integer, got {given!r}")
     if hi >= given:
-        raise _fail(path, f"a {what} {int(hi)} is out of range for {key} = {given}")
+        raise data_error(path, f"a {what} {int(hi)} is out of range for {key} = {given}")
     return given
 
 
@@ -599,7 +406,7 @@ def open_checked(
     from seqbench.tasks.series import stat_data_path
 
     p = Path(path)
-    st = stat_data_path(path, _fail)
+    st = stat_data_path(path, data_error)
     stamp = (st.st_size, st.st_mtime_ns)
     if p.is_dir():
         stamp += tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in p.iterdir())

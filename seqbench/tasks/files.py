@@ -11,8 +11,9 @@ import torch
 
 from seqbench.errors import SeqbenchError
 from seqbench.tasks import series
+from seqbench.tasks.arrays import content_hash
 from seqbench.tasks.base import Task, TaskArgs
-from seqbench.tasks.filedata import content_hash, open_checked
+from seqbench.tasks.filedata import open_checked
 
 
 class FileTask(Task):

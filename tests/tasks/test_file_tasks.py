@@ -423,7 +423,7 @@ def test_an_npz_that_expands_past_the_memory_limit_is_refused_in_one_line(tmp_pa
     code = (
         "import resource, sys\n"
         "from seqbench.environment import _status_bytes, available_ram\n"
-        "from seqbench.tasks.filedata import Arrays\n"
+        "from seqbench.tasks.arrays import Arrays\n"
         "limit = _status_bytes('VmSize') + 3 * 2**29\n"
         "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
         "assert available_ram() <= 3 * 2**29, available_ram()\n"
