@@ -55,12 +55,10 @@ def declare(options: Iterable[Option], owner: str) -> None:
             raise ValueError(
                 f"{owner}: option {option.name!r} is a shared field of the other group"
             )
-        if option.default != shared.get(option.name) or (
-            option.name not in shared and not option.nullable
-        ):
+        if option.name not in shared and not option.nullable:
             raise ValueError(
-                f"{owner}: option {option.name!r} may have a default, and be not nullable, "
-                f"only as a shared field (options.SHARED), at its value there"
+                f"{owner}: option {option.name!r} may be not nullable only as a shared field "
+                f"(options.SHARED), whose value there is its default"
             )
         known = OPTIONS.get(option.name)
         owners = (owner,)
@@ -132,7 +130,7 @@ class RunConfig:
     layers: int | None = _field(MODEL, default=1, positive=True)
     steps: int | None = _field(default=None, positive=True)
     # how it is trained: the optimiser, its schedule, evaluation and stopping (TrainArgs)
-    train: TrainArgs = field(default_factory=lambda: TrainArgs())
+    train: TrainArgs = field(default_factory=TrainArgs)
     seed: int = _field(TASK, default=0)
     device: str = "auto"
     precision: str = "fp32"  # fp32, bf16 (autocast) or fp16 (autocast + grad scaler, CUDA)

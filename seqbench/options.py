@@ -35,8 +35,13 @@ class Option:
     # the families or tasks that declare it, filled as they are registered (declare): one
     # option may be several's (d_state: lru, s4d and mamba), declared alike by each
     owners: tuple[str, ...] = ()
-    default: Any = None  # a SHARED option's, its SHARED value; every other option's None
     nullable: bool = True
+
+    @property
+    def default(self) -> Any:
+        """Its value where unset: a shared option's SHARED value (the one place it is
+        written), None for every other (unset, it stays out of the hash)."""
+        return SHARED.get(self.name)
 
     @property
     def type(self) -> str:

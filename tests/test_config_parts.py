@@ -138,17 +138,20 @@ def test_a_shared_field_is_its_owners_option_at_its_frozen_value():
 
 def test_a_default_belongs_to_a_shared_field_only():
     """An option's value where unset is None (it stays out of the hash), unless it is a shared
-    field, whose default is frozen (options.SHARED): another default, or the other group, is
-    a programming error said when the spec registers."""
+    field, whose default is frozen (options.SHARED) and read from there: none can be given
+    otherwise, and a shared field declared in the other group, or a non-shared one that is
+    not nullable, is a programming error said when the spec registers."""
     from seqbench.config import declare
     from seqbench.options import MODEL, TASK, Option
 
+    assert Option("dropout", float, MODEL, nullable=False).default == 0.0
+    assert Option("leak", float, MODEL).default is None
+    with pytest.raises(TypeError):
+        Option("dropout", float, MODEL, default=0.5)  # the default is SHARED's alone
     for option, words in [
-        (Option("dropout", float, MODEL, default=0.5, nullable=False), "at its value there"),
-        (Option("leak", float, MODEL, default=0.1), "only as a shared field"),
         (Option("leak", float, MODEL, nullable=False), "only as a shared field"),
         (Option("marker", str, MODEL), "a shared field of the other group"),
-        (Option("dropout", float, TASK, default=0.0), "a shared field of the other group"),
+        (Option("dropout", float, TASK), "a shared field of the other group"),
     ]:
         with pytest.raises(ValueError, match=words):
             declare([option], "mine")

@@ -28,17 +28,17 @@ D_STATE = Option(
 # The shared model fields several families read (options.SHARED: each at the value every run
 # was stored with); a family's own (magnitude, forget_bias, init, base) is in its file.
 DROPOUT = Option("dropout", float, MODEL, "dropout probability, in [0, 1) (0)",
-                 default=0.0, nullable=False)  # fmt: skip
+                 nullable=False)  # fmt: skip
 KERNEL_SIZE = Option("kernel_size", int, MODEL, "a convolution's kernel size (7)",
-                     positive=True, default=7)  # fmt: skip
+                     positive=True)  # fmt: skip
 LEVELS = Option("levels", int, MODEL, "a convolutional stack's depth (unset: from k or T)",
                 positive=True)  # fmt: skip
 HEADS = Option("heads", int, MODEL, "attention heads, which divide hidden (4)", positive=True,
-               default=4, nullable=False)  # fmt: skip
+               nullable=False)  # fmt: skip
 BACKEND = Option("backend", str, MODEL, "the recurrence's kernel: auto, torch, cpu, numba or "
-                 "triton (auto)", default="auto", nullable=False)  # fmt: skip
+                 "triton (auto)", nullable=False)  # fmt: skip
 NONLINEARITY = Option("nonlinearity", str, MODEL, "the recurrence's nonlinearity: tanh or "
-                      "relu (tanh)", default="tanh", nullable=False)  # fmt: skip
+                      "relu (tanh)", nullable=False)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from seqbench.options import MODEL, Option
 
 # |u| ≤ magnitude^(1/T) (Li et al.'s M, 2 by default), and the residual, batch-normed stack
 MAGNITUDE = Option("magnitude", float, MODEL, "IndRNN's recurrent bound M: |u| ≤ M^(1/T) (2)",
-                   positive=True, default=2.0, nullable=False)  # fmt: skip
+                   positive=True, nullable=False)  # fmt: skip
 DEEP = Option("deep", bool, MODEL, "IndRNN's deep variant: batch norm after every layer (false)",
-              default=False, nullable=False)  # fmt: skip
+              nullable=False)  # fmt: skip
 
 SPEC = ModelSpec(
     "indrnn",

@@ -42,7 +42,6 @@ SPEC = ModelSpec(
             float,
             MODEL,
             "the forget gate's bias at init (0)",
-            default=0.0,
             nullable=False,
         ),
         Option(

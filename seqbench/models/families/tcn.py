@@ -8,7 +8,7 @@ from seqbench.options import MODEL, Option
 
 # "reference": what Bai et al.'s published code did (the default); "paper": its text
 INIT = Option("init", str, MODEL, "the TCN's init: reference (its published code) or paper "
-              "(its text)", default="reference", nullable=False)  # fmt: skip
+              "(its text)", nullable=False)  # fmt: skip
 
 SPEC = ModelSpec(
     "tcn",

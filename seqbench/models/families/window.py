@@ -9,7 +9,7 @@ from seqbench.models.spec import MODELS, ModelSpec, make_backbone
 from seqbench.options import MODEL, Option
 
 BASE = Option("base", str, MODEL, "the recurrent family run on the last k inputs (lstm)",
-              default="lstm", nullable=False)  # fmt: skip
+              nullable=False)  # fmt: skip
 
 
 def _build(in_dim, args):

@@ -28,7 +28,6 @@ SPEC = TaskSpec(
             str,
             TASK,
             "where the two marked positions fall: uniform or halves (uniform)",
-            default="uniform",
             nullable=False,
         ),
     ),

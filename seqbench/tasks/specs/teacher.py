@@ -48,7 +48,6 @@ SPEC = TaskSpec(
             TASK,
             "the teacher's contraction λ (0.9)",
             positive=True,
-            default=0.9,
             nullable=False,
         ),
     ),
