@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from seqbench import api
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from seqbench.store.results import ReadStore
@@ -57,6 +60,20 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 def interrupt_exit_code(e: KeyboardInterrupt) -> int:
     return EXIT_TERMINATED if isinstance(e, Terminated) else EXIT_INTERRUPTED
+
+
+def resumable(what: str, name: str, call: Callable[[], T], stop: Callable[[], None]) -> T:
+    """call() with SIGTERM as an interrupt, and stop() after it however it ends. Interrupted,
+    it says that the same command resumes `what name` and exits 130 (Ctrl-C) or 143 (SIGTERM)."""
+    try:
+        with sigterm_as_interrupt():
+            return call()
+    except KeyboardInterrupt as e:
+        code = interrupt_exit_code(e)
+    finally:
+        stop()
+    typer.echo(f"{what} {name!r} interrupted: the same command resumes it", err=True)
+    raise typer.Exit(code)
 
 
 @contextlib.contextmanager

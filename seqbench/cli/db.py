@@ -88,12 +88,13 @@ LockOthers = Annotated[
 ]
 
 
+Role = Annotated[str, typer.Argument(help="The role to create (or re-grant).")]
+
+
 @app.command("reader-role")
 def reader_role(
     ctx: typer.Context,
-    role: Annotated[
-        str, typer.Argument(help="The role to create (or re-grant).")
-    ] = "seqbench_reader",
+    role: Role = "seqbench_reader",
     password_env: PasswordEnv = None,
     print_sql: PrintSql = False,
     connection_limit: ConnectionLimit = 10,

@@ -12,15 +12,13 @@ import typer
 from seqbench import api
 from seqbench.cli._flags import flags_in
 from seqbench.cli._options import (
-    EXIT_INTERRUPTED,
     AddressOption,
     ExecutorOption,
     QuietOption,
     RetryFailedOption,
     WorkersOption,
-    interrupt_exit_code,
     joined,
-    sigterm_as_interrupt,
+    resumable,
     state,
 )
 from seqbench.cli._output import Format, FormatOption, render
@@ -214,19 +212,12 @@ def _run(ctx: typer.Context, plan, quiet: bool, options: dict):
                 else f"{most}{cost['to_train']} runs to train, {_estimate(cost)}")  # fmt: skip
         typer.echo(f"memory {plan.name!r}: {said}", err=True)
     rounds = _Rounds(plan.name, quiet)
-    out, code = None, EXIT_INTERRUPTED
-    try:
-        with sigterm_as_interrupt():
-            out = api.run_memory(state(ctx).store, plan, on_round=rounds.on_round,
-                                 on_result=rounds.on_result, **options)  # fmt: skip
-    except KeyboardInterrupt as e:
-        code = interrupt_exit_code(e)
-    finally:
-        rounds.stop()
-    if out is None:
-        typer.echo(f"memory {plan.name!r} interrupted: the same command resumes it", err=True)
-        raise typer.Exit(code)
-    return out
+    return resumable(
+        "memory", plan.name,
+        lambda: api.run_memory(state(ctx).store, plan, on_round=rounds.on_round,
+                               on_result=rounds.on_result, **options),
+        rounds.stop,
+    )  # fmt: skip
 
 
 class _Rounds:
@@ -447,12 +438,13 @@ def list_answers(
     )
 
 
+KernelSweep = Annotated[str, typer.Argument(help="A sweep of the memory-function task.")]
+
+
 @app.command("kernels")
 def kernels(
     ctx: typer.Context,
-    sweep: Annotated[
-        str, typer.Argument(help="A sweep of the memory-function task.")
-    ] = "memory-functions-tiny",
+    sweep: KernelSweep = "memory-functions-tiny",
     fmt: FormatOption = Format.table,
 ) -> None:
     """Which family captures which memory: each kernel's cells (family, context) with their

@@ -8,15 +8,13 @@ import typer
 
 from seqbench import api
 from seqbench.cli._options import (
-    EXIT_INTERRUPTED,
     AddressOption,
     ExecutorOption,
     QuietOption,
     RetryFailedOption,
     WorkersOption,
-    interrupt_exit_code,
     joined,
-    sigterm_as_interrupt,
+    resumable,
     state,
 )
 from seqbench.cli._output import Format, FormatOption, render
@@ -142,23 +140,17 @@ def sweep(
         _say_budget(plan)
         on_points(total, todo)
 
-    out, code = None, EXIT_INTERRUPTED
-    try:
-        with sigterm_as_interrupt():
-            out = api.run_sweep(
-                state(ctx).store, plan, executor=executor, address=address, workers=workers,
-                gpus=_gpu_list(gpus), runs_per_gpu=runs_per_gpu, force=force, replan=replan,
-                retry_failed=retry_failed, stale_after=stale_after, on_start=on_start,
-                on_result=on_result,
-            )  # fmt: skip
-    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: the points in flight are interrupted
-        code = interrupt_exit_code(e)
-    finally:
-        if bar is not None:
-            bar.stop()
-    if out is None:
-        typer.echo(f"sweep {plan.name!r} interrupted: the same command resumes it", err=True)
-        raise typer.Exit(code)
+    # Ctrl-C or SIGTERM: the points in flight are recorded interrupted
+    out = resumable(
+        "sweep", plan.name,
+        lambda: api.run_sweep(
+            state(ctx).store, plan, executor=executor, address=address, workers=workers,
+            gpus=_gpu_list(gpus), runs_per_gpu=runs_per_gpu, force=force, replan=replan,
+            retry_failed=retry_failed, stale_after=stale_after, on_start=on_start,
+            on_result=on_result,
+        ),
+        bar.stop if bar is not None else lambda: None,
+    )  # fmt: skip
     _say(out, plan.name, allow_failed)
 
 

@@ -3,6 +3,7 @@ exactly the last m inputs, so that a model with context k < m can do no better t
 trivial baseline and one with k ≥ m can be near perfect. The command must state k* = m, with
 the search landing on m between grid points; the answer is stored beside its runs."""
 
+import contextlib
 import json
 import re
 import sqlite3
@@ -334,3 +335,33 @@ def test_memory_help_says_its_defaults_and_needs_no_command(cli):
     assert "Usage: seqbench memory [OPTIONS] [list [ARGS]...]" in text
     assert "(default: tcn,window;" in text and "(default: lstm,gru)" in text
     assert "(tcn,window)" not in text
+
+
+def test_an_interrupted_memory_command_says_the_same_command_resumes_it(tmp_path):
+    """SIGTERM while a point trains: exit 143 (Ctrl-C's would be 130), the run recorded
+    interrupted, and the one line says that the same command resumes it."""
+    import signal
+    import time
+
+    from tests.conftest import popen, seqbench_cmd
+
+    db, data = tmp_path / "m.db", lag_data(tmp_path / "lag.npz", 2)
+    cmd = seqbench_cmd(
+        db,
+        f"memory --task file --path {data} --set steps=100000 --families tcn --references none",
+        "--params 3000 --workers 1 --lr-search none --quiet --name int",
+    )
+    proc = popen(cmd)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+        with contextlib.suppress(sqlite3.OperationalError), sqlite3.connect(db) as con:
+            if con.execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone()[0]:
+                break
+    time.sleep(2)  # as in the sweep's test: a worker still starting prints its own traceback
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "memory 'int' interrupted: the same command resumes it" in err.splitlines(), err
+    with sqlite3.connect(db) as con:
+        assert {s for (s,) in con.execute("SELECT status FROM runs")} == {"interrupted"}
