@@ -53,12 +53,14 @@ def kernel_table(store, sweep: str) -> tuple[list[str], list[list]]:
     kernels in the order of tasks/memory_functions.KERNELS. NotFoundError when it has none."""
     from seqbench.configure import stored_k
     from seqbench.report.frames import results_frame
+    from seqbench.store.results import RunFilter
 
-    df = results_frame(store, "test_metric", sweep=sweep, statuses=("completed", "diverged"))
+    ran = RunFilter(sweep=sweep, statuses=("completed", "diverged"))
+    df = results_frame(store, "test_metric", ran)
     df = df[df["task"] == mf.NAME] if not df.empty else df
     if df.empty:
         raise NotFoundError(f"sweep {sweep!r} has no finished run of the {mf.NAME} task")
-    counts = results_frame(store, "test_count", sweep=sweep, statuses=("completed", "diverged"))
+    counts = results_frame(store, "test_count", ran)
     count = dict(zip(counts["run_id"], counts["value"], strict=True)) if not counts.empty else {}
     cells: dict[tuple, dict] = {}
     for run_id, config, value in zip(df["run_id"], df["config"], df["value"], strict=True):

@@ -284,9 +284,10 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     validation curve was still improving at the last evaluation, and early stopping did not
     end it), and persistence where the task stores it."""
     from seqbench.report.frames import curves_frame, metric_direction, results_frame
+    from seqbench.store.results import RunFilter
 
-    statuses = ("completed", "diverged")
-    metric = results_frame(store, "test_metric", sweep=plan.name, statuses=statuses)
+    ran = RunFilter(sweep=plan.name, statuses=("completed", "diverged"))
+    metric = results_frame(store, "test_metric", ran)
     if metric.empty:
         return pd.DataFrame(columns=["run_id", "model", "k", "seed", "value", "baseline"])
     # this plan's points only: a concurrent command on the same store may have added its
@@ -306,7 +307,7 @@ def plan_runs(store, plan: MemoryPlan) -> pd.DataFrame:
     keys = ("baseline", "test_count", "test_const", "test_gain_se", "persistence",
             "stopped_early", "converged")  # fmt: skip
     for key in keys:
-        got = results_frame(store, key, sweep=plan.name, statuses=statuses)
+        got = results_frame(store, key, ran)
         if key == "baseline" or not got.empty:
             v = dict(zip(got["run_id"], got["value"], strict=True))
             extra[key] = [v.get(r, math.nan) for r in ids]
@@ -343,9 +344,10 @@ def _best_rate(store, plan: MemoryPlan, metric: pd.DataFrame, higher: bool) -> p
     trained at, the run with the best validation metric (best_valid_metric; a run without one,
     diverged, comes last). The test metric plays no part in the choice."""
     from seqbench.report.frames import results_frame
+    from seqbench.store.results import RunFilter
 
-    got = results_frame(store, "best_valid_metric", sweep=plan.name,
-                        statuses=("completed", "diverged"))  # fmt: skip
+    ran = RunFilter(sweep=plan.name, statuses=("completed", "diverged"))
+    got = results_frame(store, "best_valid_metric", ran)
     valid = dict(zip(got["run_id"], got["value"], strict=True))
     worst = -math.inf if higher else math.inf
 

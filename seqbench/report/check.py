@@ -32,6 +32,7 @@ from seqbench.report.frames import (
 )
 from seqbench.store.names import check_label
 from seqbench.store.opening import reads
+from seqbench.store.results import RunFilter
 from seqbench.store.store import Store
 
 
@@ -136,7 +137,9 @@ def _k(v) -> int | None:
 def _current(store, metric, sweep, where):
     """Completed and diverged runs with `metric`, k as an int or None, each run's experiment
     key alongside."""
-    df = results_frame(store, metric, sweep=sweep, where=where, statuses=("completed", "diverged"))
+    df = results_frame(
+        store, metric, RunFilter(sweep=sweep, where=where, statuses=("completed", "diverged"))
+    )
     if df.empty:
         return df
     df["k"] = pd.Series([_k(k) for k in df["k"]], index=df.index, dtype=object)  # None, not NaN

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from seqbench.errors import UnknownNameError, UsageError
 from seqbench.store.opening import reads
+from seqbench.store.results import RunFilter
 
 GROUP_AXES = ("k", "seq_len", "model")
 # what a run records of its model, as a summary, that a report can group by like a field
@@ -96,32 +98,22 @@ def remember_directions(store, tasks: set[str]) -> None:
 
 
 def results_frame(
-    store,
-    metric: str = "test_metric",
-    *,
-    tasks: list[str] | None = None,
-    models: list[str] | None = None,
-    sweep: str | None = None,
-    where: str | None = None,
-    statuses: tuple[str, ...] = ("completed",),
-    without_metric: bool = False,
+    store, metric: str = "test_metric", select: RunFilter = RunFilter()
 ) -> pd.DataFrame:
     """Columns: run_id, model, task, k, seq_len, seed, sweep, status, config (a dict), value
     (non-finite restored), has_value (False for a run without the metric, which only
-    `without_metric` brings). One row
+    `select.without_metric` brings). One row
     per config hash (seed included): a (config, seed) trained again is one sample, its newest
     run (whatever its outcome), not several. `store`: a Store or ReadStore, opened by the
-    caller (store/opening.open_store)."""
-    cols, rows = store.result_rows(
-        metric,
-        tasks=task_names(tasks),
-        models=models,
-        sweep=sweep_names(sweep),
-        where=where,
-        statuses=statuses,
-        without_metric=without_metric,
-        fields=field_kinds() if where else None,
+    caller (store/opening.open_store). `select`'s tasks may be given as data-labelled, its
+    sweep as a comma-separated list, and its `where` may name any config field."""
+    select = replace(
+        select,
+        tasks=task_names(select.tasks),
+        sweep=sweep_names(select.sweep),
+        fields=field_kinds() if select.where else None,
     )
+    cols, rows = store.result_rows(metric, select)
     return _one_per_config(cols, rows, store)
 
 
@@ -318,7 +310,7 @@ def row_baselines(
     depends on the config (the teacher's λ, the copy task's T) is thus shown per row; a row
     whose experiments have different baselines (copy at two T) gets none rather than their
     mean. Seeds are averaged (each teacher seed draws another teacher)."""
-    df = results_frame(store, summary, tasks=tasks or None, sweep=sweep, where=where)
+    df = results_frame(store, summary, RunFilter(tasks=tasks or None, sweep=sweep, where=where))
     if df.empty:
         return {}
     df = add_config_columns(label_data(df), [g for g in group if g != "task"], store)

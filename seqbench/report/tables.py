@@ -29,6 +29,7 @@ from seqbench.report.frames import (
     unset_to_none,
 )
 from seqbench.store.opening import reads
+from seqbench.store.results import RunFilter
 
 # The statuses of a run that ran to an outcome: completed, or lost to a divergence or failure
 # (an interrupted run is the user's choice, not an outcome of the config).
@@ -145,16 +146,10 @@ def build_report(
     bys = parse_by(by)
     if compare is not None and len(compare) < 1:
         raise UsageError("`compare` needs at least one model")
-    every = results_frame(
-        store,
-        metric,
-        tasks=tasks,
-        models=compare,
-        sweep=sweep,
-        where=where,
-        statuses=RAN,
-        without_metric=True,
+    select = RunFilter(
+        tasks=tasks, models=compare, sweep=sweep, where=where, statuses=RAN, without_metric=True
     )
+    every = results_frame(store, metric, select)
     # a completed run without the metric is not a sample of it at all
     every = every[(every["status"] != "completed") | every["has_value"]]
     df = _samples(every)

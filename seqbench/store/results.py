@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from seqbench.errors import UsageError
@@ -33,7 +35,27 @@ SWEEP_POINTS = (
 )
 
 
-def sweep_points(sweep: str | list[str]) -> tuple[str, dict]:
+@dataclass(frozen=True)
+class RunFilter:
+    """Which training runs a results read selects (never an archived one).
+
+    tasks, models: their names (None: every one); sweep: the runs of a sweep's points,
+    whichever sweep (or plain train) produced them (a list: several sweeps'); where: one SQL
+    condition on v_results' columns and on the config fields in `fields` ({name: int, float,
+    bool or text}) that it names and v_results lacks, read from each run's config; statuses:
+    the runs'; without_metric: runs that lack the summary too (a failed run), which a report
+    counts."""
+
+    tasks: Sequence[str] | None = None
+    models: Sequence[str] | None = None
+    sweep: str | Sequence[str] | None = None
+    where: str | None = None
+    statuses: tuple[str, ...] = ("completed",)
+    without_metric: bool = False
+    fields: Mapping[str, str] | None = None
+
+
+def sweep_points(sweep: str | Sequence[str]) -> tuple[str, dict]:
     """The condition selecting the runs of one sweep's points, or of several sweeps'."""
     names, params = _in_list("sw", [sweep] if isinstance(sweep, str) else list(sweep))
     return SWEEP_POINTS.format(names=names), params
@@ -111,26 +133,13 @@ class ReadStore:
 
     # -- results ------------------------------------------------------------------------------
     def result_rows(
-        self,
-        metric: str,
-        *,
-        tasks: list[str] | None = None,
-        models: list[str] | None = None,
-        sweep: str | None = None,
-        where: str | None = None,
-        statuses: tuple[str, ...] = ("completed",),
-        without_metric: bool = False,
-        fields: dict[str, str] | None = None,
+        self, metric: str, select: RunFilter = RunFilter()
     ) -> tuple[list[str], list[tuple]]:
-        """(columns, rows) of the training runs with summary `metric` (run_id, model, task, k,
-        seq_len, seed, sweep, status, config (a dict), config_hash, value (a float, inf and
-        nan restored; nan without one), has_value); `sweep` selects the sweep's points,
-        whichever sweep (or plain train) produced their runs (a list: several sweeps').
-        `without_metric`: runs that lack the summary too (a failed run), has_value False: a
-        report counts them. `where` is a condition on v_results' columns and on the config
-        fields in `fields` ({name: int, float, bool or text}) that it names and v_results
-        lacks, read from each run's config."""
-        join = "LEFT JOIN" if without_metric else "JOIN"
+        """(columns, rows) of the training runs `select` chooses, with summary `metric`:
+        run_id, model, task, k, seq_len, seed, sweep, status, config (a dict), config_hash,
+        value (a float, inf and nan restored; nan without one) and has_value (False only for
+        a run `select.without_metric` brings)."""
+        join = "LEFT JOIN" if select.without_metric else "JOIN"
         sql = [
             "SELECT r.id AS run_id, r.model, r.task, r.k, r.seq_len, r.seed, sw.name AS sweep,",
             "  r.status, r.config, r.config_hash, s.value, s.value_kind",
@@ -138,22 +147,22 @@ class ReadStore:
             "LEFT JOIN sweeps sw ON sw.id = r.sweep_id",
             "WHERE r.kind = 'train' AND r.archived_at IS NULL",
         ]
-        names, params = _in_list("st", list(statuses))
+        names, params = _in_list("st", list(select.statuses))
         params["metric"] = metric
         sql.append(f"AND r.status IN ({names})")
-        for name, values in (("task", tasks), ("model", models)):
+        for name, values in (("task", select.tasks), ("model", select.models)):
             if values:
                 names, more = _in_list(name, values)
                 params.update(more)
                 sql.append(f"AND r.{name} IN ({names})")
-        if sweep:
-            cond, more = sweep_points(sweep)
+        if select.sweep:
+            cond, more = sweep_points(select.sweep)
             sql.append(cond)
             params.update(more)
-        if where:
+        if where := select.where:
             if ";" in where:
                 raise UsageError("`where` takes one SQL condition, without ';'")
-            sql.append(f"AND r.id IN (SELECT run_id FROM {self._where_view(where, fields)} "
+            sql.append(f"AND r.id IN (SELECT run_id FROM {self._where_view(where, select.fields)} "
                        f"WHERE {where})")  # fmt: skip
         cols, rows = self.query("\n".join(sql), params)
         out = []
