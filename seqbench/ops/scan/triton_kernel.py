@@ -33,6 +33,41 @@ def _configs(interpret: bool) -> list:
 CONFIGS = _configs(os.environ.get("TRITON_INTERPRET") == "1")
 
 
+@triton.jit
+def _load(ptr, offset, mask, COMPLEX: tl.constexpr):
+    """The element at `offset` (in floats) of a real or an interleaved complex tensor, in
+    fp32: its real part and its imaginary part (zero for a real tensor); 0 where masked."""
+    re = tl.load(ptr + offset, mask=mask, other=0.0).to(tl.float32)
+    im = tl.zeros_like(re)
+    if COMPLEX:
+        im = tl.load(ptr + offset + 1, mask=mask, other=0.0).to(tl.float32)
+    return re, im
+
+
+@triton.jit
+def _lanes(B, T, N, BLOCK: tl.constexpr):
+    """This program's lanes, one per (batch, channel): each lane's index, whether it is one of
+    the B·N, its channel n and the offset of its element (b, 0, n) in a (B, T, N) tensor."""
+    pid = tl.program_id(0)
+    lane = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    mask = lane < B * N
+    b = lane // N
+    n = lane % N
+    return lane, mask, n, b * T * N + n
+
+
+@triton.jit
+def _initial(
+    h0_ptr, offset, mask, HAS_H0: tl.constexpr, COMPLEX: tl.constexpr, BLOCK: tl.constexpr
+):
+    """Each lane's initial state: its element of h0, or 0 without one (real, imaginary)."""
+    re = tl.zeros([BLOCK], dtype=tl.float32)
+    im = tl.zeros([BLOCK], dtype=tl.float32)
+    if HAS_H0:
+        re, im = _load(h0_ptr, offset, mask, COMPLEX)
+    return re, im
+
+
 @triton.autotune(configs=CONFIGS, key=["BN"])
 @triton.jit
 def _scan_fwd_kernel(
@@ -50,32 +85,16 @@ def _scan_fwd_kernel(
     BLOCK: tl.constexpr,
 ):
     S: tl.constexpr = 2 if COMPLEX else 1  # floats per element
-    pid = tl.program_id(0)
-    lane = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-    mask = lane < B * N
-    b = lane // N
-    n = lane % N
-    base = b * T * N + n  # element (b, 0, n) of a (B, T, N) tensor
-    hr = tl.zeros([BLOCK], dtype=tl.float32)
-    hi = tl.zeros([BLOCK], dtype=tl.float32)
-    if HAS_H0:
-        hr = tl.load(h0_ptr + lane * S, mask=mask, other=0.0).to(tl.float32)
-        if COMPLEX:
-            hi = tl.load(h0_ptr + lane * S + 1, mask=mask, other=0.0).to(tl.float32)
+    lane, mask, n, base = _lanes(B, T, N, BLOCK)
+    hr, hi = _initial(h0_ptr, lane * S, mask, HAS_H0, COMPLEX, BLOCK)
     if A_CONST:
-        ar = tl.load(a_ptr + n * S, mask=mask, other=0.0).to(tl.float32)
-        ai = tl.zeros([BLOCK], dtype=tl.float32)
-        if COMPLEX:
-            ai = tl.load(a_ptr + n * S + 1, mask=mask, other=0.0).to(tl.float32)
+        ar, ai = _load(a_ptr, n * S, mask, COMPLEX)
     for t in range(0, T):
         e = (base + t * N) * S
         if not A_CONST:
-            ar = tl.load(a_ptr + e, mask=mask, other=0.0).to(tl.float32)
-            if COMPLEX:
-                ai = tl.load(a_ptr + e + 1, mask=mask, other=0.0).to(tl.float32)
-        br = tl.load(b_ptr + e, mask=mask, other=0.0).to(tl.float32)
+            ar, ai = _load(a_ptr, e, mask, COMPLEX)
+        br, bi = _load(b_ptr, e, mask, COMPLEX)
         if COMPLEX:
-            bi = tl.load(b_ptr + e + 1, mask=mask, other=0.0).to(tl.float32)
             nr = ar * hr - ai * hi + br
             hi = ar * hi + ai * hr + bi
             hr = nr
@@ -105,29 +124,16 @@ def _scan_bwd_kernel(
     BLOCK: tl.constexpr,
 ):
     S: tl.constexpr = 2 if COMPLEX else 1
-    pid = tl.program_id(0)
-    lane = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-    mask = lane < B * N
-    b = lane // N
-    n = lane % N
-    base = b * T * N + n
+    lane, mask, n, base = _lanes(B, T, N, BLOCK)
     zero = tl.zeros([BLOCK], dtype=tl.int32)  # scalar conditions as lane vectors, for masks
     # carry: conj(a_{t+1}) · g_{t+1}, the part of g_t that comes from the step after it
     cr = tl.zeros([BLOCK], dtype=tl.float32)
     ci = tl.zeros([BLOCK], dtype=tl.float32)
     dar = tl.zeros([BLOCK], dtype=tl.float32)  # a constant a's gradient, summed over time
     dai = tl.zeros([BLOCK], dtype=tl.float32)
-    h0r = tl.zeros([BLOCK], dtype=tl.float32)
-    h0i = tl.zeros([BLOCK], dtype=tl.float32)
-    if HAS_H0:
-        h0r = tl.load(h0_ptr + lane * S, mask=mask, other=0.0).to(tl.float32)
-        if COMPLEX:
-            h0i = tl.load(h0_ptr + lane * S + 1, mask=mask, other=0.0).to(tl.float32)
+    h0r, h0i = _initial(h0_ptr, lane * S, mask, HAS_H0, COMPLEX, BLOCK)
     if A_CONST:
-        ar = tl.load(a_ptr + n * S, mask=mask, other=0.0).to(tl.float32)
-        ai = tl.zeros([BLOCK], dtype=tl.float32)
-        if COMPLEX:
-            ai = tl.load(a_ptr + n * S + 1, mask=mask, other=0.0).to(tl.float32)
+        ar, ai = _load(a_ptr, n * S, mask, COMPLEX)
     for i in range(0, T):
         t = T - 1 - i
         e = (base + t * N) * S
@@ -137,9 +143,7 @@ def _scan_bwd_kernel(
         pr = tl.load(h_ptr + ep, mask=mask & has_prev, other=0.0).to(tl.float32)
         pr = tl.where(has_prev, pr, h0r)
         if not A_CONST:
-            ar = tl.load(a_ptr + e, mask=mask, other=0.0).to(tl.float32)
-            if COMPLEX:
-                ai = tl.load(a_ptr + e + 1, mask=mask, other=0.0).to(tl.float32)
+            ar, ai = _load(a_ptr, e, mask, COMPLEX)
         if COMPLEX:
             gi = tl.load(gout_ptr + e + 1, mask=mask, other=0.0).to(tl.float32) + ci
             pi = tl.load(h_ptr + ep + 1, mask=mask & has_prev, other=0.0).to(tl.float32)
