@@ -27,7 +27,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from seqbench.store.values import join_float, split_float, utcnow
 
-__all__ = ["join_float", "split_float", "utcnow"]  # the value codec lives in store/common.py
+__all__ = ["join_float", "split_float", "utcnow"]  # the value codec lives in store/values.py
 
 
 class Base(DeclarativeBase):
@@ -90,39 +90,44 @@ class Run(Base):
     sweep: Mapped[Sweep | None] = relationship(back_populates="runs")
 
 
-class Metric(Base):
+class _Value:
+    """A float that may be ±inf or nan: value, NULL unless value_kind is "finite"."""
+
+    value: Mapped[float | None] = mapped_column(Float)
+    value_kind: Mapped[str] = mapped_column(String(8), default="finite")
+
+
+class _RunValue(_Value):
+    """One of a run's values, deleted with its run; id and run_id first, as its table has them."""
+
+    id: Mapped[int] = mapped_column(primary_key=True, sort_order=-1)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), sort_order=-1)
+
+
+class Metric(_RunValue, Base):
+    """A logged value at a step: the training curve's points."""
+
     __tablename__ = "metrics"
     __table_args__ = (Index("ix_metrics_run_key_step", "run_id", "key", "step"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     key: Mapped[str] = mapped_column(String(100))
     step: Mapped[int] = mapped_column(Integer)
-    value: Mapped[float | None] = mapped_column(Float)
-    value_kind: Mapped[str] = mapped_column(String(8), default="finite")
 
 
-class Summary(Base):
+class Summary(_RunValue, Base):
+    """A run's one value under a key (test_metric, baseline, …)."""
+
     __tablename__ = "summaries"
     __table_args__ = (UniqueConstraint("run_id", "key", name="uq_summaries_run_key"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     key: Mapped[str] = mapped_column(String(100), index=True)
-    value: Mapped[float | None] = mapped_column(Float)
-    value_kind: Mapped[str] = mapped_column(String(8), default="finite")
 
 
-class Curve(Base):
+class Curve(_RunValue, Base):
+    """A curve's point at x (a stress test's gradient norm by distance, …)."""
+
     __tablename__ = "curves"
     __table_args__ = (Index("ix_curves_run_kind", "run_id", "kind"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     kind: Mapped[str] = mapped_column(String(50))
     x: Mapped[float] = mapped_column(Float)
-    value: Mapped[float | None] = mapped_column(Float)
-    value_kind: Mapped[str] = mapped_column(String(8), default="finite")
 
 
 class Baseline(Base):
