@@ -413,6 +413,15 @@ def table(results: list[dict]) -> list[str]:
     return lines
 
 
+def _one_thread() -> None:
+    """A pool worker is forked: where its parent had run torch on several threads (a test
+    suite, or a teacher's closed form), the copy of OpenMP's thread pool has no threads, and
+    the worker waited forever at its first parallel region (tests/memory/test_simulation.py
+    hung so, after tests that trained). One thread enters none."""
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--slice", choices=("full", "ci"), default="full")
@@ -432,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(s, lo, min(lo + step, draws)) for s in chosen for lo in range(0, draws, step)]
     got: dict[str, list[dict]] = {s.name: [] for s in chosen}
     if args.workers > 1:
-        with ProcessPoolExecutor(args.workers) as pool:
+        with ProcessPoolExecutor(args.workers, initializer=_one_thread) as pool:
             for name, rows in pool.map(_chunk, jobs):
                 got[name] += rows
     else:
