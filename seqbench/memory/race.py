@@ -73,7 +73,7 @@ def boundary(a: Answer) -> set[tuple[str, int]]:
     sign = -1.0 if a.higher_is_better else 1.0
     for family in {c.model for c in ff}:
         own = [c for c in ff if c.model == family]
-        top = min(own, key=lambda c: sign * c.mean).k  # answer.sequence: from the best down
+        top = min(own, key=lambda c: sign * c.mean).k  # evidence.sequence: from the best down
         seq = sorted((c for c in own if c.k <= top), key=lambda c: -c.k)
         for i, c in enumerate(seq):
             if not c.matches:
