@@ -403,7 +403,7 @@ def open_checked(
 ) -> tuple[FileFacts, Any]:
     """(facts, the checked Dataset) of a data file: read, checked and hashed once per process
     for a given file state and options."""
-    from seqbench.tasks.series import stat_data_path
+    from seqbench.tasks.table_file import stat_data_path
 
     p = Path(path)
     st = stat_data_path(path, data_error)

@@ -1,5 +1,5 @@
 """The progress of reading a large table, as a front end asks to see it: a context variable
-that tasks/series.py reports to while it reads a CSV in chunks. Its own module, free of numpy
+that tasks/table_file.py reports to while it reads a CSV in chunks. Its own module, free of numpy
 and pandas, so that a command that never reads a table pays nothing for installing it."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ progress: contextvars.ContextVar[Report | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def reading_progress(callback: Report) -> Iterator[None]:
-    """Within the block, reading a CSV of more than series.PROGRESS_BYTES calls
+    """Within the block, reading a CSV of more than table_file.PROGRESS_BYTES calls
     `callback(bytes_read, file_bytes)` after each chunk, and once at the end."""
     token = progress.set(callback)
     try:

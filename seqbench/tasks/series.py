@@ -1,5 +1,6 @@
-"""A time series as it comes: a CSV or Parquet table, cut into forecasting windows here (pandas
-and NumPy, no torch). What the `file` tasks train on when --path names a table.
+"""A time series as it comes: a CSV or Parquet table (read by tasks/table_file.py), cut into
+forecasting windows here (pandas and NumPy, no torch). What the `file` tasks train on when
+--path names a table.
 
 The user names the columns (task fields): ``y_cols`` the target(s), ``x_cols`` the inputs
 (unset: the targets' own past), ``time_col`` an optional time column to sort by, ``series_col``
@@ -35,33 +36,26 @@ and persistence (the target's last value in the window: y at row e).
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import itertools
 import json
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from seqbench.errors import SeqbenchError, UsageError
-from seqbench.tasks import reading
+from seqbench.errors import UsageError
+from seqbench.tasks.table_file import (
+    SUFFIXES,
+    is_table,
+    read_table,
+)
+from seqbench.tasks.table_file import table_error as _fail
 
-SUFFIXES = (".csv", ".parquet", ".pq")
 TABLE_FIELDS = ("x_cols", "y_cols", "time_col", "series_col", "horizon")
 DEFAULT_T = 64
 DEFAULT_HORIZON = 1
 FRACTIONS = (0.6, 0.2)  # train, valid; test is the rest
 SPLIT = "time"  # what resolution records as `split`
-
-
-class TableError(SeqbenchError):
-    """A table that cannot be cut as asked: one line naming the file and what is wrong."""
-
-
-def is_table(path: str | Path) -> bool:
-    return Path(path).suffix.lower() in SUFFIXES
 
 
 def columns(text: str | None) -> tuple[str, ...]:
@@ -160,29 +154,6 @@ def choice_for(path: str, values) -> Choice | None:
     return None
 
 
-SYSTEM_DIRS = ("/proc", "/sys", "/dev")  # the kernel's files: never data, often secrets
-
-
-def stat_data_path(path: str, fail=None) -> os.stat_result:
-    """The data path's stat, or one line saying why it cannot be data: missing, a symbolic
-    link loop, unreadable, or one of the kernel's files (/proc, /sys, /dev: reading
-    /proc/self/environ as a table echoed the process environment in its error). `fail`
-    makes the error (path, why) -> exception: each kind of data file says it its way."""
-    fail = fail or _fail
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise fail(path, "a loop of symbolic links") from None
-        if e.errno in (errno.ENOENT, errno.ENOTDIR):
-            raise fail(path, "no such file or directory") from None
-        raise fail(path, e.strerror or "cannot be read") from None
-    real = os.path.realpath(path)
-    if any(real == d or real.startswith(d + "/") for d in SYSTEM_DIRS):
-        raise fail(path, f"{real} is a system file, not data")
-    return st
-
-
 def _shown(v) -> str:
     """A cell as the table gave it, for an error: 0, 1.5, '1959-04-01' (not np.int64(0)),
     at most 40 characters."""
@@ -190,67 +161,6 @@ def _shown(v) -> str:
         v = v.item()
     text = repr(v) if isinstance(v, str) else str(v)
     return text if len(text) <= 40 else text[:40] + "…"
-
-
-def _fail(path: str, why: str) -> TableError:
-    return TableError(f"data file {path!r}: {why}")
-
-
-# A CSV past this many bytes is read in chunks of CHUNK_ROWS rows, each reported to the
-# progress callback a front end installed (tasks/reading.py: the CLI's bar), if it did.
-PROGRESS_BYTES = 32 * 2**20
-CHUNK_ROWS = 500_000
-
-
-def _read_csv(p: Path):
-    """pd.read_csv, in chunks with progress where a large file and a callback ask for it: the
-    columns come out as one read would give them (a chunk's ints beside another's floats
-    are floats, as one read makes them)."""
-    import pandas as pd
-
-    report, size = reading.progress.get(), p.stat().st_size
-    if report is None or size <= PROGRESS_BYTES:
-        return pd.read_csv(p)
-    with open(p, "rb") as f:
-        chunks = []
-        for chunk in pd.read_csv(f, chunksize=CHUNK_ROWS):
-            chunks.append(chunk)
-            report(min(f.tell(), size - 1), size)  # the end is reported once, below
-    report(size, size)
-    return pd.concat(chunks, ignore_index=True)
-
-
-def read_table(path: str):
-    """The table as a DataFrame (pandas; Parquet through pyarrow), or one line saying why not."""
-    import pandas as pd
-
-    p = Path(path)
-    stat_data_path(path)  # missing, a link loop, a kernel file: one line each
-    if not p.is_file():
-        raise _fail(path, "a table must be a file")
-    try:
-        if p.suffix.lower() == ".csv":
-            df = _read_csv(p)
-            # pandas renames a repeated name (y, y.1): which one a model reads would be a guess
-            head = [str(c) for c in pd.read_csv(p, header=None, nrows=1).iloc[0]]
-            twice = sorted({c for c in head if head.count(c) > 1})
-            if twice:
-                raise _fail(path, f"column {twice[0]!r} appears more than once in the header")
-            return df
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise _fail(path, "reading Parquet needs pyarrow: pip install pyarrow") from None
-        return pd.read_parquet(p)
-    except TableError:
-        raise
-    except pd.errors.EmptyDataError:
-        raise _fail(path, "the file is empty") from None
-    except UnicodeDecodeError:
-        raise _fail(path, "not UTF-8 text (is it a CSV?)") from None
-    except Exception as e:  # pandas' and pyarrow's many parse errors
-        first = (str(e).splitlines() or [type(e).__name__])[0][:160]
-        raise _fail(path, f"cannot be read as a table ({first})") from None
 
 
 def _row(index: int) -> str:

@@ -392,7 +392,7 @@ def test_a_large_table_is_read_with_a_bar_and_as_one_read_gives_it(cli, tmp_path
     """Past PROGRESS_BYTES a CSV is read in chunks, each drawn on the bar: the table is the
     one a single read gives (a chunk of ints beside one of floats, a series column, a
     repeated time found across chunks), with the same content hash."""
-    from seqbench.tasks import series
+    from seqbench.tasks import table_file
 
     rng = np.random.default_rng(0)
     n = 3000
@@ -409,8 +409,8 @@ def test_a_large_table_is_read_with_a_bar_and_as_one_read_gives_it(cli, tmp_path
     assert whole.exit_code == 0, whole.output
     assert "reading the table" not in whole.stderr  # 60 kB: one read, no bar
 
-    monkeypatch.setattr(series, "PROGRESS_BYTES", 0)
-    monkeypatch.setattr(series, "CHUNK_ROWS", 700)  # five chunks, ints and floats apart
+    monkeypatch.setattr(table_file, "PROGRESS_BYTES", 0)
+    monkeypatch.setattr(table_file, "CHUNK_ROWS", 700)  # five chunks, ints and floats apart
     from seqbench.tasks import filedata
 
     filedata._OPENED.clear()
