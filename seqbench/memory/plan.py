@@ -51,7 +51,7 @@ class MemoryPlan:
     # a profile's tolerances, loosest first (epsilon is the first); () for one tolerance
     epsilons: tuple[float, ...] = ()
     # the learning rates each searched model trains at (--lr-search): every seed at each,
-    # the run with the best validation metric the cell's (runner.plan_runs); {} for none
+    # the run with the best validation metric the cell's (reading.plan_runs); {} for none
     lrs: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
