@@ -1,93 +1,19 @@
 """The dashboard's pages (`seqbench ui`): each a method of `Dashboard` that reads through the
 api, as the CLI's commands do (no SQL here), and returns its title, its HTML and whether it
-refreshes itself; the page around them (`render_page`). Charts are the figures `--plot`
-writes, drawn by matplotlib as inline SVG (ui/charts.py). The HTTP server that answers with
-them is ui/server.py."""
+refreshes itself, made of ui/markup.py's pieces (the page around them: `render_page`). Charts are
+the figures `--plot` writes, drawn by matplotlib as inline SVG (ui/charts.py). The HTTP server
+that answers with them is ui/server.py."""
 
 from __future__ import annotations
 
 import html
-import json
-import math
 import threading
 from collections.abc import Callable
-from typing import Any
-from urllib.parse import urlencode
 
 from seqbench import api
 from seqbench.errors import NotFoundError, SeqbenchError
-
-NAV = [
-    ("/", "Runs"),
-    ("/compare", "Compare"),
-    ("/curves", "Curves"),
-    ("/sweeps", "Sweeps"),
-    ("/memory", "Memory"),
-    ("/stress", "Stress"),
-    ("/checks", "Checks"),
-]
-CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222}
-header{background:#243447;color:#fff;padding:8px 16px}
-header a{color:#dfe7ef;margin-right:14px;text-decoration:none}
-header a.on{color:#fff;font-weight:600;border-bottom:2px solid #8cc4ff}
-main{padding:12px 16px}
-table{border-collapse:collapse;margin:8px 0}
-th,td{border:1px solid #d5dbe1;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f1f4f7} th a{color:#222}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.best td.b,td.b{font-weight:700}
-form.filters input,form.filters select{margin-right:8px}
-.note{color:#5a6570}
-.status-completed{color:#1d7a35}.status-failed,.status-crashed{color:#b3261e}
-.status-diverged{color:#9a5b00}.status-running{color:#1859a8}
-svg{max-width:100%;height:auto}
-"""
-
-
-def _e(v: Any) -> str:
-    """Text for a cell: None as blank, floats to 6 significant digits, inf/nan spelt out."""
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.6g}" if math.isfinite(v) else api.float_text(v)
-    if isinstance(v, dict):
-        return html.escape(json.dumps(v, sort_keys=True))
-    return html.escape(str(v))
-
-
-def _table(
-    cols: list[str], rows: list[list], *, ident: str = "", bold=None, raw=(), heads=None
-) -> str:
-    """An HTML table; `raw` names the columns whose cells are HTML already; `bold[i]` the
-    index of row i's cell to bold (the report's best); `heads` the header cells as HTML
-    (default: the column names)."""
-    heads = heads or [html.escape(c) for c in cols]
-    head = "".join(f"<th>{h}</th>" for h in heads)
-    body = []
-    for i, r in enumerate(rows):
-        cells = []
-        for j, v in enumerate(r):
-            cls = " b" if bold and bold[i] == j else ""
-            num = " num" if isinstance(v, (int, float)) and not isinstance(v, bool) else ""
-            text = v if cols[j] in raw else _e(v)
-            cells.append(f'<td class="{(cls + num).strip()}">{text}</td>')
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    idattr = f' id="{ident}"' if ident else ""
-    return f"<table{idattr}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _link(path: str, text: Any, **query: Any) -> str:
-    q = {k: v for k, v in query.items() if v not in (None, "")}
-    href = path + ("?" + urlencode(q, doseq=True) if q else "")
-    return f'<a href="{html.escape(href)}">{_e(text)}</a>'
-
-
-def _field(name: str, value: str, placeholder: str = "") -> str:
-    return (
-        f'<input name="{name}" value="{html.escape(value)}" placeholder="{placeholder or name}"'
-        f' size="{max(8, len(placeholder or name))}">'
-    )
+from seqbench.ui import markup
+from seqbench.ui.markup import cell, field, link, option
 
 
 class NotFound(NotFoundError):
@@ -181,20 +107,20 @@ class Dashboard:
             if col not in keys:
                 return html.escape(col)
             flip = "0" if col == sort and desc else "1"
-            return _link("/", col, **base, sort=col, desc=flip)
+            return link("/", col, **base, sort=col, desc=flip)
 
         cols = ["", "id", "name", "model", "task", "k", "seed", "status", "metric",
                 "test_metric", "wall_s"]  # fmt: skip
         body_rows = [
             [
                 f'<input type="checkbox" name="run" value="{r.id}">',
-                _link(f"/run/{r.id}", r.id),
+                link(f"/run/{r.id}", r.id),
                 r.name,
                 r.model,
                 r.task,
                 r.k,
                 r.seed,
-                f'<span class="status-{_e(r.status)}">{_e(r.status)}</span>',
+                f'<span class="status-{cell(r.status)}">{cell(r.status)}</span>',
                 api.metric_name(r.task),
                 metric,
                 r.wall_seconds,
@@ -202,12 +128,12 @@ class Dashboard:
             for r, metric in rows
         ]
         heads = ["select", *(head(c) for c in cols[1:])]  # sortable columns link
-        table = _table(cols, body_rows, ident="runs", raw=("", "id", "status"), heads=heads)
+        table = markup.table(cols, body_rows, ident="runs", raw=("", "id", "status"), heads=heads)
         form = (
             '<form class="filters" method="get" action="/">'
-            + "".join(_field(n, base.get(n, "")) for n in ("model", "task", "status", "sweep"))
-            + _field("tag", tag, "tag key=value")
-            + _field("q", search, "search")
+            + "".join(field(n, base.get(n, "")) for n in ("model", "task", "status", "sweep"))
+            + field("tag", tag, "tag key=value")
+            + field("q", search, "search")
             + '<button type="submit" id="filter">filter</button></form>'
         )
         picked = (
@@ -222,12 +148,14 @@ class Dashboard:
 
     def run(self, q: dict, ref: str):
         r, summaries, last = api.run_details(self.store, ref)
-        parts = [f"<p class='note'>{_e(r.model)} on {_e(r.task)} ({_e(r.status)})</p>"]
+        parts = [f"<p class='note'>{cell(r.model)} on {cell(r.task)} ({cell(r.status)})</p>"]
         if r.error:
             parts.append(f"<pre>{html.escape(r.error.strip().splitlines()[-1])}</pre>")
-        parts.append("<h3>summaries</h3>" + _table(["summary", "value"], list(summaries.items())))
+        parts.append(
+            "<h3>summaries</h3>" + markup.table(["summary", "value"], list(summaries.items()))
+        )
         latest = [[k, v, step] for k, (step, v) in last.items()]
-        parts.append("<h3>last logged</h3>" + _table(["metric", "value", "step"], latest))
+        parts.append("<h3>last logged</h3>" + markup.table(["metric", "value", "step"], latest))
         keys = [k for k in ("valid_metric", "train_loss") if k in last]
         if keys:
             from seqbench.ui.charts import svg
@@ -237,11 +165,11 @@ class Dashboard:
                 with _DRAW:
                     fig, _ = api.plot_grouped(frame, groups, keys[0], "std", None, r.task)
                     chart = svg(fig)
-                parts.append(f"<h3>{_e(keys[0])}</h3><div class='chart'>{chart}</div>")
+                parts.append(f"<h3>{cell(keys[0])}</h3><div class='chart'>{chart}</div>")
         conf = sorted((r.config or {}).items())
-        parts.append("<h3>config</h3>" + _table(["field", "value"], conf))
+        parts.append("<h3>config</h3>" + markup.table(["field", "value"], conf))
         env = sorted((r.environment or {}).items())
-        parts.append("<h3>environment</h3>" + _table(["key", "value"], env))
+        parts.append("<h3>environment</h3>" + markup.table(["key", "value"], env))
         return f"run {r.id}", "".join(parts), (3 if r.status == "running" else None)
 
     def compare(self, q: dict):
@@ -251,10 +179,10 @@ class Dashboard:
         form = (
             '<form class="filters" method="get" action="/compare">'
             + "".join(f'<input type="hidden" name="run" value="{i}">' for i in ids)
-            + _field("sweep", sweep or "")
-            + _field("models", self._one(q, "models"), "models rnn,tcn")
-            + _field("by", by or "", "by k,seq_len")
-            + _field("metric", metric)
+            + field("sweep", sweep or "")
+            + field("models", self._one(q, "models"), "models rnn,tcn")
+            + field("by", by or "", "by k,seq_len")
+            + field("metric", metric)
             + '<button type="submit">compare</button></form>'
         )
         if rep is None:
@@ -265,7 +193,7 @@ class Dashboard:
         else:
             cols, rows, best = api.leaderboard_rows(rep)
         cells = [[api.format_cell(v) for v in r] for r in rows]
-        table = _table(cols, cells, ident="report", bold=best)
+        table = markup.table(cols, cells, ident="report", bold=best)
         with _DRAW:
             drawn = svg(api.plot_report(rep, None))
         chart = f"<div class='chart' id='report-chart'>{drawn}</div>"
@@ -281,10 +209,10 @@ class Dashboard:
         form = (
             '<form class="filters" method="get" action="/curves">'
             + "".join(f'<input type="hidden" name="run" value="{i}">' for i in ids)
-            + _field("sweep", sweep or "")
-            + _field("metric", metric)
-            + _field("group_by", group_by, "group by model,k")
-            + f'<select name="band">{"".join(_option(b, band) for b in ("std", "ci"))}</select>'
+            + field("sweep", sweep or "")
+            + field("metric", metric)
+            + field("group_by", group_by, "group by model,k")
+            + f'<select name="band">{"".join(option(b, band) for b in ("std", "ci"))}</select>'
             + '<button type="submit">draw</button></form>'
         )
         if not ids and not sweep:
@@ -301,18 +229,18 @@ class Dashboard:
             fig, drawn = api.plot_grouped(frame, groups, metric, band, None, runs[0].task)
             chart = svg(fig)
         rows = [[label, len(groups[label])] for label, _ in drawn]
-        table = _table(["group", "runs"], rows, ident="groups")
+        table = markup.table(["group", "runs"], rows, ident="groups")
         return "Curves", form + f"<div class='chart'>{chart}</div>" + table, None
 
     def sweeps(self, q: dict):
         rows = [
-            [_link("/sweep", s["name"], name=s["name"]), s["status"], s["total"], s["completed"],
+            [link("/sweep", s["name"], name=s["name"]), s["status"], s["total"], s["completed"],
              s["diverged"], s["running"], s["failed"], s["remaining"], s["created"]]
             for s in api.sweep_status(self.store)
         ]  # fmt: skip
         cols = ["sweep", "status", "points", "completed", "diverged", "running", "failed",
                 "remaining", "created"]  # fmt: skip
-        table = _table(cols, rows, ident="sweeps", raw=("sweep",))
+        table = markup.table(cols, rows, ident="sweeps", raw=("sweep",))
         running = any(r[1] == "running" for r in rows)
         return "Sweeps", table, (2 if running else None)
 
@@ -329,8 +257,8 @@ class Dashboard:
         rows = []
         for p in points:
             latest = ", ".join(f"{k} {v:.4g} @ {s}" for k, (s, v) in sorted(p["latest"].items()))
-            run = _link(f"/run/{p['run_id']}", p["run_id"]) if p["run_id"] else ""
-            badge = f'<span class="status-{_e(p["status"])}">{_e(p["status"])}</span>'
+            run = link(f"/run/{p['run_id']}", p["run_id"]) if p["run_id"] else ""
+            badge = f'<span class="status-{cell(p["status"])}">{cell(p["status"])}</span>'
             rows.append(
                 [p["position"], p["model"], p["task"], p["k"], p["seed"], badge, run, latest]
             )
@@ -338,14 +266,14 @@ class Dashboard:
         cols = ["point", "model", "task", "k", "seed", "status", "run", "latest metric"]
         body = (
             f"<h2>sweep {html.escape(name)}</h2>"
-            + _table(["", "points"], counts, ident="counts")
+            + markup.table(["", "points"], counts, ident="counts")
             + f"<h3>in flight ({len(flight)})</h3>"
-            + _table(cols, flight, ident="flight", raw=("status", "run"))
+            + markup.table(cols, flight, ident="flight", raw=("status", "run"))
             + "<h3>every point</h3>"
-            + _table(cols, rows, ident="points", raw=("status", "run"))
-            + _link("/compare", "compare this sweep's models", sweep=name)
+            + markup.table(cols, rows, ident="points", raw=("status", "run"))
+            + link("/compare", "compare this sweep's models", sweep=name)
             + " · "
-            + _link("/curves", "its curves", sweep=name)
+            + link("/curves", "its curves", sweep=name)
         )
         return f"sweep {name}", body, (2 if status.get("status") == "running" else None)
 
@@ -356,12 +284,12 @@ class Dashboard:
 
         answers = api.memory_answers(self.store)
         rows = [
-            [_link("/memory", a["name"], name=a["name"]), a["label"], a["verdict"], a["k_star"],
+            [link("/memory", a["name"], name=a["name"]), a["label"], a["verdict"], a["k_star"],
              a["interval"], a["tolerance"], len(a["run_ids"]), "stale" if a["stale"] else ""]
             for a in answers
         ]  # fmt: skip
         cols = ["answer", "task", "verdict", "k*", "interval", "tolerance", "runs", "stale"]
-        body = _table(cols, rows, ident="answers", raw=("answer",))
+        body = markup.table(cols, rows, ident="answers", raw=("answer",))
         chosen = self._one(q, "name") or (answers[0]["name"] if answers else "")
         if not chosen:
             return "Memory", body + "<p>No answer yet: run <code>seqbench memory</code>.</p>", None
@@ -370,41 +298,41 @@ class Dashboard:
             raise NotFound(f"no memory answer {chosen!r} in this store")
         a = picked[0]
         d = a["details"]
-        body += f"<h3 id='sentence'>{_e(self.words(a['sentence']))}</h3>"
+        body += f"<h3 id='sentence'>{cell(self.words(a['sentence']))}</h3>"
         if a["stale"]:
             body += "<p class='warning'>stale: a run it rests on was deleted or archived since; "
             body += "run the same <code>seqbench memory</code> command again.</p>"
         for w in d.get("warnings", []):
-            body += f"<p class='warning'>warning: {_e(self.words(w))}</p>"
+            body += f"<p class='warning'>warning: {cell(self.words(w))}</p>"
         if d.get("lr_chosen"):  # --lr-search: the rates chosen on validation
-            body += f"<p id='lr-chosen'>note: {_e(self.words(d['lr_chosen']))}</p>"
+            body += f"<p id='lr-chosen'>note: {cell(self.words(d['lr_chosen']))}</p>"
         head, cells = api.memory_cells(d)
-        body += _table(head, cells, ident="cells")
+        body += markup.table(head, cells, ident="cells")
         with _DRAW:
             chart = svg(api.plot_memory(d, None))
         body += f"<div class='chart' id='memory-chart'>{chart}</div>"
         profile = d.get("profile")
         if profile:  # one tolerance of a profile: k*(ε) over all of them, and the growth law
             growth = self.words(profile["growth"]["sentence"])
-            body += f"<h3 id='growth'>k* by tolerance: {_e(growth)}</h3>"
-            body += _table(*api.memory_profile_rows(profile), ident="profile")
+            body += f"<h3 id='growth'>k* by tolerance: {cell(growth)}</h3>"
+            body += markup.table(*api.memory_profile_rows(profile), ident="profile")
             with _DRAW:
                 chart = svg(api.plot_memory_profile(profile, d, None))
             body += f"<div class='chart' id='profile-chart'>{chart}</div>"
         ids = ",".join(map(str, a["run_ids"]))
-        body += _link("/compare", "compare the runs it rests on", run=ids, by="k")
+        body += link("/compare", "compare the runs it rests on", run=ids, by="k")
         return chosen, body, None  # the answer's name is memory-…: no second "memory"
 
     def stress(self, q: dict):
         from seqbench.ui.charts import svg
 
         cols, rows = api.stress_rows(self.store)
-        linked = [[_link("/stress", r[0], run=r[0]), *r[1:]] for r in rows]
-        body = _table(cols, linked, ident="stress", raw=(cols[0],))
+        linked = [[link("/stress", r[0], run=r[0]), *r[1:]] for r in rows]
+        body = markup.table(cols, linked, ident="stress", raw=(cols[0],))
         chosen = self._one(q, "run") or (str(rows[0][0]) if rows else "")
         if chosen:
             curves = api.stored_stress_curves(self.store, chosen)
-            body += f"<h3>run {_e(chosen)}: {_e(curves.label)}</h3>"
+            body += f"<h3>run {cell(chosen)}: {cell(curves.label)}</h3>"
             with _DRAW:
                 chart = svg(api.stress_figure([curves]))
             body += f"<div class='chart' id='stress-chart'>{chart}</div>"
@@ -414,8 +342,8 @@ class Dashboard:
         with api.open_store(self.db, "lean") as reader:
             cols, rows = api.list_baselines(reader)
         names = [r[0] for r in rows]
-        linked = [[_link("/checks", r[0], baseline=r[0]), *r[1:]] for r in rows]
-        body = _table(cols, linked, ident="baselines", raw=(cols[0],))
+        linked = [[link("/checks", r[0], baseline=r[0]), *r[1:]] for r in rows]
+        body = markup.table(cols, linked, ident="baselines", raw=(cols[0],))
         chosen = self._one(q, "baseline") or (names[0] if names else "")
         if chosen:
             points = api.resolve_baseline(self.store, chosen)
@@ -428,7 +356,7 @@ class Dashboard:
             summary = {s: sum(c.status == s for c in result) for s in api.CHECK_STATUSES}
             said = ", ".join(f"{n} {s}" for s, n in summary.items() if n)
             body += f"<h3>check against {html.escape(chosen)}: {said}</h3>"
-            body += _table(head, out, ident="check", raw=("status",))
+            body += markup.table(head, out, ident="check", raw=("status",))
         return "Checks", body, None
 
     # -- routing --------------------------------------------------------------------------
@@ -449,21 +377,3 @@ class Dashboard:
         if path not in pages:
             raise NotFound(f"no page {path}")
         return pages[path](q)
-
-
-def _option(value: str, chosen: str) -> str:
-    sel = " selected" if value == chosen else ""
-    return f'<option value="{value}"{sel}>{value}</option>'
-
-
-def render_page(title: str, body: str, path: str, refresh: int | None, where: str) -> str:
-    nav = "".join(
-        f'<a href="{href}" class="{"on" if href == path else ""}">{name}</a>' for href, name in NAV
-    )
-    meta = f'<meta http-equiv="refresh" content="{refresh}">' if refresh else ""
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'>{meta}"
-        f"<title>{html.escape(title)} · seqbench</title><style>{CSS}</style></head>"
-        f"<body><header><b>seqbench</b> · {html.escape(where)} · {nav}</header>"
-        f"<main><h1>{html.escape(title)}</h1>{body}</main></body></html>"
-    )

@@ -26,7 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from seqbench.errors import SeqbenchError
-from seqbench.ui.pages import Dashboard, NotFound, render_page
+from seqbench.ui.markup import render_page
+from seqbench.ui.pages import Dashboard, NotFound
 
 # pages rendered at once; more requests wait their turn (the GIL runs one at a time anyway)
 PAGE_SLOTS = 8
