@@ -12,7 +12,7 @@ from seqbench.errors import UsageError
 from seqbench.memory.plan import MemoryPlan, with_points
 
 if TYPE_CHECKING:
-    from seqbench.memory.answer import Answer
+    from seqbench.memory.result import Answer
 
 
 def confirm_plan(plan: MemoryPlan) -> MemoryPlan:

@@ -30,7 +30,7 @@ on contexts tried). `--no-race` gives every cell every seed.
 
 from __future__ import annotations
 
-from seqbench.memory.answer import Answer
+from seqbench.memory.result import Answer
 
 RACE_SEEDS = 2  # the seeds every cell starts with: a paired t-test needs two
 

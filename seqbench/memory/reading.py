@@ -12,8 +12,10 @@ from dataclasses import replace
 import pandas as pd
 
 from seqbench.errors import SeqbenchError
-from seqbench.memory.answer import ALPHA, Answer, derive
+from seqbench.memory.answer import derive
 from seqbench.memory.plan import MemoryPlan, cell_key
+from seqbench.memory.result import Answer
+from seqbench.memory.stats import ALPHA
 from seqbench.training.convergence import still_improving
 
 

@@ -14,10 +14,11 @@ import pandas as pd
 
 from seqbench.errors import NotFoundError, SeqbenchError
 from seqbench.memory import k_grid, search_rounds
-from seqbench.memory.answer import ALPHA, Answer
 from seqbench.memory.plan import MemoryPlan, cell_key, next_k, with_points
 from seqbench.memory.race import RACE_SEEDS, looks
 from seqbench.memory.reading import answer_facts, answers_from, plan_runs
+from seqbench.memory.result import Answer
+from seqbench.memory.stats import ALPHA
 
 if TYPE_CHECKING:
     from seqbench.config import RunConfig

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from seqbench.memory.stats import narrowing
 
 if TYPE_CHECKING:
-    from seqbench.memory.answer import Answer
+    from seqbench.memory.result import Answer
     from seqbench.store.store import Store
 
 FEW_SEQUENCES = 500  # own data with fewer training sequences than this: "too little data"?
