@@ -5,6 +5,7 @@ process that writes (SQLite allows one writer; a shared PostgreSQL store needs n
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing as mp
 import os
 import signal
@@ -102,6 +103,27 @@ def gpu_slots(gpus: list[int], runs_per_gpu: int) -> list[int]:
     return [g for _ in range(runs_per_gpu) for g in gpus]
 
 
+@contextlib.contextmanager
+def interrupts_held():
+    """Ctrl-C and SIGTERM held while the block runs, then delivered as they came. A submit
+    may start a worker (the fork server's first one takes seconds); interrupted there, the
+    worker was started but never registered, so shutdown could not stop it, and it printed a
+    traceback once the driver had gone. Only the main thread sets handlers: elsewhere, as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    old = {s: signal.signal(s, lambda signum, _frame: held.append(signum))
+           for s in (signal.SIGINT, signal.SIGTERM)}  # fmt: skip
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        for s in dict.fromkeys(held):
+            os.kill(os.getpid(), s)  # the handler the block found raises it now
+
+
 class LocalExecutor:
     """A process pool; `threads` torch threads per worker (cores / workers).
 
@@ -142,12 +164,13 @@ class LocalExecutor:
         self.pool = self._make()
 
     def submit(self, run_id: int, config: dict):
-        try:
-            return self.pool.submit(execute_point, run_id, config)
-        except cf.process.BrokenProcessPool:  # a worker died earlier: start a fresh pool
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = self._make()
-            return self.pool.submit(execute_point, run_id, config)
+        with interrupts_held():
+            try:
+                return self.pool.submit(execute_point, run_id, config)
+            except cf.process.BrokenProcessPool:  # a worker died earlier: start a fresh pool
+                self.pool.shutdown(wait=False, cancel_futures=True)
+                self.pool = self._make()
+                return self.pool.submit(execute_point, run_id, config)
 
     def wait(self, handles: list, timeout: float) -> list[Finished]:
         done, _ = cf.wait(handles, timeout=timeout, return_when=cf.FIRST_COMPLETED)
