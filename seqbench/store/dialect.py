@@ -43,10 +43,12 @@ class Dialect(Protocol):
         params: dict[str, Any],
         limits: Any,
         note: Callable[[str], None] | None = None,
+        reader: Any = None,
     ) -> tuple[list[str], list[tuple]]:
         """One user statement behind the backend's own read-only walls, within `limits`
         (query._Limits: time, rows and bytes); `note` is told which wall holds, where the
-        connected role could write."""
+        connected role could write. `reader` (a store's query.Reader) keeps the connection
+        for its next statement, in its `connection`."""
 
     def backup(self, url: str) -> Path | None:
         """A copy of the store before a migration changes it (None: the server keeps its own)."""

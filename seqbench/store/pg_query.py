@@ -5,8 +5,10 @@ The walls, each enforced by PostgreSQL itself:
   refuses a text that holds a second statement ("cannot insert multiple commands into a
   prepared statement"), whatever quotes or comments hide the `;` from a scanner;
 - it runs in a **READ ONLY transaction** (the session's default is read-only too, set at
-  connection start), which is always rolled back, and the connection is closed after it;
-- `statement_timeout` and `idle_in_transaction_session_timeout` bound it in time, and rows
+  connection start), which is always rolled back; a store's reader keeps its connection for
+  its next statement, any other is closed after it;
+- `statement_timeout` and `idle_in_transaction_session_timeout`, set for its transaction,
+  bound it in time, and rows
   are **streamed** one at a time, stopping past `--max-rows` or `--max-bytes`, so memory is
   bounded by the caps (and one row);
 - for shared stores, a **reader role** (`seqbench db reader-role`, store/roles.py) holds SELECT
@@ -88,7 +90,6 @@ def write_wall(conn) -> str | None:
             [list(READ_TABLES)],
         )
         row = cur.fetchone()
-    conn.rollback()
     if row is None:
         return None
     role, superuser, writes = row
@@ -139,22 +140,63 @@ def bind_parameters(sql: str, params: dict[str, Any]) -> tuple[str, dict[str, An
     return "".join(out), used
 
 
+def _timeouts(conn, ms: int) -> None:
+    """This statement's time limits, for its transaction alone: a kept connection serves
+    statements with other limits (the library's reads, a user's `query`)."""
+    conn.execute(
+        "SELECT set_config('statement_timeout', %(ms)s, true), "
+        "set_config('lock_timeout', %(ms)s, true), "
+        "set_config('idle_in_transaction_session_timeout', %(idle)s, true)",
+        {"ms": str(ms), "idle": str(ms + 10_000)},
+    )
+
+
+def _open(reader, url: str, ms: int):
+    """A connection whose READ ONLY transaction has this statement's time limits: the
+    reader's kept one (a server restarted since its last statement: a new one, once), or a
+    new one of this statement's own."""
+    psycopg = load_psycopg()
+    conn = reader.connection if reader is not None else None
+    if conn is not None and not (conn.closed or conn.broken):
+        try:
+            _timeouts(conn, ms)
+            return conn
+        except psycopg.OperationalError:
+            conn.close()
+    conn = _connect(url, ms)
+    if reader is not None:
+        reader.connection = conn
+    try:
+        _timeouts(conn, ms)
+    except psycopg.Error as e:
+        conn.close()
+        raise StoreError(f"cannot read from PostgreSQL: {first_line(e)}") from e
+    return conn
+
+
 def run_postgres(
     url: str,
     sql: str,
     params: dict[str, Any],
     limits,
     note: Callable[[str], None] | None = None,
+    reader=None,
 ) -> tuple[list[str], list[tuple]]:
-    """One statement, read-only by the server's rules (module docstring)."""
+    """One statement, read-only by the server's rules (module docstring). `reader` (a
+    store's query.Reader): its connection is kept for the next statement, each one a READ
+    ONLY transaction rolled back, as a SQLite store's is (a connection per statement costs
+    a server process each: a sweep's page reads every running point's metrics); without
+    one, the connection is closed after the statement."""
     psycopg = load_psycopg()
     query, bound = bind_parameters(sql, params)
     ms = max(1, round(limits.timeout * 1000))
-    conn = _connect(url, ms)
+    conn = _open(reader, url, ms)
     try:
         message = write_wall(conn) if note is not None else None
         try:
-            fetched = _fetch_by_cursor(conn, query, bound, limits, sql)
+            fetched = _fetch_uncapped(conn, query, bound, limits)
+            if fetched is None:
+                fetched = _fetch_by_cursor(conn, query, bound, limits, sql)
             if fetched is not None:
                 if message:
                     note(message)
@@ -191,9 +233,35 @@ def run_postgres(
         except psycopg.Error as e:
             raise StoreError(f"SQL error: {first_line(e)}") from e
     finally:
-        with contextlib.suppress(psycopg.Error):
-            conn.rollback()
-        conn.close()
+        _end(conn, kept=reader is not None)
+
+
+def _end(conn, kept: bool) -> None:
+    """Roll the statement's transaction back; close the connection, or, kept, drop what a
+    statement can leave in a session past its transaction (a session advisory lock, a
+    prepared statement: DISCARD ALL), so that the next statement finds it as it was opened."""
+    psycopg = load_psycopg()
+    try:
+        conn.rollback()
+        if kept and not conn.broken:
+            conn.autocommit = True  # DISCARD ALL cannot run in a transaction
+            conn.execute("DISCARD ALL")
+            conn.autocommit = False
+            return
+    except psycopg.Error:
+        pass  # whatever failed, the connection goes: the next statement opens another
+    conn.close()
+
+
+def _fetch_uncapped(conn, query: str, bound: dict, limits):
+    """(columns, rows) in one round trip, for a read with no byte cap to keep (the
+    library's own, of every row a store holds); None otherwise."""
+    if not limits.uncapped:
+        return None
+    with conn.cursor() as cur:
+        cur.execute(query, bound)
+        rows = limits.rows([cur.fetchall()]) if cur.description is not None else []
+        return [d.name for d in cur.description or []], rows
 
 
 _CURSOR_WORDS = {"SELECT", "WITH", "VALUES", "TABLE"}

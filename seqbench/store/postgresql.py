@@ -131,8 +131,8 @@ class PostgreSQL:
         cast = {"int": "bigint", "float": "double precision", "bool": "boolean"}.get(kind, "text")
         return f"CAST(r.config::jsonb ->> '{name}' AS {cast})"
 
-    def run_sql(self, url: str, sql: str, params: dict[str, Any], limits, note=None):
-        return run_postgres(url, sql, params, limits, note)
+    def run_sql(self, url: str, sql: str, params: dict[str, Any], limits, note=None, reader=None):
+        return run_postgres(url, sql, params, limits, note, reader)
 
     def backup(self, url: str) -> None:
         """None: the server keeps its own (pg_dump); a migration is one transaction."""

@@ -34,6 +34,7 @@ DEFAULT_MAX_ROWS = 100_000
 # row cap at 300 bytes a row. Printing a result takes several times its size (a 100 MB value
 # peaked at 721 MB as CSV, 834 MB and two minutes as a table), so the cap bounds that too.
 DEFAULT_MAX_BYTES = 32 * 2**20
+NO_BYTE_CAP = 2**62  # the library's own reads (results.py): every row, whatever its size
 # First keywords of statements that change something (or a session or transaction): refused
 # before the database sees them. Anything else not a read goes to the database, which then
 # reports a syntax error for a typo ("SELEC 1") instead of a refused write.
@@ -178,22 +179,21 @@ def run_query(
     sql, word = split_statement(sql)
     if word in _WRITE_WORDS:
         raise ReadOnlyError(f"seqbench query is read-only: {word} statements are refused")
-    if reader is not None and reader.connection is not None:
-        return run_sqlite(
-            reader.path, sql, params or {}, _Limits(timeout, max_rows, max_bytes), reader
-        )
-    checked = reader is not None and reader.checked
-    return _run_scanned(db, sql, params or {}, _Limits(timeout, max_rows, max_bytes), note, checked)
+    limits = _Limits(timeout, max_rows, max_bytes)
+    if reader is not None and reader.path is not None:
+        return run_sqlite(reader.path, sql, params or {}, limits, reader)
+    return _run_scanned(db, sql, params or {}, limits, note, reader)
 
 
 class Reader:
     """A store's reads over one connection. A SQLite store at head is opened read-only once,
     its revision read once on that connection, and every statement given to run_query with
     this reader runs on it behind the walls of `seqbench query` (query_only, the authorizer,
-    the deadline). Any other store (PostgreSQL, or a SQLite file store.open_store must check
-    first): each statement by run_query's own path, the store checked first unless
-    `checked` (an open Store's reader: it was checked when it was opened). The ReadStore that
-    holds it closes it."""
+    the deadline). A PostgreSQL store: the backend's connection, opened on the first
+    statement and kept (pg_query.run_postgres), each statement behind its walls. A SQLite
+    file store.open_store must check first: each statement by run_query's own path. The store
+    is checked before the first statement unless `checked` (an open Store's reader: it was
+    checked when it was opened). The ReadStore that holds it closes it."""
 
     def __init__(self, db: Any, opened=None, *, checked: bool = False):
 
@@ -218,20 +218,23 @@ def _check_text(text: str, what: str) -> None:
         raise UsageError(f"{what} is not valid UTF-8 (byte at position {e.start})") from None
 
 
-def _run_scanned(db, sql: str, params: dict[str, Any], limits: _Limits, note=None, checked=False):
+def _run_scanned(db, sql: str, params: dict[str, Any], limits: _Limits, note=None, reader=None):
     """The statement, past the scanner, to the database, whose own walls hold it read-only
     (the tests call this directly to show that they hold without the scanner)."""
     # A SQLite store at head is read with the standard library alone (no SQLAlchemy import);
     # anything else is checked by open_store first (read-only: it creates nothing), unless
-    # an open Store's reader says it was checked when it was opened.
+    # its reader says it was checked (an open Store's, or one that has read before).
     path = readable_sqlite(db)
     if path is not None:
         return run_sqlite(path, sql, params, limits)
     from seqbench.store.dialect import dialect_of
     from seqbench.store.engine import check_readable, resolve_url
 
+    checked = reader is not None and reader.checked
     url = resolve_url(db) if checked else check_readable(db)  # raises for an unusable one
-    return dialect_of(url).run_sql(url, sql, params, limits, note)
+    if reader is not None:
+        reader.checked = True
+    return dialect_of(url).run_sql(url, sql, params, limits, note, reader)
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,11 @@ class _Limits:
     timeout: float
     max_rows: int
     max_bytes: int = DEFAULT_MAX_BYTES
+
+    @property
+    def uncapped(self) -> bool:
+        """No byte cap to keep: the rows may be read in one go."""
+        return self.max_bytes >= NO_BYTE_CAP
 
     def rows(self, batches) -> list[tuple]:
         """Rows from an iterator of batches, stopping (and refusing) past max_rows or

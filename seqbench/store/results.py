@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seqbench.errors import UsageError
-from seqbench.store.query import Reader, run_query
+from seqbench.store.query import NO_BYTE_CAP, Reader, run_query
 from seqbench.store.sqlite_file import plain_sqlite_path, tidy_wal
 from seqbench.store.values import decode_json, join_float
 
@@ -62,7 +62,7 @@ def sweep_points(sweep: str | Sequence[str]) -> tuple[str, dict]:
 
 
 # The library's read API reads everything a store holds: no row or time limit of `query`.
-_API_LIMITS = {"timeout": 24 * 3600.0, "max_rows": 2**31 - 2, "max_bytes": 2**62}
+_API_LIMITS = {"timeout": 24 * 3600.0, "max_rows": 2**31 - 2, "max_bytes": NO_BYTE_CAP}
 
 
 class ReadStore:
@@ -271,6 +271,34 @@ class ReadStore:
             got = self.query(f"{sql} ORDER BY {order}", params, **_API_LIMITS)[1]
             rows += [(*head, join_float(v, vk)) for *head, v, vk in got]
         return rows
+
+    def metrics(self, run_id: int, key: str | None = None) -> list[tuple[str, int, float]]:
+        """(key, step, value) of a run's metric history (one key's, given one), in key and step
+        order."""
+        return [row[1:] for row in self.values_of_runs("metrics", [run_id], [key] if key else None)]
+
+    def last_metrics(self, run_id: int) -> dict[str, tuple[int, float]]:
+        """The last (step, value) of every metric key of a run."""
+        return {key: (step, value) for key, step, value in self.metrics(run_id)}
+
+    def summaries(self, run_id: int) -> dict[str, float]:
+        """A run's summaries, by key."""
+        return {key: value for _r, key, value in self.values_of_runs("summaries", [run_id])}
+
+    def summary_values(self, run_ids: list[int], key: str) -> dict[int, float]:
+        """One summary key for many runs, by run id."""
+        return {r: value for r, _k, value in self.values_of_runs("summaries", run_ids, [key])}
+
+    def curve(self, run_id: int, kind: str) -> list[tuple[float, float]]:
+        """The points (x, value) of a run's curve `kind` (a stress test's gradient norm by
+        distance, …), in x order."""
+        _cols, rows = self.query(
+            "SELECT x, value, value_kind FROM curves WHERE run_id = :r AND kind = :kind "
+            "ORDER BY x, id",
+            {"r": run_id, "kind": kind},
+            **_API_LIMITS,
+        )
+        return [(x, join_float(v, vk)) for x, v, vk in rows]
 
     # -- baselines ----------------------------------------------------------------------------
     def baseline_list(self) -> tuple[list[str], list[tuple]]:

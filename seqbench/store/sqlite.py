@@ -272,7 +272,9 @@ class SQLite:
     def config_field(self, name: str, kind: str) -> str:
         return f"json_extract(r.config, '$.{name}')"
 
-    def run_sql(self, url: str, sql: str, params: dict[str, Any], limits, note=None):
+    def run_sql(self, url: str, sql: str, params: dict[str, Any], limits, note=None, reader=None):
+        """On a connection of its own: a reader of a file at head holds one from its start
+        (query.Reader), and this file was not one."""
         return run_sqlite(file_of(url), sql, params, limits)
 
     def backup(self, url: str) -> Path | None:

@@ -33,15 +33,16 @@ from seqbench.store.schema import (
     SweepPoint,
 )
 from seqbench.store.sweeps import SweepRows
-from seqbench.store.values import join_float, metric_rows, split_float, utcnow
+from seqbench.store.values import metric_rows, split_float, utcnow
 
 
 class Store(ReadStore, SweepRows):
-    """A handle on one results database: the one way into it. Its reads (reports, checks,
-    baselines, the dashboard) are ReadStore's (store/results.py), over one read-only
-    connection; a sweep's rows are SweepRows' (store/sweeps.py); its writes and the ORM reads
-    are here. Cheap to create; share one per process. `readonly=True`: for the commands that
-    only read; nothing it does changes the database."""
+    """A handle on one results database: the one way into it. Its reads of results (reports,
+    checks, a run's metrics, summaries and curves, the dashboard) are ReadStore's
+    (store/results.py), SQL over one read-only connection a thread; a sweep's rows are
+    SweepRows' (store/sweeps.py); its writes, and the run rows a writer updates, are here.
+    Cheap to create; share one per process. `readonly=True`: for the commands that only
+    read; nothing it does changes the database."""
 
     def __init__(self, url: str, readonly: bool = False):
         super().__init__(url)
@@ -339,47 +340,6 @@ class Store(ReadStore, SweepRows):
         from seqbench.store.recorder import StoreRecorder
 
         return StoreRecorder(self)
-
-    def metrics(self, run_id: int, key: str | None = None) -> list[tuple[str, int, float]]:
-        q = select(Metric.key, Metric.step, Metric.value, Metric.value_kind).where(
-            Metric.run_id == run_id
-        )
-        if key:
-            q = q.where(Metric.key == key)
-        with self.Session() as s:
-            rows = s.execute(q.order_by(Metric.key, Metric.step, Metric.id)).all()
-        return [(k, step, join_float(v, vk)) for k, step, v, vk in rows]
-
-    def summaries(self, run_id: int) -> dict[str, float]:
-        q = select(Summary.key, Summary.value, Summary.value_kind).where(Summary.run_id == run_id)
-        with self.Session() as s:
-            return {k: join_float(v, vk) for k, v, vk in s.execute(q.order_by(Summary.key))}
-
-    def summary_values(self, run_ids: list[int], key: str) -> dict[int, float]:
-        """One summary key for many runs, in one query."""
-        if not run_ids:
-            return {}
-        q = select(Summary.run_id, Summary.value, Summary.value_kind).where(
-            Summary.run_id.in_(run_ids), Summary.key == key
-        )
-        with self.Session() as s:
-            return {rid: join_float(v, vk) for rid, v, vk in s.execute(q)}
-
-    def curve(self, run_id: int, kind: str) -> list[tuple[float, float]]:
-        q = (
-            select(Curve.x, Curve.value, Curve.value_kind)
-            .where(Curve.run_id == run_id, Curve.kind == kind)
-            .order_by(Curve.x)
-        )
-        with self.Session() as s:
-            return [(x, join_float(v, vk)) for x, v, vk in s.execute(q)]
-
-    def last_metrics(self, run_id: int) -> dict[str, tuple[int, float]]:
-        """The last (step, value) of every metric key of a run."""
-        out: dict[str, tuple[int, float]] = {}
-        for key, step, value in self.metrics(run_id):
-            out[key] = (step, value)
-        return out
 
 
 def _run_filter(
