@@ -51,7 +51,7 @@ def curve_runs(store: Store, refs: list[str], **filters: Any) -> list:
         return _resolve_runs(store, refs)
     if not any(filters.values()):
         raise UsageError("name runs (seqbench curves 3 4) or select them (`sweep`, `model`)")
-    return list(reversed(store.list_runs(limit=None, kind="train", **_named(filters))))
+    return store.list_runs(limit=None, oldest_first=True, kind="train", **_named(filters))
 
 
 def _named(filters: dict[str, Any]) -> dict[str, Any]:

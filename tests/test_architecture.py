@@ -455,8 +455,8 @@ def test_only_the_dialects_name_a_backend():
 @pytest.mark.parametrize("url", ["sqlite:////tmp/x.db", "postgresql+psycopg://u@127.0.0.1/db"])
 def test_every_backend_is_a_whole_dialect(url):
     """Each backend's module implements every method of store/dialect.Dialect with the
-    protocol's parameters (names and kinds), so engine.py, query.py and results.py can ask
-    any backend the same question."""
+    protocol's parameters (names and kinds), so engine.py, query.py, results.py and
+    records.py can ask any backend the same question."""
     import inspect
 
     from seqbench.store.dialect import Dialect, dialect_of
@@ -464,11 +464,51 @@ def test_every_backend_is_a_whole_dialect(url):
     dialect = dialect_of(url)
     assert dialect.name == url.partition(":")[0].partition("+")[0]
     asked = [n for n, f in vars(Dialect).items() if inspect.isfunction(f) and n[0] != "_"]
-    assert {"engine", "inspect", "config_field", "run_sql", "backup", "integrity"} <= set(asked)
+    assert {"engine", "inspect", "config_field", "tag_equals", "run_sql", "backup"} <= set(asked)
+    assert "integrity" in asked
     for name in asked:
         want = inspect.signature(getattr(Dialect, name)).parameters.values()
         have = inspect.signature(getattr(type(dialect), name)).parameters.values()
         assert [(p.name, p.kind) for p in have] == [(p.name, p.kind) for p in want], name
+
+
+def test_a_new_backend_is_one_module(monkeypatch):
+    """dialect_of finds a backend by its name, in the store's module of that name: a third
+    backend touches no other file. A module of the store that is not a backend (no DIALECT of
+    its name) is no backend."""
+    import sys
+    import types
+
+    from seqbench.errors import StoreError
+    from seqbench.store.dialect import dialect_of
+
+    module = types.ModuleType("seqbench.store.duckdb")
+    module.DIALECT = types.SimpleNamespace(name="duckdb")
+    monkeypatch.setitem(sys.modules, "seqbench.store.duckdb", module)
+    assert dialect_of("duckdb:///tmp/x.duckdb") is module.DIALECT
+    for url in ("records://x", "mysql://u@h/db", "Store://x", "../x://y"):
+        with pytest.raises(StoreError, match="unsupported database URL"):
+            dialect_of(url)
+
+
+def test_the_orm_reads_only_for_its_own_writes():
+    """One read path: every read outside a write is SQL through the walls on the store's read
+    connection (results.py, records.py). A session opened without a transaction of its own
+    to write (`Session()`, not `Session.begin()`) reads only in the writes that need a row
+    first: the stale runs a reap marks, the environment a point's result adds to."""
+    readers = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for call in ast.walk(node):
+                f = getattr(call, "func", None)
+                if isinstance(call, ast.Call) and getattr(f, "attr", None) == "Session":
+                    readers.append(f"{_rel(path)}:{node.name}")
+    assert sorted(readers) == [
+        "seqbench/store/store.py:stale_runs",
+        "seqbench/store/sweeps.py:write_point_result",
+    ]
 
 
 @pytest.mark.parametrize(

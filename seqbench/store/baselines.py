@@ -1,5 +1,5 @@
 """Baseline rows: named sets of reference values, one row per (model, task, k, variant,
-metric), behind Store.write_baseline, Store.baseline_points and ReadStore.baseline_list.
+metric), written by Store.write_baseline, read by ReadStore.baseline_points and baseline_list.
 What they mean and how a check judges them is `seqbench.report.check`'s."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert
 
 from seqbench.store.schema import Baseline
-from seqbench.store.values import join_float, split_float, utcnow
+from seqbench.store.values import split_float, utcnow
 
 # the columns of a baseline point, as write() takes and read() returns them
 POINT_FIELDS = (
@@ -38,18 +38,3 @@ def write(session, name: str, points: Iterable[Mapping[str, Any]]) -> None:
         s.execute(delete(Baseline).where(Baseline.name == name))
         if rows:
             s.execute(insert(Baseline), rows)
-
-
-def read(session, name: str) -> list[dict[str, Any]]:
-    """The points of baseline `name` in the order they were saved (empty if there is none)."""
-    q = select(Baseline).where(Baseline.name == name).order_by(Baseline.id)
-    with session() as s:
-        return [
-            {
-                **{f: getattr(b, f) for f in POINT_FIELDS},
-                "value": join_float(b.value, b.value_kind),
-                "variant": b.variant or "",
-                "config": b.config or "",
-            }
-            for b in s.scalars(q)
-        ]

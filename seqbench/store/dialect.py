@@ -1,14 +1,16 @@
 """The seam between the store and the database under it: what differs between SQLite and
 PostgreSQL, behind one protocol (Dialect), one module per backend (sqlite.py, postgresql.py).
 
-engine.py makes engines and reads revisions through it, query.py runs user SQL through it and
-results.py reads config fields through it; nothing else in the store asks which backend it is
-on (the ORM's statements are the same on both). A new backend is a module with a Dialect and a
-line in `dialect_of`. Standard library only at import: the lean read path imports no SQLAlchemy.
+engine.py makes engines and reads revisions through it, query.py runs user SQL through it, and
+results.py and records.py read config fields and tags through it; nothing else in the store
+asks which backend it is on (the ORM's statements are the same on both). A new backend is one
+module, named as SQLAlchemy names the backend, whose `DIALECT` is its Dialect. Standard library
+only at import: the lean read path imports no SQLAlchemy.
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -35,6 +37,10 @@ class Dialect(Protocol):
     def config_field(self, name: str, kind: str) -> str:
         """SQL for the config field `name` of the run `r` (runs AS r) as a value of `kind`
         (int, float, bool or str)."""
+
+    def tag_equals(self, key: str, value: str, name: str) -> tuple[str, dict[str, str]]:
+        """(SQL, its parameters, each named `name` and a suffix) that the run `r` has the tag
+        `key` with the text `value`."""
 
     def run_sql(
         self,
@@ -66,18 +72,21 @@ def backend_name(url: str) -> str:
 
 
 def dialect_of(url: str) -> Dialect:
-    """The Dialect of the database at `url` (a resolved SQLAlchemy URL); StoreError for a
-    backend seqbench does not support."""
+    """The Dialect of the database at `url` (a resolved SQLAlchemy URL): the `DIALECT` of the
+    store's module named for the backend (store/sqlite.py, store/postgresql.py); StoreError
+    for a backend seqbench does not support."""
     name = backend_name(url)
-    if name == "sqlite":
-        from seqbench.store.sqlite import SQLITE
-
-        return SQLITE
-    if name == "postgresql":
-        from seqbench.store.postgresql import POSTGRESQL
-
-        return POSTGRESQL
-    raise StoreError(
-        f"unsupported database URL {url!r}: a seqbench store is a SQLite file or a PostgreSQL "
-        "database"
-    )
+    module = None
+    if name.isidentifier() and name.islower():
+        try:
+            module = importlib.import_module(f"seqbench.store.{name}")
+        except ModuleNotFoundError as e:  # no such module; a module it imports is a real error
+            if e.name != f"seqbench.store.{name}":
+                raise
+    dialect = getattr(module, "DIALECT", None)
+    if dialect is None or getattr(dialect, "name", None) != name:
+        raise StoreError(
+            f"unsupported database URL {url!r}: a seqbench store is a SQLite file or a "
+            "PostgreSQL database"
+        )
+    return dialect

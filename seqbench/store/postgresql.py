@@ -131,6 +131,10 @@ class PostgreSQL:
         cast = {"int": "bigint", "float": "double precision", "bool": "boolean"}.get(kind, "text")
         return f"CAST(r.config::jsonb ->> '{name}' AS {cast})"
 
+    def tag_equals(self, key: str, value: str, name: str) -> tuple[str, dict[str, str]]:
+        sql = f"(r.tags::jsonb ->> :{name}_key) = :{name}_value"
+        return sql, {f"{name}_key": key, f"{name}_value": value}
+
     def run_sql(self, url: str, sql: str, params: dict[str, Any], limits, note=None, reader=None):
         return run_postgres(url, sql, params, limits, note, reader)
 
@@ -143,4 +147,4 @@ class PostgreSQL:
         return []
 
 
-POSTGRESQL = PostgreSQL()
+DIALECT = PostgreSQL()

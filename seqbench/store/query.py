@@ -35,6 +35,8 @@ DEFAULT_MAX_ROWS = 100_000
 # peaked at 721 MB as CSV, 834 MB and two minutes as a table), so the cap bounds that too.
 DEFAULT_MAX_BYTES = 32 * 2**20
 NO_BYTE_CAP = 2**62  # the library's own reads (results.py): every row, whatever its size
+# The library's read API reads everything a store holds: no row or time limit of `query`.
+API_LIMITS = {"timeout": 24 * 3600.0, "max_rows": 2**31 - 2, "max_bytes": NO_BYTE_CAP}
 # First keywords of statements that change something (or a session or transaction): refused
 # before the database sees them. Anything else not a read goes to the database, which then
 # reports a syntax error for a typo ("SELEC 1") instead of a refused write.

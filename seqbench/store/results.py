@@ -1,13 +1,14 @@
-"""The store's reads: what reports, checks, baseline lists and the dashboard read, as methods
-of ReadStore (`Store`, store.py, is a ReadStore that also writes). One row per training run
-with one summary value, filtered by task, model, status, sweep and a user's condition on the
-v_results view; every run's columns; the values of many runs; the baselines saved.
+"""The store's reads: what reports, checks, baseline lists, the dashboard and a run's own
+page read, as methods of ReadStore (`Store`, store.py, is a ReadStore that also writes; runs
+and sweeps are read by its Records part, records.py). One row per training run with one
+summary value, filtered by task, model, status, sweep and a user's condition on the v_results
+view; the metrics, summaries and curves of one run or many; the baselines and answers saved.
 
 Every statement goes through the read-only query runner (`store/query.py`), so a --where
-cannot write, and every other value is a bound parameter. A ReadStore opened on a SQLite
-store at head (store/opening.open_store, "lean") reads over one read-only connection, its revision
-read once, with the standard library alone (no SQLAlchemy); any other store is opened by
-store.open_store and read statement by statement.
+cannot write, and every other value is a bound parameter: the one read path. It runs on the
+store's read connection, one a thread, kept between statements: a SQLite store at head is
+opened read-only once (store/opening.open_store, "lean": the standard library alone, no
+SQLAlchemy), a PostgreSQL store's connection on its first statement (pg_query.run_postgres).
 
 Reads `summaries` (one row per run and key) joined to `runs`, never the metric history, so a
 report over 10,000 runs costs one indexed query. Values come back decoded: floats with their
@@ -24,15 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from seqbench.errors import UsageError
-from seqbench.store.query import NO_BYTE_CAP, Reader, run_query
+from seqbench.store.query import API_LIMITS, Reader, run_query
+from seqbench.store.records import Records, in_list, sweep_points
 from seqbench.store.sqlite_file import plain_sqlite_path, tidy_wal
 from seqbench.store.values import decode_json, join_float
-
-# the runs of a sweep's points, whichever sweep (or plain train) produced them
-SWEEP_POINTS = (
-    "AND r.config_hash IN (SELECT sp.config_hash FROM sweep_points sp "
-    "JOIN sweeps s2 ON s2.id = sp.sweep_id WHERE s2.name IN ({names}))"
-)
 
 
 @dataclass(frozen=True)
@@ -55,17 +51,7 @@ class RunFilter:
     fields: Mapping[str, str] | None = None
 
 
-def sweep_points(sweep: str | Sequence[str]) -> tuple[str, dict]:
-    """The condition selecting the runs of one sweep's points, or of several sweeps'."""
-    names, params = _in_list("sw", [sweep] if isinstance(sweep, str) else list(sweep))
-    return SWEEP_POINTS.format(names=names), params
-
-
-# The library's read API reads everything a store holds: no row or time limit of `query`.
-_API_LIMITS = {"timeout": 24 * 3600.0, "max_rows": 2**31 - 2, "max_bytes": NO_BYTE_CAP}
-
-
-class ReadStore:
+class ReadStore(Records):
     """The reads of one results database. `url`: its path or URL. A ReadStore of its own
     (open_store(db, "lean")) holds one read-only connection; close it (or use it as a context).
 
@@ -147,17 +133,17 @@ class ReadStore:
             "LEFT JOIN sweeps sw ON sw.id = r.sweep_id",
             "WHERE r.kind = 'train' AND r.archived_at IS NULL",
         ]
-        names, params = _in_list("st", list(select.statuses))
+        names, params = in_list("st", list(select.statuses))
         params["metric"] = metric
         sql.append(f"AND r.status IN ({names})")
         for name, values in (("task", select.tasks), ("model", select.models)):
             if values:
-                names, more = _in_list(name, values)
+                names, more = in_list(name, values)
                 params.update(more)
                 sql.append(f"AND r.{name} IN ({names})")
         if select.sweep:
             cond, more = sweep_points(select.sweep)
-            sql.append(cond)
+            sql.append(f"AND {cond}")
             params.update(more)
         if where := select.where:
             if ";" in where:
@@ -183,16 +169,14 @@ class ReadStore:
         extra = sorted(n for n in (fields or {}) if n in named and n not in self._view_columns)
         if not extra:
             return "v_results"
-        from seqbench.store.dialect import dialect_of
-
-        dialect = dialect_of(str(self.url))
+        dialect = self._dialect()
         cols = [f"{dialect.config_field(n, fields[n])} AS {n}" for n in extra if n.isidentifier()]
         return f"(SELECT v.*, {', '.join(cols)} FROM v_results v JOIN runs r ON r.id = v.run_id) w"
 
     def task_directions(self, tasks: list[str]) -> dict[str, bool]:
         """Whether higher is better for each of `tasks`, as their runs stored it (the summary
         higher_is_better, which runs of plugin tasks carry); tasks without it are left out."""
-        names, params = _in_list("t", tasks)
+        names, params = in_list("t", tasks)
         _cols, rows = self.query(
             "SELECT r.task, MAX(s.value) FROM runs r JOIN summaries s ON s.run_id = r.id "
             f"AND s.key = 'higher_is_better' WHERE r.task IN ({names}) GROUP BY r.task",
@@ -209,45 +193,10 @@ class ReadStore:
         )
         return [r[0] for r in rows]
 
-    def run_rows(
-        self, *, archived: bool | None = False, **filters: str | None
-    ) -> tuple[list[str], list[tuple]]:
-        """Every run's columns (config and tags as dicts) oldest first, with `filters` among
-        model, task, status, kind and sweep (the runs of its points, as `runs --sweep` and
-        `report --sweep` select them). `archived`: False leaves archived runs out, True gives
-        only them, None both."""
-        unknown = set(filters) - {"model", "task", "status", "kind", "sweep"}
-        if unknown:
-            raise TypeError(f"run_rows() got unknown filters {sorted(unknown)}")
-        sweep = filters.pop("sweep", None)
-        sql = [
-            "SELECT r.id AS run_id, r.uuid, r.name, r.kind, r.status, r.model, r.task, r.k,",
-            "  r.seq_len, r.seed, sw.name AS sweep, r.created_at, r.started_at, r.finished_at,",
-            "  r.wall_seconds, r.n_params, r.config_hash, r.config, r.tags, r.error,",
-            "  r.archived_at",
-            "FROM runs r LEFT JOIN sweeps sw ON sw.id = r.sweep_id WHERE 1 = 1",
-        ]
-        if archived is not None:
-            sql.append(f"AND r.archived_at IS {'NOT ' if archived else ''}NULL")
-        params: dict = {}
-        for name, value in filters.items():
-            if value is not None:
-                sql.append(f"AND r.{name} = :{name}")
-                params[name] = value
-        if sweep is not None:
-            cond, more = sweep_points(sweep)
-            sql.append(cond)
-            params.update(more)
-        sql.append("ORDER BY r.id")
-        cols, rows = self.query("\n".join(sql), params, **_API_LIMITS)
-        at = [cols.index(c) for c in ("config", "tags")]
-        decoded = []
-        for row in rows:
-            row = list(row)
-            for i in at:
-                row[i] = decode_json(row[i])
-            decoded.append(tuple(row))
-        return cols, decoded
+    def _dialect(self):
+        from seqbench.store.dialect import dialect_of
+
+        return dialect_of(str(self.url))
 
     def values_of_runs(
         self, table: str, run_ids: list[int], keys: list[str] | None = None
@@ -260,15 +209,15 @@ class ReadStore:
         step = "step, " if table == "metrics" else ""
         rows: list[tuple] = []
         for start in range(0, len(run_ids), 500):  # well below SQLite's bound-parameter limit
-            ids, params = _in_list("r", run_ids[start : start + 500])
+            ids, params = in_list("r", run_ids[start : start + 500])
             sql = f"SELECT run_id, key, {step}value, value_kind FROM {table} "
             sql += f"WHERE run_id IN ({ids})"
             if keys:
-                names, more = _in_list("k", keys)
+                names, more = in_list("k", keys)
                 sql += f" AND key IN ({names})"
                 params.update(more)
             order = "run_id, key, step, id" if table == "metrics" else "run_id, key"
-            got = self.query(f"{sql} ORDER BY {order}", params, **_API_LIMITS)[1]
+            got = self.query(f"{sql} ORDER BY {order}", params, **API_LIMITS)[1]
             rows += [(*head, join_float(v, vk)) for *head, v, vk in got]
         return rows
 
@@ -296,11 +245,29 @@ class ReadStore:
             "SELECT x, value, value_kind FROM curves WHERE run_id = :r AND kind = :kind "
             "ORDER BY x, id",
             {"r": run_id, "kind": kind},
-            **_API_LIMITS,
+            **API_LIMITS,
         )
         return [(x, join_float(v, vk)) for x, v, vk in rows]
 
     # -- baselines ----------------------------------------------------------------------------
+    def baseline_points(self, name: str) -> list[dict[str, Any]]:
+        """The points of baseline `name` (dicts of baselines.POINT_FIELDS) in the order they
+        were saved (empty if there is none)."""
+        cols, rows = self.query(
+            "SELECT model, task, k, metric, value, value_kind, tolerance, direction, variant, "
+            "config FROM baselines WHERE name = :name ORDER BY id",
+            {"name": name},
+            **API_LIMITS,
+        )
+        out = []
+        for row in rows:
+            point = dict(zip(cols, row, strict=True))
+            point["value"] = join_float(point["value"], point.pop("value_kind"))
+            point["variant"] = point["variant"] or ""
+            point["config"] = point["config"] or ""
+            out.append(point)
+        return out
+
     def baseline_list(self) -> tuple[list[str], list[tuple]]:
         """(columns, rows): each baseline's name, number of points and when it was saved
         (UTC)."""
@@ -341,7 +308,7 @@ class ReadStore:
         """(model, config_hash, status, wall_seconds, steps) of the newest training runs of
         `models` on `task` that ended completed or diverged: which configs the store has done,
         and what they cost (a dry run's estimate)."""
-        names, params = _in_list("m", models)
+        names, params = in_list("m", models)
         params.update(task=task, limit=limit)
         _cols, rows = self.query(
             "SELECT model, config_hash, status, wall_seconds, config FROM runs "
@@ -361,8 +328,3 @@ class ReadStore:
             "SELECT run_id FROM answer_runs WHERE answer_id = :a ORDER BY run_id", {"a": answer_id}
         )
         return [int(r) for (r,) in rows]
-
-
-def _in_list(prefix: str, values: list) -> tuple[str, dict]:
-    keys = [f"{prefix}{i}" for i in range(len(values))]
-    return ", ".join(f":{k}" for k in keys), dict(zip(keys, values, strict=True))

@@ -11,6 +11,7 @@ user SQL here without SQLAlchemy, which the engines import when they are made.""
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sqlite3
 import time
@@ -19,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seqbench.errors import ReadOnlyError, StoreError, StoreUnwritableError
+from seqbench.errors import ReadOnlyError, StoreError, StoreUnwritableError, UsageError
 from seqbench.store.sqlite_file import check_sqlite_file, sqlite_revision_readonly, sqlite_uri
 
 if TYPE_CHECKING:
@@ -272,6 +273,17 @@ class SQLite:
     def config_field(self, name: str, kind: str) -> str:
         return f"json_extract(r.config, '$.{name}')"
 
+    def tag_equals(self, key: str, value: str, name: str) -> tuple[str, dict[str, str]]:
+        # the path's label as the stored JSON spells the key (json.dumps, as SQLAlchemy
+        # wrote it: é as \u00e9), which SQLite's path compares as it stands; a `"` ends the
+        # label whatever escapes it
+        if '"' in key:
+            raise UsageError(
+                f"a tag key with a double quote ({key!r}) cannot be matched in a SQLite store"
+            )
+        sql = f"json_extract(r.tags, :{name}_path) = :{name}_value"
+        return sql, {f"{name}_path": "$." + json.dumps(key), f"{name}_value": value}
+
     def run_sql(self, url: str, sql: str, params: dict[str, Any], limits, note=None, reader=None):
         """On a connection of its own: a reader of a file at head holds one from its start
         (query.Reader), and this file was not one."""
@@ -298,4 +310,4 @@ class SQLite:
         return [] if rows == ["ok"] else rows
 
 
-SQLITE = SQLite()
+DIALECT = SQLite()

@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
-from sqlalchemy.engine import make_url
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
 
-from seqbench.errors import SeqbenchError, StoreError, UsageError
+from seqbench.errors import StoreError, UsageError
 from seqbench.store import baselines
 from seqbench.store.engine import (
     _make_engine,
@@ -29,8 +28,6 @@ from seqbench.store.schema import (
     Metric,
     Run,
     Summary,
-    Sweep,
-    SweepPoint,
 )
 from seqbench.store.sweeps import SweepRows
 from seqbench.store.values import metric_rows, split_float, utcnow
@@ -50,10 +47,6 @@ class Store(ReadStore, SweepRows):
         self.engine = _make_engine(url, readonly)
         self._file_id = self._identity()
         self.Session = sessionmaker(self.engine, expire_on_commit=False)
-
-    @property
-    def display_url(self) -> str:
-        return make_url(self.url).render_as_string(hide_password=True)
 
     def revision(self) -> str | None:
         """The store's schema revision, read without writing."""
@@ -148,65 +141,6 @@ class Store(ReadStore, SweepRows):
             if target is not self:
                 target.dispose()
         return [rid for rid, _, _ in stale]
-
-    def get_run(self, run_id: int | str) -> Run | None:
-        """A run by id, by name, or by a uuid prefix, whichever names exactly one run (a name
-        or prefix that matches several is an error naming the runs it matches)."""
-        with self.Session() as s:
-            if isinstance(run_id, str) and not (run_id.isascii() and run_id.isdecimal()):
-                for what, cond in (
-                    ("name", Run.name == run_id),
-                    ("uuid prefix", Run.uuid.startswith(run_id)),
-                ):
-                    found = list(s.scalars(select(Run).where(cond).order_by(Run.id).limit(5)))
-                    if len(found) > 1:
-                        ids = ", ".join(str(r.id) for r in found[:4])
-                        raise UsageError(
-                            f"{what} {run_id!r} matches several runs ({ids}"
-                            f"{', ...' if len(found) > 4 else ''}): give the id"
-                        )
-                    if found:
-                        return found[0]
-                return None
-            rid = int(run_id)
-            return s.get(Run, rid) if 0 < rid < 2**63 else None  # no row has such an id
-
-    def require_run(self, run_id: int | str) -> Run:
-        """get_run, with an unknown run an error naming the store."""
-        run = self.get_run(run_id)
-        if run is None:
-            raise SeqbenchError(f"no run {run_id!r} in {self.display_url}")
-        return run
-
-    def list_runs(
-        self,
-        *,
-        model: str | None = None,
-        task: str | list[str] | None = None,
-        status: str | None = None,
-        sweep: str | list[str] | None = None,
-        kind: str | None = None,
-        tags: Mapping[str, str] | None = None,
-        archived: bool | None = False,
-        limit: int | None = 50,
-    ) -> list[Run]:
-        """Runs newest first. `sweep` selects the runs of the sweep's points (by config hash),
-        whichever sweep or plain train produced them: the same runs `report --sweep` reads.
-        `task` and `sweep` may be lists (any of them).
-        `archived`: False (the default) leaves archived runs out, True lists only them, None
-        both."""
-        q = _run_filter(select(Run), model, task, status, sweep, kind, tags, archived)
-        q = q.order_by(Run.id.desc())
-        if limit and limit < 2**63:  # a larger limit is no limit
-            q = q.limit(limit)
-        with self.Session() as s:
-            return list(s.scalars(q))
-
-    def count_runs(self, **filters: Any) -> int:
-        """How many runs list_runs would give with the same filters and no limit."""
-        q = _run_filter(select(func.count()).select_from(Run), **filters)
-        with self.Session() as s:
-            return int(s.scalar(q))
 
     def delete_runs(self, run_ids: list[int]) -> int:
         """Delete runs with their metrics, summaries and curves, in one transaction (nothing is
@@ -331,51 +265,11 @@ class Store(ReadStore, SweepRows):
         transaction."""
         baselines.write(self.Session, name, points)
 
-    def baseline_points(self, name: str) -> list[dict[str, Any]]:
-        """The points of baseline `name` in the order they were saved (empty if none)."""
-        return baselines.read(self.Session, name)
-
     def recorder(self):
         """A RunRecorder writing one run to this store."""
         from seqbench.store.recorder import StoreRecorder
 
         return StoreRecorder(self)
-
-
-def _run_filter(
-    q,
-    model=None,
-    task=None,
-    status=None,
-    sweep=None,
-    kind=None,
-    tags=None,
-    archived: bool | None = False,
-):
-
-    if archived is not None:
-        q = q.where(Run.archived_at.is_not(None) if archived else Run.archived_at.is_(None))
-    for column, value in (
-        (Run.model, model),
-        (Run.task, task),
-        (Run.status, status),
-        (Run.kind, kind),
-    ):
-        if isinstance(value, list | tuple):  # several: any of them (--task file, --sweep a,b)
-            q = q.where(column.in_(list(value)))
-        elif value:
-            q = q.where(column == value)
-    if sweep:
-        names = [sweep] if isinstance(sweep, str) else list(sweep)
-        points = (
-            select(SweepPoint.config_hash)
-            .join(Sweep, Sweep.id == SweepPoint.sweep_id)
-            .where(Sweep.name.in_(names))
-        )
-        q = q.where(Run.config_hash.in_(points))
-    for key, value in (tags or {}).items():  # JSON field access, per dialect
-        q = q.where(Run.tags[key].as_string() == str(value))
-    return q
 
 
 def summary_rows(run_id: int, values: Mapping[str, float]) -> list[dict]:

@@ -11,30 +11,18 @@ invocation marks it failed and runs the point again.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
 
-from seqbench.errors import NotFoundError, UsageError
+from seqbench.errors import UsageError
 from seqbench.store.liveness import stale_reason
 from seqbench.store.schema import Metric, Run, Sweep, SweepPoint
 from seqbench.store.values import metric_rows, utcnow
 
 DONE = ("completed", "diverged")
 LIVE = ("running",)  # a point in flight, whose driver sends heartbeats
-# Which run of a point speaks for it when several share its config hash.
-_RANK = {"completed": 5, "diverged": 4, "running": 3, "failed": 2, "interrupted": 1, "crashed": 1}
-
-
-@dataclass
-class PointState:
-    position: int
-    config_hash: str
-    config: dict
-    status: str  # completed | diverged | running | failed | interrupted | crashed | pending
-    run_id: int | None
 
 
 def _point_hashes(sweep_id: int):
@@ -107,25 +95,6 @@ class SweepRows:
                 ]
                 s.execute(insert(SweepPoint), rows)
             return sweep.id
-
-    def point_states(self, sweep_id: int) -> list[PointState]:
-        """Every point of the sweep with the run that speaks for it (the best status)."""
-        with self.Session() as s:
-            pts = s.execute(
-                select(SweepPoint.position, SweepPoint.config_hash, SweepPoint.config)
-                .where(SweepPoint.sweep_id == sweep_id)
-                .order_by(SweepPoint.position)
-            ).all()
-            runs = s.execute(
-                select(Run.config_hash, Run.status, Run.id)
-                .where(Run.config_hash.in_(_point_hashes(sweep_id)), Run.kind == "train")
-                .order_by(Run.id)
-            ).all()
-        best: dict[str, tuple[str, int]] = {}
-        for h, status, rid in runs:
-            if h not in best or _RANK.get(status, 0) >= _RANK.get(best[h][0], 0):
-                best[h] = (status, rid)
-        return [PointState(pos, h, cfg, *(best.get(h) or ("pending", None))) for pos, h, cfg in pts]
 
     def recover_stale_points(self, sweep_id: int, stale_after: float) -> list[int]:
         """Mark this sweep's running rows failed when their heartbeat is older than stale_after
@@ -229,14 +198,3 @@ class SweepRows:
     def set_sweep_status(self, sweep_id: int, status: str) -> None:
         with self.Session.begin() as s:
             s.execute(update(Sweep).where(Sweep.id == sweep_id).values(status=status))
-
-    def list_sweeps(self, name: str | None = None) -> list[Sweep]:
-        """Every sweep (or the one named; an unknown name is an error), oldest first."""
-        q = select(Sweep).order_by(Sweep.id)
-        if name:
-            q = q.where(Sweep.name == name)
-        with self.Session() as s:
-            sweeps = list(s.scalars(q))
-        if name and not sweeps:
-            raise NotFoundError(f"no sweep named {name!r} in {self.display_url}")
-        return sweeps

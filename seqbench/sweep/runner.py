@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from seqbench.config import RunConfig
 from seqbench.configure import config_hash, stored_k
 from seqbench.errors import UsageError
+from seqbench.store.records import PointState
 from seqbench.store.store import Store
-from seqbench.store.sweeps import DONE, PointState
+from seqbench.store.sweeps import DONE
 from seqbench.store.values import utcnow
 from seqbench.sweep.spec import canonical
 

@@ -1,12 +1,13 @@
 """A PostgreSQL store's reader keeps one connection (pg_query.run_postgres with a reader), as a
-SQLite store's does: measured on the server from outside (the backend's pid, the sessions
-seqbench holds, the locks left), each statement still behind its walls and its own limits,
+SQLite store's does: measured on the server from outside (the backend's pid, its session
+closed with the store, the locks left), each statement still behind its walls and its own limits,
 and a connection the server dropped replaced on the next read."""
 
 # ruff: noqa: F811  (the fixtures imported from test_query_walls are parameters here)
 from __future__ import annotations
 
 import contextlib
+import time
 
 import pytest
 
@@ -23,13 +24,22 @@ from tests.store.test_query_walls import (  # noqa: F401 (fixtures)
 pytestmark = pytest.mark.postgres
 
 
-def _sessions(admin_url: str) -> int:
-    """The sessions a store's reads hold open on the server (application seqbench-query)."""
+def _alive(admin_url: str, pid: int) -> bool:
+    """Whether the server still has the session of backend `pid`."""
     with _pg_conn(admin_url) as conn:
-        return conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'seqbench-query' "
-            "AND pid <> pg_backend_pid()"
-        ).fetchone()[0]
+        sql = "SELECT count(*) FROM pg_stat_activity WHERE pid = %s"
+        return conn.execute(sql, (pid,)).fetchone()[0] == 1
+
+
+def _gone(admin_url: str, pid: int) -> bool:
+    """Whether the session of backend `pid` ends within 10 s (a closed connection's backend
+    leaves the server's list a moment after the client has gone)."""
+    deadline = time.monotonic() + 10
+    while _alive(admin_url, pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 @pytest.fixture
@@ -68,8 +78,8 @@ def test_a_stores_reads_share_one_connection(pg_run, pg_admin_url):
             (x1, y1), (x2, y2) = store.curve(run_id, "grad_norm")
             assert (x1, y1, x2, y2 != y2) == (1.0, 0.1, 2.0, True)  # nan kept
         assert _pid(store) == first
-        assert _sessions(pg_admin_url) == 1
-    assert _sessions(pg_admin_url) == 0
+        assert _alive(pg_admin_url, first)
+    assert _gone(pg_admin_url, first)  # closed with the store
 
 
 def test_each_statement_keeps_its_own_limits_on_the_kept_connection(pg_filled):
@@ -117,4 +127,4 @@ def test_a_connection_the_server_dropped_is_replaced(pg_run, pg_admin_url):
             assert conn.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
         assert store.summaries(run_id) == expected
         assert _pid(store) != pid
-        assert _sessions(pg_admin_url) == 1
+        assert _gone(pg_admin_url, pid)
