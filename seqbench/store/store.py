@@ -34,10 +34,10 @@ from seqbench.store.values import metric_rows, split_float, utcnow
 
 
 class Store(ReadStore, SweepRows):
-    """A handle on one results database: the one way into it. Its reads of results (reports,
-    checks, a run's metrics, summaries and curves, the dashboard) are ReadStore's
-    (store/results.py), SQL over one read-only connection a thread; a sweep's rows are
-    SweepRows' (store/sweeps.py); its writes, and the run rows a writer updates, are here.
+    """A handle on one results database: the one way into it. Its reads are ReadStore's
+    (store/results.py, store/records.py: results, runs, sweeps, baselines, answers), SQL over
+    one read-only connection a thread; a sweep's writes are SweepRows' (store/sweeps.py); the
+    other writes, and the rows a write of its own needs, are here.
     Cheap to create; share one per process. `readonly=True`: for the commands that only
     read; nothing it does changes the database."""
 

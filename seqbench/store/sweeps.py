@@ -1,6 +1,6 @@
-"""A sweep's rows: its plan (one row per point), the claim of a point by a driver, heartbeats,
-stale-run recovery, and a point's result written in one transaction. The scheduling around
-them (which point runs where, retries) is `seqbench.sweep.runner`'s.
+"""A sweep's writes: its plan (one row per point), the claim of a point by a driver,
+heartbeats, stale-run recovery, and a point's result written in one transaction. The
+scheduling around them (which point runs where, retries) is `seqbench.sweep.runner`'s.
 
 Resumability: a point is done when any run with its config hash completed (or diverged: that
 is a result too). Crash safety: a run row is 'running' with a heartbeat while its point is in
@@ -42,8 +42,9 @@ RESULT_FIELDS = (
 
 
 class SweepRows:
-    """A sweep's rows, as methods of the Store (which is a SweepRows): the one way in for the
-    sweep driver (seqbench.sweep.runner)."""
+    """A sweep's writes, as methods of the Store (which is a SweepRows): the sweep driver's
+    (seqbench.sweep.runner) plan, claims, heartbeats, recovery and results. Its reads (the
+    sweeps, their points' states) are records.Records'."""
 
     def plan_sweep(
         self,
