@@ -19,6 +19,8 @@ another teacher):
     .venv/bin/python scripts/calibrate_memory.py                 # the whole suite (~5 min)
     .venv/bin/python scripts/calibrate_memory.py --slice ci      # a few minutes (tests run it)
     .venv/bin/python scripts/calibrate_memory.py --write-doc     # the table into docs/memory.md
+    .venv/bin/python scripts/calibrate_memory.py --until-converged  # each run until converged
+                                                                 # (~10 min; RESULTS.md)
 
 Each case is one `seqbench memory` (families tcn, no reference, seeds 0, 1, 2, the default
 tolerance) in a fresh store; the script prints one row per case and the three rates.
@@ -163,13 +165,32 @@ def suite(which: str) -> list[Case]:
     return cases
 
 
+CAP = 6  # --until-converged: each run's cap, this many times its steps (docs/memory.md's)
+
+
+def until_converged(args: list[str]) -> list[str]:
+    """A case's arguments with each run trained until converged: at least its steps, at most
+    CAP times them, as `memory` trains by default and docs/memory.md's answers were. The null
+    trained for one step keeps its one step: it stands for a budget too small to learn."""
+    sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
+    steps = [int(v.split("=", 1)[1]) for v in sets if v.startswith("steps=")]
+    if not steps or steps[0] <= 1:
+        return args
+    return [*args, "--set", f"max_steps={CAP * steps[0]}"]
+
+
 def run_case(
-    case: Case, work: Path, workers: int, relative_to: str = "gap", race: bool = True
+    case: Case,
+    work: Path,
+    workers: int,
+    relative_to: str = "gap",
+    race: bool = True,
+    converged: bool = False,
 ) -> dict:
     from seqbench import api
     from seqbench.store.opening import open_store
 
-    args = list(case.args)
+    args = until_converged(list(case.args)) if converged else list(case.args)
     task, path = "file", None
     slug = "".join(c if c.isalnum() else "-" for c in case.name)
     if case.data is not None:
@@ -296,6 +317,12 @@ def main(argv: list[str] | None = None) -> int:
         "--no-race", action="store_true", help="every cell every seed (memory --no-race)"
     )
     ap.add_argument(
+        "--until-converged",
+        action="store_true",
+        help=f"train each run until converged, at least its steps and at most {CAP} times "
+        "them (the null trained for one step keeps its one step)",
+    )
+    ap.add_argument(
         "--dir",
         help="keep the data and stores here: run again, every answer is re-derived from the "
         "stored runs in seconds (default: a temporary directory)",
@@ -308,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         for case in suite(args.slice):
             t0 = time.monotonic()
-            doc = run_case(case, work, args.workers, args.relative_to, not args.no_race)
+            doc = run_case(case, work, args.workers, args.relative_to, not args.no_race,
+                           args.until_converged)  # fmt: skip
             j = judge(case, doc)
             rows.append((case, doc, j, (time.monotonic() - t0) / 60))
             print(table(rows[-1:])[-1], flush=True)
