@@ -10,7 +10,8 @@ import time
 
 import torch
 
-from seqbench.stress.runner import analyse, fresh_backbone
+from seqbench.stress.backbones import fresh_backbone
+from seqbench.stress.runner import analyse
 
 p = argparse.ArgumentParser()
 p.add_argument("--seq-len", type=int, nargs="+", default=[500, 5000, 20000])

@@ -285,13 +285,13 @@ def memory_cost(db: str | None, plan, workers: int | None = None, race: bool = T
     already has; a store not made yet has none), the most the search can add, the training
     steps, and an estimate of the time: from the store's earlier runs of the same models and
     task, else from a short timing probe of each model here, shared among `workers`
-    (memory/plan.memory_cost). The command is first replayed on the stored runs, training
+    (memory/cost.memory_cost). The command is first replayed on the stored runs, training
     nothing (memory/runner.dry_replay): where they take it to the end, the cost is nothing
     ("complete": True, "runs": the runs the answer rests on); where it stops in a search
     round, that round's runs and the rounds after it are what is counted. With `race`, cells
     the store's runs already settle in the race are not counted to train."""
+    from seqbench.memory.cost import memory_cost as cost
     from seqbench.memory.plan import cell_key
-    from seqbench.memory.plan import memory_cost as cost
     from seqbench.memory.runner import dry_replay, settled_in_store
     from seqbench.store.database import store_exists
     from seqbench.store.opening import open_store

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -20,10 +19,8 @@ from seqbench.memory import (
     check_tolerance,
     k_grid,
     search_gap,
-    search_rounds,
 )  # fmt: skip
 from seqbench.parsing import AUTO, coerce, split_assignment, split_list
-from seqbench.sweep.cost import probe_cost
 from seqbench.sweep.spec import BUDGET as PARAMS  # where the search for one budget starts
 from seqbench.sweep.spec import check_budget, expand, smallest_budget
 
@@ -357,70 +354,3 @@ def default_name(task, given, probe, fams, refs, params, seeds, epsilon, top, re
         stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(str(given["path"])).name)[:60] or "data"
         return f"memory-{stem}-{digest[:8]}"
     return f"memory-{task}-{digest[:8]}"
-
-
-def memory_cost(
-    store,
-    plan: MemoryPlan,
-    workers: int | None = None,
-    settled: frozenset = frozenset(),
-    bisecting: tuple[int, list[RunConfig]] | None = None,
-) -> dict:
-    """The first round's runs, those the store already has, the most the search may add,
-    the steps to train, and the seconds that would take: at the pace of this store's earlier
-    runs of each model on the task (serial seconds, `how` "store"), else from a timing probe
-    of each model and context on this machine divided among `workers` (default: one per
-    usable core, as a sweep runs them; `how` "probe"). `settled`: the (model, k) cells the
-    store's runs already settle in the race (memory/race.py), whose missing runs it would
-    not train; the rest is the most the
-    race trains (it may spare more). `bisecting`: the store has the whole first round and the
-    replay (memory/runner.dry_replay) stopped in this search round, whose points these are
-    (every seed of each cell it lacks): they are what is to train, and the rounds after it
-    what the search may add."""
-    import statistics
-
-    from seqbench.configure import config_hash
-
-    models = sorted({c.model for c in plan.points})
-    history = store.trained(plan.task, models) if store is not None else []
-    done = {h for _m, h, _s, _secs, _steps in history}
-    pace: dict[str, list[float]] = {}
-    for m, _h, _s, secs, steps in history:
-        if secs and steps:
-            pace.setdefault(m, []).append(secs / steps)
-
-    def spared(c: RunConfig) -> bool:
-        return cell_key(plan, c) in settled
-
-    widest = max((b - a for a, b in itertools.pairwise(plan.ks)), default=1)
-    rounds = search_rounds(widest)  # to narrow it to one step
-    if bisecting is None:
-        missing = [c for c in plan.points if config_hash(c) not in done]
-        todo = [c for c in missing if not spared(c)]
-        asked = len(plan.points) - (len(missing) - len(todo))
-    else:  # the grid is in the store: this round's points, and the rounds after it
-        now, points = bisecting
-        todo = [c for c in points if config_hash(c) not in done]
-        asked = len(points)
-        rounds = max(rounds - now, 0)
-    search = rounds * len(plan.families) * len(plan.seeds) * len(plan.tolerances)
-    steps = sum(c.steps or 0 for c in todo)
-    cap = sum(c.max_steps or c.steps or 0 for c in todo)  # --steps auto: trains on to this
-    if all(c.model in pace for c in todo):
-        how = "store"
-        seconds = sum((c.steps or 0) * statistics.median(pace[c.model]) for c in todo)
-    else:
-        how = "probe"
-        seconds = probe_cost(todo, workers)
-    return {
-        "name": plan.name,
-        "runs": asked,
-        "done": asked - len(todo),
-        "to_train": len(todo),
-        "search_at_most": search,
-        "round": 0 if bisecting is None else bisecting[0],
-        "steps": steps,
-        "steps_cap": cap,
-        "seconds": seconds,
-        "how": how,
-    }

@@ -40,7 +40,7 @@ def _train(cli, db, model, T, extra, k=None):
     s = open_store(db)
     try:
         run = s.list_runs(limit=1)[0]
-        from seqbench.stress.runner import trained_backbone
+        from seqbench.stress.backbones import trained_backbone
 
         bb, in_dim, _, _ = trained_backbone(s, str(run.id))
         return run.k, bb.eval(), in_dim

@@ -10,7 +10,8 @@ from seqbench import api
 from seqbench.errors import SeqbenchError, UnknownNameError, UsageError
 from seqbench.models.base import Backbone
 from seqbench.stress.analysis import grad_vs_lag, k_grid, rates, truncation_error
-from seqbench.stress.runner import analyse, fresh_backbone, stress
+from seqbench.stress.backbones import fresh_backbone
+from seqbench.stress.runner import analyse, stress
 
 
 class LinearRNN(Backbone):
