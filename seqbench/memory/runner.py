@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from seqbench.errors import NotFoundError, SeqbenchError
+from seqbench.errors import SeqbenchError
 from seqbench.memory import k_grid, search_rounds
 from seqbench.memory.plan import MemoryPlan, cell_key, next_k, with_points
 from seqbench.memory.race import RACE_SEEDS, looks
@@ -309,10 +309,6 @@ def check_memory_sweep(plan: MemoryPlan, store) -> None:
     """SeqbenchError when the plan's name is a plain sweep's. A memory sweep's name is a rerun:
     the runner replays the race from the grid on the stored runs (it asks for the same points,
     trains none again, and reaches the same answer)."""
-
-    try:
-        (sweep,) = store.list_sweeps(plan.name)
-    except NotFoundError:
-        return
-    if not isinstance((sweep.spec or {}).get("memory"), dict):
+    sweep = store.get_sweep(plan.name)
+    if sweep is not None and not isinstance((sweep.spec or {}).get("memory"), dict):
         raise SeqbenchError(f"sweep {plan.name!r} is not a memory sweep; give another `name`")

@@ -244,14 +244,21 @@ class Records:
     # -- sweeps ---------------------------------------------------------------------------------
     def list_sweeps(self, name: str | None = None) -> list[SweepRecord]:
         """Every sweep (or the one named; an unknown name is an error), oldest first."""
-        sql = "SELECT id, name, spec, created_at, status FROM sweeps"
-        params = {}
         if name:
-            sql += " WHERE name = :name"
-            params["name"] = name
-        rows = self.query(f"{sql} ORDER BY id", params, **API_LIMITS)[1]
-        if name and not rows:
-            raise NotFoundError(f"no sweep named {name!r} in {self.display_url}")
+            sweep = self.get_sweep(name)
+            if sweep is None:
+                raise NotFoundError(f"no sweep named {name!r} in {self.display_url}")
+            return [sweep]
+        return self._sweeps("", {})
+
+    def get_sweep(self, name: str) -> SweepRecord | None:
+        """The sweep named `name`, or None."""
+        found = self._sweeps("WHERE name = :name", {"name": name})
+        return found[0] if found else None
+
+    def _sweeps(self, where: str, params: dict[str, Any]) -> list[SweepRecord]:
+        sql = f"SELECT id, name, spec, created_at, status FROM sweeps {where} ORDER BY id"
+        rows = self.query(sql, params, **API_LIMITS)[1]
         return [SweepRecord(i, n, decode_json(spec), _time(at), st) for i, n, spec, at, st in rows]
 
     def point_states(self, sweep_id: int) -> list[PointState]:
