@@ -1,7 +1,7 @@
 """The library's words for a parameter, as the command line spells them.
 
 The library names what a caller gives it as Python spells it, in backticks: a parameter
-(`` `max_k` ``, `` `seeds` 0:6:+1 ``) and a config field's value (`` `steps=200` ``), so that a
+(`` `max_k` ``, `` `seeds` 0:5:+1 ``) and a config field's value (`` `steps=200` ``), so that a
 script's error reads in the script's terms. The command line names its flags: `flags` turns
 `` `max_k` `` into ``--max-k`` where a seqbench command has that option, and `` `steps=200` ``
 into ``--set steps=200``. A span that names no option is left as it was, backticks and all.

@@ -86,12 +86,13 @@ def caveats(a: Answer, persistence: float | None) -> list[str]:
 
 def _more_seeds(a: Answer) -> str:
     """What twice the seeds would buy: each test's bound that much tighter at the same spread
-    (memory/stats.narrowing)."""
+    (memory/stats.narrowing). The range it names holds exactly that many seeds (a range's stop
+    is inclusive), from 0, so the seeds already run are among them and are not trained again."""
     n = max((c.n for c in a.cells), default=0)
     if n < 2:
-        return f"more seeds (`seeds` 0:{2 * max(n, 3)}:+1) narrow the interval"
+        return f"more seeds (`seeds` 0:{2 * max(n, 3) - 1}:+1) narrow the interval"
     return (
-        f"{2 * n} seeds (`seeds` 0:{2 * n}:+1) make each test's bound about "
+        f"{2 * n} seeds (`seeds` 0:{2 * n - 1}:+1) make each test's bound about "
         f"{narrowing(n):.1f}× tighter than {n} at the same spread"
     )
 

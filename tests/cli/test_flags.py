@@ -39,7 +39,7 @@ def test_every_parameter_the_library_names_is_an_option_of_the_cli():
     ("text", "shown"),
     [
         ("`max_k` must be at least 2, got 1", "--max-k must be at least 2, got 1"),
-        ("more seeds (`seeds` 0:6:+1)", "more seeds (--seeds 0:6:+1)"),
+        ("more seeds (`seeds` 0:5:+1)", "more seeds (--seeds 0:5:+1)"),
         ("train longer (`max_steps=1200`, twice)", "train longer (--set max_steps=1200, twice)"),
         ("`set` kernel_size is read by none", "--set kernel_size is read by none"),
         ("`relative_to` and `lr_search`", "--relative-to and --lr-search"),
@@ -54,8 +54,8 @@ def test_a_parameter_is_shown_as_its_flag(text, shown):
 
 
 def test_json_answers_are_shown_in_flags_too():
-    doc = {"sentence": "`seeds` 0:6:+1", "warnings": ["(`max_k`)"], "k": 3, "none": None}
-    assert flags_in(doc) == {"sentence": "--seeds 0:6:+1", "warnings": ["(--max-k)"], "k": 3,
+    doc = {"sentence": "`seeds` 0:5:+1", "warnings": ["(`max_k`)"], "k": 3, "none": None}
+    assert flags_in(doc) == {"sentence": "--seeds 0:5:+1", "warnings": ["(--max-k)"], "k": 3,
                              "none": None}  # fmt: skip
 
 

@@ -3,6 +3,7 @@ within the tolerance shown over seeds, each verdict, the interval, the caveats, 
 of the metric, and a diverged run counted as learning nothing."""
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -11,6 +12,7 @@ import pytest
 from seqbench.memory import gap_share, search_gap, search_rounds
 from seqbench.memory.answer import derive
 from seqbench.memory.plan import k_grid, next_k
+from seqbench.sweep.spec import parse_range
 from seqbench.training.convergence import still_improving
 
 
@@ -100,7 +102,10 @@ def test_the_undecided_warning_names_only_contexts_inside_the_interval():
     assert [c.status for c in a.cells[:3]] == ["outside", "outside", "undecided"]
     (line,) = [w for w in a.warnings if "cannot tell" in w]
     assert "whether k = 4 … 7 is within" in line, line
-    assert "6 seeds (`seeds` 0:6:+1) make each test's bound about 2.0× tighter" in line, line
+    assert "6 seeds (`seeds` 0:5:+1) make each test's bound about 2.0× tighter" in line, line
+    # the range it names is the seeds it counts: parsed as `--seeds` parses it, six, 0 … 5
+    (expr,) = re.findall(r"`seeds` (\S+)\)", line)
+    assert parse_range(expr) == [0, 1, 2, 3, 4, 5]
 
 
 def test_a_context_the_seeds_cannot_place_keeps_the_interval_open_below_it():
