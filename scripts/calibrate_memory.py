@@ -21,6 +21,8 @@ another teacher):
     .venv/bin/python scripts/calibrate_memory.py --write-doc     # the table into docs/memory.md
     .venv/bin/python scripts/calibrate_memory.py --until-converged  # each run until converged
                                                                  # (~10 min; RESULTS.md)
+    .venv/bin/python scripts/calibrate_memory.py --follow-advice # where an answer says more
+                                                                 # seeds may tell, run them
 
 Each case is one `seqbench memory` (families tcn, no reference, seeds 0, 1, 2, the default
 tolerance) in a fresh store; the script prints one row per case and the three rates.
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -51,6 +54,14 @@ class Case:
     args: list[str]
     data: dict | None = None  # arrays to write as the file task's data
     sets: list[str] = field(default_factory=list)
+    teacher: tuple[float, int] | None = None  # (λ, T): the truth follows the seeds (teachers)
+
+    def truth_at(self, seeds: list[int]) -> int | None:
+        """The true k* of the task at these seeds: a teacher's is its own closed form over
+        the teachers the seeds draw; every other case's does not depend on them."""
+        if self.teacher is None:
+            return self.truth
+        return teacher_truth(*self.teacher, tuple(seeds))
 
 
 def delay(m: int, seed: int) -> dict:
@@ -161,7 +172,7 @@ def suite(which: str) -> list[Case]:
                         "--seeds", ",".join(map(str, seeds_t))]  # fmt: skip
                 truth = teacher_truth(lam, T_, seeds_t)
                 name = f"linear teacher λ = {lam} (seeds {seeds_t[0]}–{seeds_t[-1]})"
-                cases.append(Case(name, truth, args))
+                cases.append(Case(name, truth, args, teacher=(lam, T_)))
     return cases
 
 
@@ -186,6 +197,7 @@ def run_case(
     relative_to: str = "gap",
     race: bool = True,
     converged: bool = False,
+    seeds: list[int] | None = None,
 ) -> dict:
     from seqbench import api
     from seqbench.store.opening import open_store
@@ -200,14 +212,16 @@ def run_case(
         task = args[args.index("--task") + 1]
     sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
     params = int(args[args.index("--params") + 1]) if "--params" in args else None
-    seeds = args[args.index("--seeds") + 1] if "--seeds" in args else "0,1,2"
+    if seeds is None:
+        given = args[args.index("--seeds") + 1] if "--seeds" in args else "0,1,2"
+        seeds = [int(s) for s in given.split(",")]
     plan = api.memory_plan(
         task,
         sets=sets,
         path=path,
         families=["tcn"],
         references=[],
-        seeds=[int(s) for s in seeds.split(",")],
+        seeds=seeds,
         params=params,
         relative_to=relative_to,
     )
@@ -219,18 +233,41 @@ def run_case(
     return out.answer.to_dict() | {"spared": out.spared}
 
 
-def judge(case: Case, doc: dict) -> dict:
+def advised_seeds(doc: dict) -> list[int] | None:
+    """The seeds an answer's own warning asks for ("6 seeds (`seeds` 0:5:+1) make each
+    test's bound ..."), parsed as `--seeds` parses them; None where it asks for none."""
+    from seqbench.sweep.spec import parse_range
+
+    for w in doc.get("warnings", []):
+        m = re.search(r"`seeds` (\S+)\)", w)
+        if m:
+            return parse_range(m.group(1))
+    return None
+
+
+def judge(case: Case, doc: dict, truth: int | None = None) -> dict:
     """Whether the case's answer was stated, its interval holds the truth, its k* is exact.
     An under-trained answer counts as stated on a null (strictly: it carries a k*), and its
     k* is judged as what the budget measured; `under` counts them apart."""
     stated = doc["k_star"] is not None or doc["verdict"] in ("needs-recurrence", "family-gap")
     under = doc["verdict"] == "under-trained"
-    if case.truth is None:
+    truth = case.truth if truth is None else truth
+    if truth is None:
         return {"null": True, "stated": stated, "held": None, "exact": None, "under": under}
     k, lo, hi = doc["k_star"], doc["k_low"], doc["k_high"]
-    held = k is not None and lo <= case.truth <= (hi if hi is not None else 10**9)
-    return {"null": False, "stated": stated, "held": held, "exact": k == case.truth,
+    held = k is not None and lo <= truth <= (hi if hi is not None else 10**9)
+    return {"null": False, "stated": stated, "held": held, "exact": k == truth, "truth": truth,
             "under": under}  # fmt: skip
+
+
+def _row(name: str, truth, doc: dict, j: dict, seeds: str | None = None) -> str:
+    """One case's row: its truth, the answer's verdict, k* and interval, and the judgement."""
+    interval = f"{doc['k_low']}–{doc['k_high']}" if doc["k_star"] is not None else ""
+    held = "" if j["held"] is None else ("yes" if j["held"] else "**no**")
+    exact = "" if j["exact"] is None else ("yes" if j["exact"] else "no")
+    cols = [name, *([seeds] if seeds else []), "none (null)" if truth is None else truth,
+            doc["verdict"], doc["k_star"] or "", interval, held, exact]  # fmt: skip
+    return "| " + " | ".join(map(str, cols)) + " |"
 
 
 def table(rows: list[tuple[Case, dict, dict, float]]) -> list[str]:
@@ -238,16 +275,25 @@ def table(rows: list[tuple[Case, dict, dict, float]]) -> list[str]:
         "| case | true k\\* | verdict | k\\* | interval | interval holds it | exact |",
         "|---|---|---|---|---|---|---|",
     ]
-    for case, doc, j, _minutes in rows:
-        interval = f"{doc['k_low']}–{doc['k_high']}" if doc["k_star"] is not None else ""
-        truth = "none (null)" if case.truth is None else case.truth
-        held = "" if j["held"] is None else ("yes" if j["held"] else "**no**")
-        exact = "" if j["exact"] is None else ("yes" if j["exact"] else "no")
-        lines.append(
-            f"| {case.name} | {truth} | {doc['verdict']} | {doc['k_star'] or ''} | "
-            f"{interval} | {held} | {exact} |"
-        )
-    return lines
+    return lines + [_row(case.name, case.truth, doc, j) for case, doc, j, _m in rows]
+
+
+def advice_table(after: dict) -> list[str]:
+    """The cases whose answer asked for more seeds, run again at the seeds it named (in the
+    same store: the seeds already run are not trained again)."""
+    lines = [
+        "| case | seeds | true k\\* | verdict | k\\* | interval | interval holds it | exact |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    return lines + [
+        _row(name, j.get("truth"), doc, j, f"{seeds[0]}–{seeds[-1]}")
+        for name, (seeds, doc, j, _m) in after.items()
+    ]
+
+
+def followed(rows, after: dict):
+    """The rows with each advised case's answer replaced by the one at the seeds it named."""
+    return [(c, *after[c.name][1:3], m) if c.name in after else (c, d, j, m) for c, d, j, m in rows]
 
 
 def rates(rows) -> dict:
@@ -323,12 +369,18 @@ def main(argv: list[str] | None = None) -> int:
         "them (the null trained for one step keeps its one step)",
     )
     ap.add_argument(
+        "--follow-advice",
+        action="store_true",
+        help="where an answer says more seeds may tell, run the case again at the seeds it "
+        "names (its warning's `seeds` range) and report the rates with the advice followed",
+    )
+    ap.add_argument(
         "--dir",
         help="keep the data and stores here: run again, every answer is re-derived from the "
         "stored runs in seconds (default: a temporary directory)",
     )
     args = ap.parse_args(argv)
-    rows = []
+    rows, after = [], {}
     t_all = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.dir or tmp)
@@ -340,16 +392,41 @@ def main(argv: list[str] | None = None) -> int:
             j = judge(case, doc)
             rows.append((case, doc, j, (time.monotonic() - t0) / 60))
             print(table(rows[-1:])[-1], flush=True)
+            seeds = advised_seeds(doc) if args.follow_advice else None
+            if seeds:
+                t0 = time.monotonic()
+                doc = run_case(case, work, args.workers, args.relative_to, not args.no_race,
+                               args.until_converged, seeds)  # fmt: skip
+                j = judge(case, doc, case.truth_at(seeds))
+                after[case.name] = (seeds, doc, j, (time.monotonic() - t0) / 60)
+                print(advice_table({case.name: after[case.name]})[-1], flush=True)
     r = rates(rows)
     lines = table(rows)
     print("\n".join(lines))
     print(summary(r))
+    if after:
+        print("\nAt the seeds each answer's warning names:")
+        print("\n".join(advice_table(after)))
+        print(f"with the advice followed: {summary(rates(followed(rows, after)))}")
     if args.json:
         out = [
             {"case": c.name, "truth": c.truth, **j, "answer": d, "minutes": m}
             for c, d, j, m in rows
         ]
-        Path(args.json).write_text(json.dumps({"rows": out, "rates": r}, indent=2))
+        advised = {
+            n: {"seeds": s_, **j, "answer": d, "minutes": m} for n, (s_, d, j, m) in after.items()
+        }
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "rows": out,
+                    "rates": r,
+                    "advised": advised,
+                    "rates_advice_followed": rates(followed(rows, after)),
+                },
+                indent=2,
+            )
+        )
     if args.write_doc:
         write_doc(lines, r, args.slice, (time.monotonic() - t_all) / 60)
     return 0

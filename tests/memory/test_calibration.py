@@ -18,3 +18,29 @@ def test_the_calibration_slice_holds_its_goals(tmp_path):
     assert r["known"] >= 1 and r["held"] == r["known"] and r["exact"] == r["known"]
     null = next(row for row in doc["rows"] if row["truth"] is None)
     assert null["answer"]["verdict"] == "nothing-learned"
+
+
+def test_follow_advice_runs_the_seeds_the_answer_names():
+    """--follow-advice reads the seeds an answer's own warning asks for, as `--seeds` parses
+    them (six after three: 0 … 5), and none from an answer that asks for none; a teacher's
+    truth follows the teachers those seeds draw."""
+    import pandas as pd
+
+    from seqbench.memory.answer import derive
+
+    def answer(cells):
+        rows = [(i, m, k, s, v, 1.0) for i, ((m, k), vs) in enumerate(cells.items())
+                for s, v in enumerate(vs)]  # fmt: skip
+        df = pd.DataFrame(rows, columns=["run_id", "model", "k", "seed", "value", "baseline"])
+        return derive(df, task="t", higher_is_better=False, max_k=8, metric="mse").to_dict()
+
+    low, flat = [0.010, 0.011, 0.009], [1.0, 0.99, 1.01]
+    noisy = answer({("tcn", 1): flat, ("tcn", 2): [0.05, 0.9, 0.04], ("tcn", 4): low,
+                    ("tcn", 8): low})  # fmt: skip
+    clean = answer({("tcn", 1): flat, ("tcn", 2): flat, ("tcn", 4): low, ("tcn", 8): low})
+    with script_module("calibrate_memory") as cal:
+        assert cal.advised_seeds(noisy) == [0, 1, 2, 3, 4, 5], noisy["warnings"]
+        assert cal.advised_seeds(clean) is None
+        case = cal.Case("teacher", cal.teacher_truth(0.5, 16, (3, 4, 5)), [], teacher=(0.5, 16))
+        assert case.truth_at([3, 4, 5]) == case.truth == 2  # docs/memory.md's row
+        assert case.truth_at(list(range(6))) == cal.teacher_truth(0.5, 16, tuple(range(6)))
