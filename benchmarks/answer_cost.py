@@ -5,8 +5,8 @@ with --before DIR, another one, side by side in one run (issue 49's measure).
 
 The tasks:
 
-- readme: the README's example (the linear teacher at λ = 0.5, T = 16, 800 steps, a TCN beside
-  a GRU);
+- readme: the README's example (the linear teacher at λ = 0.5, T = 16, up to 3,000 steps with
+  patience 3, a TCN beside a GRU);
 - delay: the calibration's delay 3 (scripts/calibrate_memory.py: a file task whose target is
   the input 3 steps back, T = 8, 300 steps, 3,000 parameters, a TCN alone);
 - teacher95: the linear teacher at λ = 0.95, T = 100 (its default 1,000 steps), a TCN beside a
@@ -46,7 +46,8 @@ import numpy as np
 # each task: what names the data (train takes it too), its --set fields, and memory's own flags
 TEACHER = ["--task", "teacher"]
 TASKS: dict[str, tuple[list[str], list[str], list[str]]] = {
-    "readme": (TEACHER, ["teacher_kind=linear", "teacher_lam=0.5", "seq_len=16", "steps=800"],
+    "readme": (TEACHER, ["teacher_kind=linear", "teacher_lam=0.5", "seq_len=16", "steps=3000",
+                "patience=3"],
                ["--families", "tcn", "--references", "gru"]),
     "delay": (["--task", "file", "--path", "{data}"], ["steps=300"],
               ["--params", "3000", "--families", "tcn", "--references", "none"]),

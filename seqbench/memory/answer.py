@@ -240,6 +240,7 @@ def derive(
         best_cell=cells[b].label,
         cells=cells,
         run_ids=sorted(int(r) for r in runs["run_id"]),
+        seeds=tuple(sorted({int(x) for x in runs["seed"]})),
         relative_to=relative_to,
         tolerance=delta,
         whole_input=whole_input,

@@ -64,6 +64,7 @@ class Answer:
     train_steps: int | None = None  # the most steps a cell trained for (a cap to double)
     steps_auto: bool = False  # trained with --steps auto: train_steps is the cap (max_steps)
     lr_chosen: str = ""  # --lr-search: the rates searched and those chosen on validation
+    seeds: tuple[int, ...] = ()  # the seeds its runs ran (the advice to run more keeps them)
     # the answer in one sentence (memory/words.sentence, which reads neither lr_chosen nor
     # the warnings), written by derive once the rest is known
     sentence: str = ""

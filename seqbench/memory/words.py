@@ -86,15 +86,29 @@ def caveats(a: Answer, persistence: float | None) -> list[str]:
 
 def _more_seeds(a: Answer) -> str:
     """What twice the seeds would buy: each test's bound that much tighter at the same spread
-    (memory/stats.narrowing). The range it names holds exactly that many seeds (a range's stop
-    is inclusive), from 0, so the seeds already run are among them and are not trained again."""
+    (memory/stats.narrowing). The seeds it names are exactly that many, the seeds already run
+    among them (not trained again: `twice_the_seeds`)."""
     n = max((c.n for c in a.cells), default=0)
     if n < 2:
-        return f"more seeds (`seeds` 0:{2 * max(n, 3) - 1}:+1) narrow the interval"
+        return f"more seeds (`seeds` {twice_the_seeds(a.seeds, max(n, 3))}) narrow the interval"
     return (
-        f"{2 * n} seeds (`seeds` 0:{2 * n - 1}:+1) make each test's bound about "
+        f"{2 * n} seeds (`seeds` {twice_the_seeds(a.seeds, n)}) make each test's bound about "
         f"{narrowing(n):.1f}× tighter than {n} at the same spread"
     )
+
+
+def twice_the_seeds(ran: tuple[int, ...], n: int) -> str:
+    """2n seeds as `--seeds` takes them: those that `ran` and the smallest unused ones after
+    them; a range where they run on (0:5:+1 after 0, 1, 2; a range's stop is inclusive), else
+    a list."""
+    out, k = set(ran), 0
+    while len(out) < 2 * n:
+        out.add(k)
+        k += 1
+    seeds = sorted(out)
+    if seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}:{seeds[-1]}:+1"
+    return ",".join(map(str, seeds))
 
 
 def _longer_does_worse(a: Answer, sign: float) -> list[str]:

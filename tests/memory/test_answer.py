@@ -476,3 +476,28 @@ def test_the_plot_shows_what_the_sentence_quotes():
     assert any("persistence" in t for t in legend) and any("k* interval" in t for t in legend)
     flat = answer({("tcn", 1): FLAT, ("tcn", 2): [0.5, 0.51, 0.49]}).to_dict()
     assert plot_answer(flat, None).axes[0].get_yscale() == "linear"
+
+
+@pytest.mark.parametrize(
+    ("ran", "n", "named"),
+    [((0, 1, 2), 3, [0, 1, 2, 3, 4, 5]), ((3, 4, 5), 3, [0, 1, 2, 3, 4, 5]),
+     ((10, 11, 12), 3, [0, 1, 2, 10, 11, 12]), ((), 3, [0, 1, 2, 3, 4, 5]),
+     ((0, 1), 2, [0, 1, 2, 3])],
+)  # fmt: skip
+def test_the_advised_seeds_are_twice_as_many_and_keep_those_run(ran, n, named):
+    """The seeds the advice names, parsed as --seeds parses them: 2n of them, every seed
+    already run among them (a user who ran 10, 11, 12 is not sent to train six others)."""
+    from seqbench.memory.words import twice_the_seeds
+
+    assert parse_range(twice_the_seeds(ran, n)) == named
+
+
+def test_the_advice_keeps_the_seeds_the_runs_ran():
+    """An undecided context over seeds 10, 11, 12: the advice names those and three more."""
+    NOISY = [0.05, 0.9, 0.04]
+    cells = {("tcn", 1): FLAT, ("tcn", 2): NOISY, ("tcn", 4): LOW, ("tcn", 8): LOW}
+    df = runs(cells)
+    a = derive(df.assign(seed=df["seed"] + 10), task="t", higher_is_better=False, max_k=8,
+               metric="mse")  # fmt: skip
+    (line,) = [w for w in a.warnings if "cannot tell" in w]
+    assert "6 seeds (`seeds` 0,1,2,10,11,12)" in line, line
