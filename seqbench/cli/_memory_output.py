@@ -35,7 +35,7 @@ def say(out, plot: str | None, fmt: Format, checked: dict | None = None) -> None
             typer.echo(checked["sentence"])
     typer.echo(
         f"memory {out.name!r}: {out.plan.params:,} parameters per model; trained "
-        f"{out.ran} run(s), {out.rounds} search round(s){_spared(out)}; "
+        f"{out.ran} run(s){_stored(out)}, {out.rounds} search round(s){_spared(out)}; "
         f"answer {out.answer_id} stored" + (f"; plot in {plot}" if plot else "")
         + (f"; --confirm: trained {checked['ran']} run(s), answer {checked['answer_id']} stored "
            f"as {checked['name']!r}" if checked else ""),
@@ -67,11 +67,18 @@ def _say_profile(out, plot: str | None, fmt: Format) -> None:
             typer.echo(growth["sentence"])
     typer.echo(
         f"memory {out.name!r}: {out.plan.params:,} parameters per model; trained "
-        f"{out.ran} run(s), {out.rounds} search round(s){_spared(out)}; "
+        f"{out.ran} run(s){_stored(out)}, {out.rounds} search round(s){_spared(out)}; "
         f"{len(answers)} answers stored "
         f"({', '.join(out.names)})" + (f"; plot in {plot}" if plot else ""),
         err=True,
     )
+
+
+def _stored(out) -> str:
+    """The runs the answer asked for that the store already had (a rerun, or more seeds
+    added to a memory run before), where there were any."""
+    n = len(out.plan.points) - out.ran
+    return f" ({n} already stored)" if n > 0 else ""
 
 
 def _spared(out) -> str:

@@ -167,6 +167,7 @@ def test_every_context_is_trained_and_a_rerun_replays_the_race(cli, db, tmp_path
     again = cli(*args)
     assert again.exit_code == 0, again.output
     assert "trained 0 run(s)" in again.stderr and n_runs(db) == len(doc["run_ids"])
+    assert f"trained 0 run(s) ({n_runs(db)} already stored)" in again.stderr, again.stderr
     redone = json.loads(again.stdout)
     assert sorted(redone["run_ids"]) == sorted(doc["run_ids"]) and same_answer(doc, redone)
     assert redone["warnings"] == doc["warnings"]
