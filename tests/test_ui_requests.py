@@ -431,3 +431,53 @@ def test_slow_clients_are_dropped_at_the_header_deadline_and_threads_stay_bounde
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/sweeps", timeout=30) as r:
         assert r.status == 200
     assert threading.active_count() - before <= 1
+
+
+@pytest.mark.parametrize("thread_ends_first", [True, False])
+def test_a_sigterm_while_a_connections_thread_starts_still_stops_the_server(
+    store, monkeypatch, thread_ends_first
+):
+    """CI caught it once: SIGTERM (Terminated, from `seqbench ui`'s handler) landed while
+    Thread.start waited for the connection's thread it had already started. Both the thread
+    and process_request released the connection's slot; the second release raised ValueError,
+    which replaced Terminated, serve_forever logged it and served on, and the server did not
+    stop. Here the interruption is put where it landed, with the thread done before it (CI's
+    order) or still running: Terminated must come out, the request is still answered, and its
+    slot comes back once."""
+    import socket
+
+    from seqbench.cli._options import Terminated
+    from seqbench.ui.pages import Dashboard
+    from seqbench.ui.server import _Server, allowed_hosts, make_handler
+
+    board = Dashboard(str(store))
+    httpd = _Server(("127.0.0.1", 0), make_handler(board, allowed_hosts("127.0.0.1")),
+                    max_connections=2, header_deadline_s=5)  # fmt: skip
+    start = threading.Thread.start
+
+    def interrupted(thread):
+        start(thread)  # the thread runs; the signal lands in the wait for it
+        if thread_ends_first:
+            thread.join(timeout=10)
+        raise Terminated()
+
+    try:
+        client = socket.create_connection(("127.0.0.1", httpd.server_address[1]), timeout=10)
+        client.sendall(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        request, address = httpd.get_request()
+        with monkeypatch.context() as m:
+            m.setattr(threading.Thread, "start", interrupted)
+            with pytest.raises(Terminated):
+                httpd.process_request(request, address)
+        answer = b""
+        while chunk := client.recv(65536):
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.0 200"), answer[:80]
+        # both slots free again once the thread has ended, and no third
+        assert httpd._connections.acquire(timeout=10) and httpd._connections.acquire(timeout=10)
+        assert not httpd._connections.acquire(blocking=False)
+        httpd._connections.release()
+        httpd._connections.release()
+    finally:
+        httpd.server_close()
+        board.close()

@@ -234,6 +234,7 @@ class _Server(ThreadingHTTPServer):
                  header_deadline_s: float = HEADER_DEADLINE_S):  # fmt: skip
         self.watchdog = _Watchdog(header_deadline_s)
         self._connections = threading.BoundedSemaphore(max_connections)
+        self._slots: dict[socket.socket, bool] = {}  # a connection's slot, until claimed
         try:
             super().__init__(address, handler)
         except BaseException:
@@ -256,17 +257,25 @@ class _Server(ThreadingHTTPServer):
                 pass
             self.shutdown_request(request)
             return
+        self._slots[request] = True
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._connections.release()
+            # a SIGTERM can land while Thread.start waits for the thread it has already
+            # started: the slot is released once, by whichever of the two claims it first
+            # (a second release raised ValueError, which serve_forever logged, and the
+            # Terminated it replaced was lost: the server did not stop)
+            if self._slots.pop(request, None):
+                self._connections.release()
             raise
 
     def process_request_thread(self, request, client_address):
+        owns = self._slots.pop(request, None)
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._connections.release()
+            if owns:
+                self._connections.release()
 
     def server_close(self):
         super().server_close()
