@@ -14,7 +14,11 @@ The tasks:
 
 Beside each answer, its **oracle**: the least CPU time a race told the answer beforehand could
 spend to state it by the answer's own rules (`oracle_share`: the floor, and the share of the
-training in the runs it cannot do without, by their recorded run times). `--with=--no-race`
+training in the runs it cannot do without, by their recorded run times), and beside it the
+**fewest** (`fewest_share`): the fewest of the answer's own runs from which the answer's
+derivation states the same answer, found by trying every cell's seed count. The oracle's
+"two seeds for every other context" is a bound the rules may not reach (two seeds may not
+show a context within); the fewest is what they do reach on these runs. `--with=--no-race`
 adds an answer with every cell at every seed, issue 49's "before": its oracle / CPU is the
 least fraction of before that any racing or search could reach.
 
@@ -138,6 +142,7 @@ def one(task: str, where: str | None, work: Path, workers: int, extra: list[str]
                              f"SELECT model, k, seed, wall_seconds FROM runs WHERE id IN ({ids})"],
                             env)[2])  # fmt: skip
     share, kept = oracle_share(answer, runs)
+    fewest, fewest_kept = (None, "-") if where else fewest_share(db, task, work, answer, runs)
     ran = re.search(r"trained (\d+) run\(s\), (\d+) search round", stderr)
     # one full-length run of the same TCN: the largest context, the answer's budget, seed 0
     run_sets = [x for s in TASKS[task][1] for x in ("--set", s)]
@@ -165,6 +170,9 @@ def one(task: str, where: str | None, work: Path, workers: int, extra: list[str]
         # the least this command could have spent had its race known the answer beforehand
         "oracle": None if share is None else floor + (cpu - floor) * share,
         "oracle_runs": kept,
+        # the least by the answer's own derivation on a subset of these very runs
+        "fewest": None if fewest is None else floor + (cpu - floor) * fewest,
+        "fewest_runs": fewest_kept,
         "with": " ".join(extra) or "-",
         "k_star": answer["k_star"],
         "interval": f"{answer['k_low']}–{answer['k_high']}",
@@ -205,6 +213,74 @@ def oracle_share(answer: dict, runs: list[dict]) -> tuple[float | None, str]:
     return sum(r["wall_seconds"] for r in keep) / total, kept
 
 
+def fewest_share(db: Path, task: str, work: Path, answer: dict, runs: list[dict]):
+    """The oracle as the answer's own derivation reads it: the fewest of the answer's runs
+    (by their recorded wall seconds) from which `derive`, at the answer's level, states the
+    same verdict, k* and interval at every tolerance, searched over every cell's seed count
+    from two (the fewest a paired test takes) to all, the first seeds of each, with the
+    references and the best cell at every seed. `oracle_share`'s two seeds for every other
+    context bound this from below, but two seeds may not show what the answer rests on (a
+    context within the tolerance, at one degree of freedom): this is the floor of a race
+    that knew the answer and must still state it by its rules. (None where no k*.) Runs this
+    checkout's library in-process, on the answer's store; not for --before."""
+    import itertools
+
+    import pandas as pd
+
+    from seqbench.memory.plan import make_plan, with_points
+    from seqbench.memory.reading import answer_facts, answers_from, plan_runs
+    from seqbench.store.opening import open_store
+
+    if answer["k_star"] is None:
+        return None, "-"
+    data, sets, own = TASKS[task]
+    flags = dict(zip(own[::2], own[1::2], strict=True))
+    refs = flags.get("--references")
+    plan = make_plan(
+        data[1], sets=sets, path=str(work / "delay.npz") if "--path" in data else None,
+        families=flags["--families"].split(","),
+        references=[] if refs == "none" else refs.split(","),
+        params=int(flags["--params"]) if "--params" in flags else None,
+    )  # fmt: skip
+    plan = with_points(plan, sorted({c["k"] for c in answer["cells"] if c["k"] is not None}))
+    store = open_store(str(db), "read")
+    try:
+        every = plan_runs(store, plan)
+    finally:
+        store.dispose()
+    every = every[every["run_id"].isin(answer["run_ids"])].reset_index(drop=True)
+    facts = answer_facts(plan)
+
+    def said(rs: pd.DataFrame) -> list[tuple]:
+        answers = answers_from(rs.reset_index(drop=True), plan, facts)
+        return [(a.verdict, a.k_star, a.k_low, a.k_high) for a in answers]
+
+    want = said(every)
+    if want[0] != (answer["verdict"], answer["k_star"], answer["k_low"], answer["k_high"]):
+        sys.exit(f"{task}: the runs re-derived say {want[0]}, the command said otherwise")
+    wall = {(r["model"], r["k"], r["seed"]): r["wall_seconds"] for r in runs}
+    every = every.assign(
+        wall=[wall[(m, None if pd.isna(k) else int(k), int(s))]
+              for m, k, s in zip(every["model"], every["k"], every["seed"], strict=True)],
+        cell=[(m, -1 if pd.isna(k) else int(k)) for m, k in zip(every["model"], every["k"],
+                                                                 strict=True)],
+    )  # fmt: skip
+    cells = {c: g.sort_values("seed") for c, g in every.groupby("cell")}
+    best = answer["best_cell"]
+    fixed = [c for c in cells if c[1] == -1 or f"{c[0]} at k={c[1]}" == best]
+    free = [c for c in cells if c not in fixed]
+    least, kept = None, {}
+    for counts in itertools.product(*(range(2, len(cells[c]) + 1) for c in free)):
+        chosen = zip(free, counts, strict=True)
+        rs = pd.concat([*(cells[c] for c in fixed), *(cells[c].head(n) for c, n in chosen)])
+        if (least is None or rs["wall"].sum() < least) and said(rs) == want:
+            least, kept = rs["wall"].sum(), dict(zip(free, counts, strict=True))
+    n = {**{c: len(cells[c]) for c in fixed}, **kept}
+    label = lambda c: c[0] if c[1] == -1 else f"{c[0]} k={c[1]}"  # noqa: E731
+    text = f"{sum(n.values())}: " + ", ".join(f"{label(c)} ×{n[c]}" for c in sorted(n))
+    return least / every["wall"].sum(), text
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--tasks", default=",".join(TASKS))
@@ -230,15 +306,18 @@ def main() -> None:
                           f"{r['runs']} runs", file=sys.stderr)  # fmt: skip
     print("| task | checkout | with | verdict | k* | interval | runs | rounds | CPU s | wall s "
           "| one run CPU s | N = CPU / one run | floor CPU s | floor N | oracle CPU s "
-          "| oracle / CPU | oracle's runs |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| oracle / CPU | oracle's runs | fewest CPU s | CPU / fewest "
+          "| the fewest runs |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['task']} | {r['checkout']} | {r['with']} | {r['verdict']} | {r['k_star']} | "
               f"{r['interval']} | {r['runs']} | {r['rounds']} | {r['cpu']:.0f} | "
               f"{r['wall']:.0f} | {r['run_cpu']:.1f} | {r['n']:.1f} | {r['floor']:.1f} | "
               f"{r['floor'] / r['run_cpu']:.2f} | {_num(r['oracle'], '.0f')} | "
               f"{_num(r['oracle'] and r['oracle'] / r['cpu'], '.2f')} | "
-              f"{r['oracle_runs']} |")  # fmt: skip
+              f"{r['oracle_runs']} | {_num(r['fewest'], '.0f')} | "
+              f"{_num(r['fewest'] and r['cpu'] / r['fewest'], '.2f')} | "
+              f"{r['fewest_runs']} |")  # fmt: skip
     if a.before:
         print("\n| task | with | N before | N now | N now / before | CPU now / before |")
         print("|---|---|---|---|---|---|")

@@ -30,8 +30,10 @@ Scenarios (the baseline is 1, a loss; ε = 0.05 of the gap):
 It prints one row per scenario: draws, how often an answer was stated, how often a cell whose
 true excess is at least δ was called within, k* below the truth, the interval holding the truth
 and k* exact (of all draws), race and no-race differing in verdict or k*, and the runs each
-asked for beside the fewest the answer's rules need (every context at two seeds, the best and
-the references at every seed).
+asked for beside a floor under the fewest the answer's rules need (every context at two
+seeds, the best and the references at every seed: two seeds may not show what the answer
+rests on, so the rules can need more; benchmarks/answer_cost.py's fewest finds what they need
+on trained runs).
 """
 
 from __future__ import annotations
@@ -291,9 +293,10 @@ def judge(s: Scenario, a, t: dict) -> dict:
 
 
 def oracle_runs(s: Scenario, a) -> int:
-    """The fewest runs the answer's rules need to state `a` (every seed's answer): every
-    context tried at two seeds (each sequence needs its tests), the best and the references
-    at every seed."""
+    """A floor under the fewest runs the answer's rules need to state `a` (every seed's
+    answer): every context tried at two seeds (each sequence needs its tests), the best and
+    the references at every seed. Two seeds may not show what `a` rests on, so the rules can
+    need more (benchmarks/answer_cost.py, `fewest_share`, searches that on trained runs)."""
     ff = [c for c in a.cells if c.k is not None]
     refs = [c for c in a.cells if c.k is None]
     return 2 * (len(ff) - 1) + s.seeds * (1 + len(refs))
@@ -396,7 +399,7 @@ def table(results: list[dict]) -> list[str]:
     lines = [
         "| scenario | true k\\* | draws | stated | called within at ≥ δ | k\\* below truth "
         "| interval holds truth | k\\* exact | race ≠ no-race | runs: no-race / race / rules' "
-        "fewest |",
+        "floor |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for x in results:
