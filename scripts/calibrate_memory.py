@@ -25,7 +25,10 @@ another teacher):
                                                                  # seeds may tell, run them
 
 Each case is one `seqbench memory` (families tcn, no reference, seeds 0, 1, 2, the default
-tolerance) in a fresh store; the script prints one row per case and the three rates.
+tolerance) in a fresh store; the script prints one row per case and the three rates, and
+beside each case whose k* is known the p-value of that k*'s own within test at its level
+(`truth_test`: below the whole α on how many cases is the most any procedure holding its level
+by that test could state exactly).
 """
 
 from __future__ import annotations
@@ -176,6 +179,9 @@ def suite(which: str) -> list[Case]:
     return cases
 
 
+# the table's column for truth_test: the p-value of the true k*'s own within test and the
+# level the answer tests it at
+TEST = "the truth's own test: p (its level)"
 CAP = 6  # --until-converged: each run's cap, this many times its steps (docs/memory.md's)
 
 
@@ -228,9 +234,42 @@ def run_case(
     store = open_store(str(work / f"{slug}.db"))
     try:
         out = api.run_memory(store, plan, workers=workers, race=race)
+        test = truth_test(store, plan, out.answer, case.truth_at(seeds))
     finally:
         store.dispose()
-    return out.answer.to_dict() | {"spared": out.spared}
+    return out.answer.to_dict() | {"spared": out.spared, "truth_test": test}
+
+
+def truth_test(store, plan, answer, truth: int | None) -> dict | None:
+    """The true k*'s own within test on the answer's runs, the one its exactness needs
+    (k* is the smallest context shown within): its p-value (`within_p`: against the best, or
+    for the best itself against the runner-up) beside the level the answer tests that context
+    at (gap_share: the search's split) and the whole α. Below the first, the answer shows the
+    truth within; below α alone, a procedure that spent its whole level on this one test
+    could; above α, no procedure holding its level by this test could at these seeds: the
+    ceiling simulate_answer.py's boundary_power computes for its scenarios, here on one
+    realization. None for a null, or where the truth's context was not trained."""
+    from seqbench.memory import gap_share
+    from seqbench.memory.evidence import cell_runs, within_p
+    from seqbench.memory.plan import with_points
+    from seqbench.memory.reading import plan_runs
+    from seqbench.memory.stats import ALPHA
+
+    if truth is None or not any(c.k == truth for c in answer.cells):
+        return None
+    plan = with_points(plan, sorted({c.k for c in answer.cells if c.k is not None}))
+    runs = plan_runs(store, plan)
+    runs = runs[runs["run_id"].isin(answer.run_ids)].reset_index(drop=True)
+    cells = cell_runs(runs, -1.0 if answer.higher_is_better else 1.0)
+    assert [(c.model, c.k) for c in cells] == [(c.model, c.k) for c in answer.cells]
+    i = next(j for j, c in enumerate(answer.cells) if c.k == truth)
+    b = next(j for j, c in enumerate(answer.cells) if c.label == answer.best_cell)
+    families = len({c.model for c in answer.cells if c.k is not None})
+    return {
+        "p": within_p(i, b, cells, answer.epsilon, answer.relative_to),
+        "level": ALPHA * gap_share(truth, answer.max_k) / families,
+        "alpha": ALPHA,
+    }
 
 
 def advised_seeds(doc: dict) -> list[int] | None:
@@ -256,8 +295,11 @@ def judge(case: Case, doc: dict, truth: int | None = None) -> dict:
         return {"null": True, "stated": stated, "held": None, "exact": None, "under": under}
     k, lo, hi = doc["k_star"], doc["k_low"], doc["k_high"]
     held = k is not None and lo <= truth <= (hi if hi is not None else 10**9)
+    test = doc.get("truth_test")  # older --json files have none
+    shown = {} if test is None else {"shown_at_level": test["p"] < test["level"],
+                                     "shown_at_alpha": test["p"] < test["alpha"]}  # fmt: skip
     return {"null": False, "stated": stated, "held": held, "exact": k == truth, "truth": truth,
-            "under": under}  # fmt: skip
+            "under": under, **shown}  # fmt: skip
 
 
 def _row(name: str, truth, doc: dict, j: dict, seeds: str | None = None) -> str:
@@ -265,15 +307,20 @@ def _row(name: str, truth, doc: dict, j: dict, seeds: str | None = None) -> str:
     interval = f"{doc['k_low']}–{doc['k_high']}" if doc["k_star"] is not None else ""
     held = "" if j["held"] is None else ("yes" if j["held"] else "**no**")
     exact = "" if j["exact"] is None else ("yes" if j["exact"] else "no")
+    test = doc.get("truth_test")
+    if test is not None:
+        test = f"{test['p']:.2g} (α × {test['level'] / test['alpha']:.2g})"
+    elif truth is not None:
+        test = "not tried"
     cols = [name, *([seeds] if seeds else []), "none (null)" if truth is None else truth,
-            doc["verdict"], doc["k_star"] or "", interval, held, exact]  # fmt: skip
+            doc["verdict"], doc["k_star"] or "", interval, held, exact, test or ""]  # fmt: skip
     return "| " + " | ".join(map(str, cols)) + " |"
 
 
 def table(rows: list[tuple[Case, dict, dict, float]]) -> list[str]:
     lines = [
-        "| case | true k\\* | verdict | k\\* | interval | interval holds it | exact |",
-        "|---|---|---|---|---|---|---|",
+        f"| case | true k\\* | verdict | k\\* | interval | interval holds it | exact | {TEST} |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     return lines + [_row(case.name, case.truth, doc, j) for case, doc, j, _m in rows]
 
@@ -282,8 +329,9 @@ def advice_table(after: dict) -> list[str]:
     """The cases whose answer asked for more seeds, run again at the seeds it named (in the
     same store: the seeds already run are not trained again)."""
     lines = [
-        "| case | seeds | true k\\* | verdict | k\\* | interval | interval holds it | exact |",
-        "|---|---|---|---|---|---|---|---|",
+        "| case | seeds | true k\\* | verdict | k\\* | interval | interval holds it | exact "
+        f"| {TEST} |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     return lines + [
         _row(name, j.get("truth"), doc, j, f"{seeds[0]}–{seeds[-1]}")
@@ -307,6 +355,8 @@ def rates(rows) -> dict:
         "null_stated": sum(j["stated"] for j in nulls),
         "nulls": len(nulls),
         "under": sum(j.get("under", False) for _c, _d, j, _m in rows),
+        "shown_at_level": sum(j.get("shown_at_level", False) for j in known),
+        "shown_at_alpha": sum(j.get("shown_at_alpha", False) for j in known),
     }
 
 
@@ -316,7 +366,10 @@ def summary(r: dict) -> str:
         f"interval holds the true k*: {pct(r['held'], r['known'])}; k* exact: "
         f"{pct(r['exact'], r['known'])}; answers stated on null tasks: "
         f"{r['null_stated']} of {r['nulls']}; under-trained (a cell the answer rests on "
-        f"still improving): {r.get('under', 0)} of {r['cases']}"
+        f"still improving): {r.get('under', 0)} of {r['cases']}; the true k* shown within by "
+        f"its own test at the answer's level: {r.get('shown_at_level', 0)} of {r['known']}, "
+        f"at the whole α (the most that any procedure holding its level by this test shows): "
+        f"{r.get('shown_at_alpha', 0)} of {r['known']}"
     )
 
 

@@ -157,14 +157,30 @@ def shown_within(i: int, b: int, cells: list[Seeds], epsilon: float, relative_to
     below zero at `alpha`. b, the cell with the best mean, is the hardest cell to be within
     the tolerance of (its mean is the lowest; a true best that looks worse than b is easier),
     so the data's choice of b makes the test stricter, not looser. b itself is tested against
-    the runner-up, the cell it must have beaten: no cell is within by being chosen."""
-    if i == b:
-        rest = [j for j in range(len(cells)) if j != i]
-        if not rest:
-            return True
-        b = min(rest, key=lambda j: cells[j].mean)
-    d = contrast(cells[i], cells[b], epsilon, relative_to, cap="below")
-    return upper_bound(d, alpha) < 0
+    the runner-up, the cell it must have beaten (`comparator`): no cell is within by being
+    chosen."""
+    c = comparator(i, b, cells)
+    if c is None:
+        return True
+    return upper_bound(contrast(cells[i], cells[c], epsilon, relative_to, cap="below"), alpha) < 0
+
+
+def within_p(i: int, b: int, cells: list[Seeds], epsilon: float, relative_to: str) -> float:
+    """The p-value of shown_within's test: the smallest level at which it shows cell i within
+    the tolerance of the best cell b (shown_within at `alpha` is this below `alpha`)."""
+    c = comparator(i, b, cells)
+    if c is None:
+        return 0.0
+    return p_above(-contrast(cells[i], cells[c], epsilon, relative_to, cap="below"))
+
+
+def comparator(i: int, b: int, cells: list[Seeds]) -> int | None:
+    """The cell whose tolerance cell i is tested within: the best b, or for b itself the
+    runner-up (the lowest mean of the rest); None where b is the only cell."""
+    if i != b:
+        return b
+    rest = [j for j in range(len(cells)) if j != i]
+    return min(rest, key=lambda j: cells[j].mean) if rest else None
 
 
 def sequence(seeds: list[Seeds], family: str) -> tuple[list[int], list[int]]:

@@ -501,3 +501,30 @@ def test_the_advice_keeps_the_seeds_the_runs_ran():
                metric="mse")  # fmt: skip
     (line,) = [w for w in a.warnings if "cannot tell" in w]
     assert "6 seeds (`seeds` 0,1,2,10,11,12)" in line, line
+
+
+def test_within_p_is_the_level_at_which_shown_within_passes():
+    """The calibration reads the true k*'s own within test as a p-value (within_p): it must
+    be the test shown_within makes, below α exactly when shown_within passes at α, for a cell
+    against the best and for the best against the runner-up, on either side of the tolerance
+    and where the seeds agree exactly."""
+    from seqbench.memory.evidence import Seeds, shown_within, within_p
+
+    rng = np.random.default_rng(0)
+    seeds = np.arange(3)
+    checked = {True: 0, False: 0}
+    for _ in range(500):
+        means = rng.uniform(0.0, 0.2, size=4)
+        loss = np.abs(means[:, None] + rng.normal(0, rng.choice([0.0, 0.005, 0.03]), (4, 3)))
+        cells = [Seeds("tcn", k, seeds, loss[j], np.ones(3), math.nan, False)
+                 for j, k in enumerate((1, 2, 4, 8))]  # fmt: skip
+        b = int(np.argmin([c.mean for c in cells]))
+        for i in range(4):
+            p = within_p(i, b, cells, 0.05, "gap")
+            for alpha in (0.01, 0.025, 0.05, 0.2):
+                shown = shown_within(i, b, cells, 0.05, "gap", alpha)
+                assert shown == (p < alpha), (i, b, alpha, p, loss)
+                checked[shown] += 1
+    assert min(checked.values()) > 100  # both outcomes, many times
+    lone = [Seeds("tcn", 1, seeds, np.array(LOW), np.ones(3), math.nan, False)]
+    assert shown_within(0, 0, lone, 0.05, "gap", 0.05) and within_p(0, 0, lone, 0.05, "gap") == 0

@@ -16,6 +16,14 @@ def test_the_calibration_slice_holds_its_goals(tmp_path):
     r = doc["rates"]
     assert r["nulls"] >= 2 and r["null_stated"] == 0  # no answer where nothing can be learned
     assert r["known"] >= 1 and r["held"] == r["known"] and r["exact"] == r["known"]
+    # an exact k* is a truth shown within by its own test, at the level the answer gave it
+    assert r["shown_at_level"] == r["shown_at_alpha"] == r["known"]
+    for row in doc["rows"]:
+        test = row["answer"]["truth_test"]
+        if row["truth"] is None:
+            assert test is None
+        else:
+            assert 0 <= test["p"] < test["level"] <= test["alpha"] == 0.05
     null = next(row for row in doc["rows"] if row["truth"] is None)
     assert null["answer"]["verdict"] == "nothing-learned"
 
