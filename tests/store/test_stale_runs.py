@@ -21,7 +21,10 @@ def _runs_csv(cli, *args) -> list[dict]:
 
 
 def test_kill_9_of_train_is_crashed_at_the_next_command_and_can_be_deleted(db, cli):
-    proc = popen(seqbench_cmd(db, "train -m lstm -t adding --seq-len 50 --steps 100000 -q"))
+    # evaluating every 20 steps, its first metrics (the sign that it is mid-run) land within a
+    # second; at the default, a tenth of its steps, they took 70 s of CI to come
+    cmd = "train -m lstm -t adding --seq-len 50 --steps 100000 --set eval_every=20 -q"
+    proc = popen(seqbench_cmd(db, cmd))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         time.sleep(0.2)
