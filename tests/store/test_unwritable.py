@@ -42,8 +42,10 @@ def folder(tmp_path):
 @pytest.mark.parametrize(
     "args",
     [
+        # evaluating every 50 steps: its next write comes soon after the store is made
+        # immutable (at a tenth of its steps it came 25 s later)
         ["train", "--model", "rnn", "--task", "adding", "--steps", "100000", "--set",
-         "seq_len=20", "-q"],
+         "seq_len=20", "--set", "eval_every=50", "-q"],
         ["sweep", "--models", "rnn,tcn", "--tasks", "adding", "--seeds", "0,1,2", "--set",
          "steps=100000", "--set", "seq_len=20", "--workers", "1", "-q"],
     ],
