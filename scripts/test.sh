@@ -17,7 +17,8 @@ run_pytest() {
   if [ "$rc" = 5 ]; then echo "error: pytest collected no tests for: $*" >&2; return 1; fi
   return "$rc"
 }
-run_pytest .venv/bin/python -m pytest -m "not triton" "$@"
+# --durations: the slowest tests at the end of the log, for keeping CI within its half hour
+run_pytest .venv/bin/python -m pytest -m "not triton" --durations=25 "$@"
 if ls tests/ops/test_*triton*.py >/dev/null 2>&1; then
   TRITON_INTERPRET=1 run_pytest .venv/bin/python -m pytest -m triton tests/ops
 fi
