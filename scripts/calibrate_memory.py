@@ -26,9 +26,9 @@ another teacher):
 
 Each case is one `seqbench memory` (families tcn, no reference, seeds 0, 1, 2, the default
 tolerance) in a fresh store; the script prints one row per case and the three rates, and
-beside each case whose k* is known the p-value of that k*'s own within test at its level
-(`truth_test`: below the whole α on how many cases is the most any procedure holding its level
-by that test could state exactly).
+beside each case whose k* is known the p-value of that k*'s own within test and its level
+(`truth_test`): the number of cases where it is below the whole α is the most that any
+procedure holding its level by that test could state exactly.
 """
 
 from __future__ import annotations
@@ -249,7 +249,7 @@ def truth_test(store, plan, answer, truth: int | None) -> dict | None:
     could; above α, no procedure holding its level by this test could at these seeds: the
     ceiling simulate_answer.py's boundary_power computes for its scenarios, here on one
     realization. None for a null, or where the truth's context was not trained."""
-    from seqbench.memory import gap_share
+    from seqbench.memory.answer import within_level
     from seqbench.memory.evidence import cell_runs, within_p
     from seqbench.memory.plan import with_points
     from seqbench.memory.reading import plan_runs
@@ -267,7 +267,7 @@ def truth_test(store, plan, answer, truth: int | None) -> dict | None:
     families = len({c.model for c in answer.cells if c.k is not None})
     return {
         "p": within_p(i, b, cells, answer.epsilon, answer.relative_to),
-        "level": ALPHA * gap_share(truth, answer.max_k) / families,
+        "level": within_level(truth, answer.max_k, families),
         "alpha": ALPHA,
     }
 

@@ -96,7 +96,7 @@ def judge_cells(
     for family in families:  # two sequences each, from the family's best context down and up
         for order in sequence(seeds, family):
             for i in order:
-                level = alpha / len(families) * (gap_share(seeds[i].k, max_k) if max_k else 1)
+                level = within_level(seeds[i].k, max_k, len(families), alpha)
                 if not (got[i] and shown_within(i, b, seeds, epsilon, relative_to, level)):
                     break
                 within.add(i)
@@ -124,6 +124,12 @@ def judge_cells(
             )
         )
     return cells, b, delta
+
+
+def within_level(k: int, max_k: int | None, families: int, alpha: float = ALPHA) -> float:
+    """The level context k's within test runs at: `alpha` over the families, times k's share
+    of its grid gap's tests (gap_share; `max_k` None: no search, the whole share)."""
+    return alpha / families * (gap_share(k, max_k) if max_k else 1)
 
 
 def k_interval(cells: list[Cell]) -> tuple[int | None, int | None, int | None]:
