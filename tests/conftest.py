@@ -1,9 +1,11 @@
 import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -87,18 +89,25 @@ def cli():
 
 @pytest.fixture
 def pg_url():
-    """A real PostgreSQL database started by .ci/run (SEQBENCH_TEST_PG_URL); dropped clean."""
+    """A real PostgreSQL database started by .ci/run (SEQBENCH_TEST_PG_URL); dropped clean.
+    The server is the suite's one shared resource (a database, and roles and grants that are
+    the whole server's): a test holds it alone, from this fixture to its teardown, behind an
+    exclusive lock on a file in the temporary directory, so that pytest-xdist's workers
+    (scripts/test.sh) take their PostgreSQL tests one at a time."""
     url = os.environ.get("SEQBENCH_TEST_PG_URL")
     if not url:
         pytest.skip("SEQBENCH_TEST_PG_URL not set (.ci/run starts a PostgreSQL server)")
     from sqlalchemy import create_engine, text
 
-    engine = create_engine(url)
-    with engine.begin() as c:
-        c.execute(text("DROP SCHEMA public CASCADE"))
-        c.execute(text("CREATE SCHEMA public"))
-    engine.dispose()
-    return url
+    key = hashlib.sha256(url.encode()).hexdigest()[:12]
+    with open(Path(tempfile.gettempdir()) / f"seqbench-test-pg-{key}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, after the test
+        engine = create_engine(url)
+        with engine.begin() as c:
+            c.execute(text("DROP SCHEMA public CASCADE"))
+            c.execute(text("CREATE SCHEMA public"))
+        engine.dispose()
+        yield url
 
 
 def seqbench_cmd(db, *args: str) -> list[str]:
