@@ -20,9 +20,8 @@ run_pytest() {
 # Two pytest-xdist workers (SEQBENCH_TEST_WORKERS to change; 0 runs in this process): most
 # tests wait on one process at a time, and one worker left a core of the 2-core CI machine idle.
 # `loadfile` keeps a file's tests on one worker, so a fixture built once per module is built
-# once (and the Ray tests, whose `ray stop --force` stops every Ray process of the machine, run
-# one after another); the PostgreSQL tests take the server one at a time (tests/conftest.py,
-# pg_url). --durations: the slowest tests at the end of the log.
+# once; the PostgreSQL and Ray tests take their server one at a time (tests/conftest.py,
+# held_alone). --durations: the slowest tests at the end of the log.
 run_pytest .venv/bin/python -m pytest -m "not triton" -n "${SEQBENCH_TEST_WORKERS:-2}" \
   --dist loadfile --durations=25 "$@"
 if ls tests/ops/test_*triton*.py >/dev/null 2>&1; then

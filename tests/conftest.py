@@ -87,21 +87,28 @@ def cli():
     return invoke
 
 
+@contextlib.contextmanager
+def held_alone(resource: str):
+    """An exclusive lock on `resource`, one of the machine's (a server, Ray's processes), held
+    while the block runs: a file lock in the temporary directory, so that the tests of every
+    pytest-xdist worker (scripts/test.sh) that share the resource take it one at a time."""
+    with open(Path(tempfile.gettempdir()) / f"seqbench-test-{resource}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
 @pytest.fixture
 def pg_url():
     """A real PostgreSQL database started by .ci/run (SEQBENCH_TEST_PG_URL); dropped clean.
     The server is the suite's one shared resource (a database, and roles and grants that are
-    the whole server's): a test holds it alone, from this fixture to its teardown, behind an
-    exclusive lock on a file in the temporary directory, so that pytest-xdist's workers
-    (scripts/test.sh) take their PostgreSQL tests one at a time."""
+    the whole server's): a test holds it alone (`held_alone`) from this fixture to its
+    teardown."""
     url = os.environ.get("SEQBENCH_TEST_PG_URL")
     if not url:
         pytest.skip("SEQBENCH_TEST_PG_URL not set (.ci/run starts a PostgreSQL server)")
     from sqlalchemy import create_engine, text
 
-    key = hashlib.sha256(url.encode()).hexdigest()[:12]
-    with open(Path(tempfile.gettempdir()) / f"seqbench-test-pg-{key}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, after the test
+    with held_alone(f"pg-{hashlib.sha256(url.encode()).hexdigest()[:12]}"):
         engine = create_engine(url)
         with engine.begin() as c:
             c.execute(text("DROP SCHEMA public CASCADE"))

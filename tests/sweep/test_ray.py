@@ -13,6 +13,8 @@ import textwrap
 
 import pytest
 
+from tests.conftest import held_alone
+
 pytest.importorskip("ray")
 pytestmark = [
     pytest.mark.slow,
@@ -27,6 +29,14 @@ SWEEP = (
     "sweep --models rnn,tcn --tasks adding --k 2,4 --set steps=15 --set hidden=8 "
     "--set seq_len=20 --set eval_size=32 --quiet --executor ray"
 )
+
+
+@pytest.fixture(autouse=True)
+def _ray_alone():
+    """One Ray test at a time on the machine, whatever worker runs it: `ray stop --force`
+    (each test's exit) stops every Ray process, in any network namespace."""
+    with held_alone("ray"):
+        yield
 
 
 def _in_namespace(script: str, tmp_path) -> subprocess.CompletedProcess:
