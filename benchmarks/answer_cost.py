@@ -137,12 +137,25 @@ def one(task: str, where: str | None, work: Path, workers: int, extra: list[str]
     cpu, wall, stdout, stderr = timed([*memory, "--format", "json"], env)
     answer = json.loads(stdout)
     floor = timed([*memory, "--format", "json"], env)[0]
-    ids = ",".join(str(i) for i in answer["run_ids"])
-    runs = json.loads(timed([*seqbench, "query", "--format", "json",
-                             f"SELECT model, k, seed, wall_seconds FROM runs WHERE id IN ({ids})"],
-                            env)[2])  # fmt: skip
-    share, kept = oracle_share(answer, runs)
-    fewest, fewest_kept = (None, "-") if where else fewest_share(db, task, work, answer, runs)
+    # every run the command trained (the store is this command's alone): the answer's own,
+    # one a (model, k, seed), and those of the learning-rate search that lost on validation
+    every = json.loads(
+        timed(
+            [
+                *seqbench,
+                "query",
+                "--format",
+                "json",
+                "SELECT id, model, k, seed, wall_seconds FROM runs",
+            ],
+            env,
+        )[2]
+    )
+    mine = {int(i) for i in answer["run_ids"]}
+    runs = [r for r in every if r["id"] in mine]
+    share, kept = oracle_share(answer, every)
+    prorated = oracle_share(answer, runs)[0]  # the accounting before 2026-12-07
+    fewest, fewest_kept = (None, "-") if where else fewest_share(db, task, work, answer, every)
     ran = re.search(r"trained (\d+) run\(s\), (\d+) search round", stderr)
     # one full-length run of the same TCN: the largest context, the answer's budget, seed 0
     run_sets = [x for s in TASKS[task][1] for x in ("--set", s)]
@@ -169,6 +182,7 @@ def one(task: str, where: str | None, work: Path, workers: int, extra: list[str]
         "floor": floor,
         # the least this command could have spent had its race known the answer beforehand
         "oracle": None if share is None else floor + (cpu - floor) * share,
+        "oracle_prorated": None if prorated is None else floor + (cpu - floor) * prorated,
         "oracle_runs": kept,
         # the least by the answer's own derivation on a subset of these very runs
         "fewest": None if fewest is None else floor + (cpu - floor) * fewest,
@@ -187,29 +201,31 @@ def oracle_share(answer: dict, runs: list[dict]) -> tuple[float | None, str]:
     settled); two seeds (the fewest a paired test takes) for every other context the answer
     tried (no context is left untrained on monotonicity: the sequence from the longest context
     down must pass each one above k*, and the one from the shortest up each one below the
-    interval); nothing else. Measured in the runs' own recorded wall seconds (None where the
-    answer states no k*), and the runs it keeps, cell by cell. (Before 2026-12-04's error-rate
-    rules the oracle trained only k*, k* − 1 and k_low − 1 at two seeds: those rules took the
-    contexts below one shown outside as too short without training them.)"""
+    interval); nothing else. A seed of a model whose learning rate is searched is its runs at
+    every rate: the rate is chosen on validation per seed, and the answer states what the
+    search chose. Measured in the runs' own recorded wall seconds over `runs` (None where the
+    answer states no k*), and the seeds it keeps, cell by cell. (Before 2026-12-04's
+    error-rate rules the oracle trained only k*, k* − 1 and k_low − 1 at two seeds: those
+    rules took the contexts below one shown outside as too short without training them.
+    Before 2026-12-07 `runs` held the answer's own runs alone, one a seed, and the share they
+    gave was applied to the command's whole CPU: the rates that lost on validation were
+    pro-rated as if a race could spare them as it spares a context's third seed.)"""
     if answer["k_star"] is None:
         return None, "-"
     best = answer["best_cell"]
     by_cell: dict[tuple[str, int | None], list[dict]] = {}
     for r in runs:
         by_cell.setdefault((r["model"], r["k"]), []).append(r)
-    keep = []
+    keep, cells = [], {}
     for (model, k), rs in by_cell.items():
         label = model if k is None else f"{model} at k={k}"
-        if k is None or label == best:
-            keep += rs
-        else:
-            keep += sorted(rs, key=lambda r: r["seed"])[:2]
+        seeds = sorted({r["seed"] for r in rs})
+        if not (k is None or label == best):
+            seeds = seeds[:2]
+        keep += [r for r in rs if r["seed"] in seeds]
+        cells[model if k is None else f"{model} k={k}"] = len(seeds)
     total = sum(r["wall_seconds"] for r in runs)
-    cells: dict[str, int] = {}
-    for r in keep:
-        label = r["model"] if r["k"] is None else f"{r['model']} k={r['k']}"
-        cells[label] = cells.get(label, 0) + 1
-    kept = f"{len(keep)}: " + ", ".join(f"{c} ×{n}" for c, n in cells.items())
+    kept = f"{sum(cells.values())} seeds: " + ", ".join(f"{c} ×{n}" for c, n in cells.items())
     return sum(r["wall_seconds"] for r in keep) / total, kept
 
 
@@ -221,8 +237,10 @@ def fewest_share(db: Path, task: str, work: Path, answer: dict, runs: list[dict]
     references and the best cell at every seed. `oracle_share`'s two seeds for every other
     context bound this from below, but two seeds may not show what the answer rests on (a
     context within the tolerance, at one degree of freedom): this is the floor of a race
-    that knew the answer and must still state it by its rules. (None where no k*.) Runs this
-    checkout's library in-process, on the answer's store; not for --before."""
+    that knew the answer and must still state it by its rules. A seed costs its runs at every
+    rate its model tried (`runs`: every run of the command), as in `oracle_share`. (None
+    where no k*.) Runs this checkout's library in-process, on the answer's store; not for
+    --before."""
     import itertools
 
     import pandas as pd
@@ -258,7 +276,10 @@ def fewest_share(db: Path, task: str, work: Path, answer: dict, runs: list[dict]
     want = said(every)
     if want[0] != (answer["verdict"], answer["k_star"], answer["k_low"], answer["k_high"]):
         sys.exit(f"{task}: the runs re-derived say {want[0]}, the command said otherwise")
-    wall = {(r["model"], r["k"], r["seed"]): r["wall_seconds"] for r in runs}
+    wall: dict[tuple, float] = {}  # a seed's cost: its runs at every rate its model tried
+    for r in runs:
+        key = (r["model"], r["k"], r["seed"])
+        wall[key] = wall.get(key, 0.0) + r["wall_seconds"]
     every = every.assign(
         wall=[wall[(m, None if pd.isna(k) else int(k), int(s))]
               for m, k, s in zip(every["model"], every["k"], every["seed"], strict=True)],
@@ -277,7 +298,7 @@ def fewest_share(db: Path, task: str, work: Path, answer: dict, runs: list[dict]
             least, kept = rs["wall"].sum(), dict(zip(free, counts, strict=True))
     n = {**{c: len(cells[c]) for c in fixed}, **kept}
     label = lambda c: c[0] if c[1] == -1 else f"{c[0]} k={c[1]}"  # noqa: E731
-    text = f"{sum(n.values())}: " + ", ".join(f"{label(c)} ×{n[c]}" for c in sorted(n))
+    text = f"{sum(n.values())} seeds: " + ", ".join(f"{label(c)} ×{n[c]}" for c in sorted(n))
     return least / every["wall"].sum(), text
 
 
@@ -306,15 +327,19 @@ def main() -> None:
                           f"{r['runs']} runs", file=sys.stderr)  # fmt: skip
     print("| task | checkout | with | verdict | k* | interval | runs | rounds | CPU s | wall s "
           "| one run CPU s | N = CPU / one run | floor CPU s | floor N | oracle CPU s "
-          "| oracle / CPU | oracle's runs | fewest CPU s | CPU / fewest "
-          "| the fewest runs |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| oracle / CPU | CPU / oracle | CPU / oracle, rates pro-rated | oracle's seeds "
+          "| fewest CPU s | CPU / fewest | the fewest seeds |")  # fmt: skip
+    print(
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )
     for r in rows:
         print(f"| {r['task']} | {r['checkout']} | {r['with']} | {r['verdict']} | {r['k_star']} | "
               f"{r['interval']} | {r['runs']} | {r['rounds']} | {r['cpu']:.0f} | "
               f"{r['wall']:.0f} | {r['run_cpu']:.1f} | {r['n']:.1f} | {r['floor']:.1f} | "
               f"{r['floor'] / r['run_cpu']:.2f} | {_num(r['oracle'], '.0f')} | "
               f"{_num(r['oracle'] and r['oracle'] / r['cpu'], '.2f')} | "
+              f"{_num(r['oracle'] and r['cpu'] / r['oracle'], '.2f')} | "
+              f"{_num(r['oracle_prorated'] and r['cpu'] / r['oracle_prorated'], '.2f')} | "
               f"{r['oracle_runs']} | {_num(r['fewest'], '.0f')} | "
               f"{_num(r['fewest'] and r['cpu'] / r['fewest'], '.2f')} | "
               f"{r['fewest_runs']} |")  # fmt: skip
