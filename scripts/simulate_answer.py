@@ -15,7 +15,9 @@ Scenarios (the baseline is 1, a loss; ε = 0.05 of the gap):
   offset-only null on a shared test split (every cell at the split's best constant, which
   beats the baseline, with the split's noise common to every seed);
 - δ: one context (k = 7, beside the best from k = 8 on), and every context below 8, exactly δ
-  above the best (the within test's boundary);
+  above the best (the within test's boundary); the same from k = 4 on (k = 3, and k = 1, 2,
+  3: the gap [2, 4), which its search's descent covers whole, tried whenever 4 is within),
+  and k = 1 δ above a best from k = 2 on (where k = 3 is tried only because 4 is within);
 - closed forms: the memory-function task's own e*(k) (exponential decay 0.9, power law α = 1)
   plus a model error of 0.01, at 2, 5 and 10% per-seed noise, beside a recurrent reference;
 - non-monotone: an exponential memory whose contexts beyond 8 do worse (overfitting), mildly
@@ -97,7 +99,14 @@ def scenarios(which: str) -> list[Scenario]:
         ),
         Scenario("one context δ above the best", "delta-one", 16, curve="delta-one"),
         Scenario("several contexts δ above the best", "delta-several", 16, curve="delta-several"),
-    ]
+        # the gap [2, 4), which its descent covers whole: 3 tried whenever 4 is within
+        Scenario("k = 3 δ above the best from 4", "delta-one", 16, curve="delta-one",
+                 params={"at": 4}),
+        Scenario("k = 1, 2, 3 δ above the best from 4", "delta-several", 16,
+                 curve="delta-several", params={"at": 4}),
+        Scenario("k = 1 δ above the best from 2", "delta-one", 16, curve="delta-one",
+                 params={"at": 2}),
+    ]  # fmt: skip
     for kernel in ("exp", "power"):
         for noise in (0.02, 0.05, 0.10):
             out.append(
@@ -135,6 +144,8 @@ def scenarios(which: str) -> list[Scenario]:
             "null: an offset on a shared split",
             "one context δ above the best",
             "several contexts δ above the best",
+            "k = 1, 2, 3 δ above the best from 4",
+            "k = 1 δ above the best from 2",
             "closed form exp, 5% noise",
             "closed form exp, 5% noise, 5 seeds",
             "closed form power, 10% noise",
@@ -160,12 +171,12 @@ def mean_loss(s: Scenario, model: str, k: int | None) -> float:
     """The scenario's true mean loss of a cell: `model` at context k, or a reference (k None)."""
     if s.curve == "flat":
         return BASE - s.offset
-    if s.curve in ("delta-one", "delta-several"):
-        best = 0.1
+    if s.curve in ("delta-one", "delta-several"):  # the best from `at` up (default 8)
+        best, at = 0.1, s.params.get("at", 8)
         delta = EPSILON * (BASE - best)
-        if k is None or k >= 8:
+        if k is None or k >= at:
             return best
-        if k >= (7 if s.curve == "delta-one" else 1):
+        if k >= (at - 1 if s.curve == "delta-one" else 1):
             return best + delta  # exactly at the boundary: not within
         return 0.9
     if s.curve in ("exp", "power"):

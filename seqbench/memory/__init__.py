@@ -80,11 +80,23 @@ def gap_share(k: int, max_k: int) -> float:
     context beyond the tolerance can pass wrongly and the half is spent once), each context
     the bisection after it may add at an equal part of the half (after a failure another
     context is tried: Bonferroni over its ⌈log₂⌉ rounds). 1 where no search follows (u − l
-    = 1, or k the largest context)."""
+    = 1, or k the largest context), and 1 in a gap its descent covers whole (no bisection
+    after it: [2, 4) in the grid of powers of two): there each context is tried whenever the
+    one above it is shown within, whatever l showed (`whole_descent`), so u − 1, …, l + 1, l
+    are one fixed sequence, and only its first context beyond the tolerance can pass wrongly."""
     gap = search_gap(k, max_k)
     if gap is None:
         return 1.0
     low, up, d, r = gap
+    if r == 0:
+        return 1.0
     if k == low or k >= up - d:
         return 0.5
     return 0.5 / r
+
+
+def whole_descent(k: int, max_k: int) -> bool:
+    """Context k lies inside a grid gap (l < k < u) that its descent covers whole, so that k
+    is tried whenever k + 1 is shown within (plan.next_ks), not only when l falls short."""
+    gap = search_gap(k, max_k)
+    return gap is not None and gap[3] == 0 and gap[0] < k

@@ -19,6 +19,7 @@ from seqbench.memory import (
     check_tolerance,
     k_grid,
     search_gap,
+    whole_descent,
 )  # fmt: skip
 from seqbench.parsing import AUTO, coerce, split_assignment, split_list
 from seqbench.sweep.spec import BUDGET as PARAMS  # where the search for one budget starts
@@ -110,6 +111,17 @@ def next_k(tried: list[int], k_star: int | None, max_k: int) -> int | None:
     if gap is not None and gap[1] - gap[2] < k_star:  # still descending from u: one below
         return k_star - 1
     return (max(below) + k_star) // 2
+
+
+def next_ks(tried: list[int], k_star: int | None, within: set[int], max_k: int) -> set[int]:
+    """The contexts the next search round trains for one answer: `next_k`'s, and below each
+    context shown within (`within`) the next one down where it lies in a grid gap its descent
+    covers whole (memory.whole_descent: [2, 4) in the grid of powers of two), whatever k* is.
+    Tried there even when l is shown within, such a gap's contexts and l are one fixed
+    sequence, each tested at the whole level (memory.gap_share); tried only when l fell
+    short, a wrong pass of l and one of the descent would each be a way to be wrong."""
+    out = {k for k in (next_k(tried, k_star, max_k),) if k is not None}
+    return out | {k - 1 for k in within if k - 1 not in tried and whole_descent(k - 1, max_k)}
 
 
 def parse_sets(items: list[str] | None) -> dict[str, Any]:

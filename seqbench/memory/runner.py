@@ -14,7 +14,7 @@ import pandas as pd
 
 from seqbench.errors import SeqbenchError
 from seqbench.memory import k_grid, search_rounds
-from seqbench.memory.plan import MemoryPlan, cell_key, next_k, with_points
+from seqbench.memory.plan import MemoryPlan, cell_key, next_ks, with_points
 from seqbench.memory.race import RACE_SEEDS, looks
 from seqbench.memory.reading import answer_facts, answers_from, plan_runs
 from seqbench.memory.result import Answer
@@ -193,13 +193,18 @@ def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
             n = min(n + 1, len(plan.seeds))
         # every tolerance searches its own boundary; a round trains all their next contexts at once
         # an under-trained answer's k* is still what these budgets measured: it is searched too
-        ks = {next_k(list(plan.ks), a.k_star, plan.max_k) for a in answers if a.k_star is not None}
-        ks.discard(None)
+        ks = set().union(*(next_ks(list(plan.ks), a.k_star, within(a), plan.max_k)
+                           for a in answers if a.k_star is not None))  # fmt: skip
         if not ks or rounds >= most_rounds:
             break
         rounds += 1
         plan = extend(plan, [*plan.ks, *ks])
     return plan, asked, answers, ran, rounds
+
+
+def within(answer) -> set[int]:
+    """The contexts an answer shows within the tolerance (a cell of any family)."""
+    return {c.k for c in answer.cells if c.matches and c.k is not None}
 
 
 def _save(store, plan, asked, answers, ran, rounds, *, name: str) -> MemoryOutcome:

@@ -11,7 +11,7 @@ import pytest
 
 from seqbench.memory import gap_share, search_gap, search_rounds
 from seqbench.memory.answer import derive
-from seqbench.memory.plan import k_grid, next_k
+from seqbench.memory.plan import k_grid, next_k, next_ks
 from seqbench.sweep.spec import parse_range
 from seqbench.training.convergence import still_improving
 
@@ -446,8 +446,31 @@ def test_the_search_spends_the_level_once(max_k):
         below = [k for k in search(m, max_k) if k < m]  # tried below the truth: each failed
         descent = [k for k in below if k >= up - search_gap(low, max_k)[2]]
         assert len(descent) <= 1  # the descent stops at its first failure
-        spent = sum(gap_share(k, max_k) for k in below) + gap_share(low, max_k)
+        if search_gap(low, max_k) and search_gap(low, max_k)[3] == 0:
+            # a gap its descent covers whole: u − 1, …, l + 1, l one fixed sequence, tried
+            # whatever l showed (next_ks), so only its first context below the truth is at risk
+            spent = gap_share(max([*below, low]), max_k)
+        else:
+            spent = sum(gap_share(k, max_k) for k in below) + gap_share(low, max_k)
         assert spent <= 1 + 1e-12, (m, below)
+
+
+def test_a_gap_its_descent_covers_is_searched_whatever_l_shows():
+    """[2, 4) in the grid of powers of two: 3 is tried whenever 4 is shown within, also when
+    2 is (k* = 2), so 4, 3, 2 are one fixed sequence and each runs at the whole level; the
+    gaps a bisection follows keep their halves, and a context shown within above one of
+    them adds nothing (7 is tried from 8 only by next_k's descent, when k* = 8)."""
+    assert next_ks([1, 2, 4, 8], 2, {2, 4, 8}, 16) == {3}
+    assert next_ks([1, 2, 3, 4, 8], 2, {2, 3, 4, 8}, 16) == set()  # tried: the sequence is whole
+    assert next_ks([1, 2, 4, 8], 4, {4, 8}, 16) == {3}  # next_k's own descent: the same 3
+    assert next_ks([1, 2, 4, 8], 1, {1, 2, 4, 8}, 16) == {3}
+    assert next_ks([1, 2, 4, 8, 16], 4, {4, 8, 16}, 16) == {3}  # not 7, nor 15
+    assert next_ks([1, 2, 4, 8], 8, {8}, 16) == {7}
+    # max_k 7: [4, 7) is its descent's too (6, 5): both gaps in one round, then one down
+    assert next_ks([1, 2, 4, 7], 1, {1, 2, 4, 7}, 7) == {3, 6}
+    assert next_ks([1, 2, 3, 4, 6, 7], 1, {1, 2, 3, 4, 6, 7}, 7) == {5}
+    assert next_ks([1, 2, 3, 4, 6, 7], 1, {1, 2, 3, 4, 7}, 7) == set()  # 6 not within: 5 untried
+    assert [gap_share(k, 16) for k in (2, 3, 4, 5, 6, 7, 9)] == [1, 1, 0.5, 0.5, 0.5, 0.5, 0.5 / 3]
 
 
 def test_nothing_learned_on_few_sequences_says_too_little_data():

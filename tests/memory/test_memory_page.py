@@ -47,8 +47,9 @@ def test_the_memory_page_shows_the_answer(browser, answered):  # noqa: F811
             .startswith("note: learning rate chosen on validation, per seed: gru ")
         )
         cells = _cells(page, "cells")
-        assert [c[1] for c in cells] == ["1", "2", "4", "full"]
-        assert [c[6] for c in cells] == ["outside", "within", "within", ""]
+        # k = 3 too: [2, 4) is searched whenever 4 is within, also where k* = 2 (gap_share)
+        assert [c[1] for c in cells] == ["1", "2", "3", "4", "full"]
+        assert [c[6] for c in cells] == ["outside", "within", "within", "within", ""]
         series = page.locator("#memory-chart [id^=series-]").count()
         assert series >= 2  # tcn's curve and gru's line (and the marks)
         page.close()

@@ -34,11 +34,27 @@ def test_no_answer_is_stated_on_nulls(rates):
 
 
 def test_a_cell_at_the_boundary_is_seldom_called_within(rates):
-    for name in ("one context δ above the best", "several contexts δ above the best"):
+    """Also in the gap [2, 4), where 3 and 2 are tested at the whole level: searched whenever
+    4 is within, 4, 3, 2 are one fixed sequence (memory.gap_share)."""
+    for name in (
+        "one context δ above the best",
+        "several contexts δ above the best",
+        "k = 1, 2, 3 δ above the best from 4",
+    ):
         r = rates[name]
         for mode in ("full", "race"):
             assert r[f"{mode}_false_within"] <= 0.05 + margin(0.05, r["draws"]), r
             assert r[f"{mode}_below"] <= 0.05 + margin(0.05, r["draws"]), r
+
+
+def test_a_gap_its_descent_covers_is_searched_when_k_star_is_below_it(rates):
+    """k* = 2 (the best from 2 up, k = 1 at δ): 3 is trained, since 4 is shown within, so
+    every draw runs six contexts (1, 2, 3, 4, 8, 16) at three seeds without the race; and
+    k* is exact nearly always (2 and 3 at the whole level)."""
+    r = rates["k = 1 δ above the best from 2"]
+    assert r["runs_full"] == 6 * 3, r
+    assert r["full_exact"] >= 0.95 - margin(0.05, r["draws"]), r
+    assert r["full_below"] <= 0.05 + margin(0.05, r["draws"]), r
 
 
 def test_the_interval_holds_the_closed_form(rates):
