@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from seqbench.errors import SeqbenchError
-from seqbench.memory import k_grid, search_rounds
+from seqbench.memory import k_grid, search_rounds, whole_descent
 from seqbench.memory.plan import MemoryPlan, cell_key, next_ks, with_points
 from seqbench.memory.race import RACE_SEEDS, looks
 from seqbench.memory.reading import answer_facts, answers_from, plan_runs
@@ -170,8 +170,12 @@ def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
     asked: dict[str, RunConfig] = {}  # the points the answer rests on, by config hash
     settled: frozenset = frozenset()  # the race's settled cells
     facts = answer_facts(plan)
-    grid = k_grid(plan.max_k)  # a safety bound: the widest gap's search, in rounds
+    # a safety bound, in rounds: the widest gap's search, and a round for each context of a
+    # gap its descent covers whole (tried whatever k* is, next_ks: their fixed sequence
+    # rests on each being tried once the one above it is within, even after a long search)
+    grid = k_grid(plan.max_k)
     most_rounds = max((search_rounds(b - a) for a, b in itertools.pairwise(grid)), default=0)
+    most_rounds += sum(whole_descent(k, plan.max_k) for k in range(1, plan.max_k))
     while True:  # the grid, then each search round's new context
         what = "grid" if rounds == 0 else f"search {rounds}"
         n = min(RACE_SEEDS, len(plan.seeds)) if race else len(plan.seeds)
