@@ -139,18 +139,8 @@ def one(task: str, where: str | None, work: Path, workers: int, extra: list[str]
     floor = timed([*memory, "--format", "json"], env)[0]
     # every run the command trained (the store is this command's alone): the answer's own,
     # one a (model, k, seed), and those of the learning-rate search that lost on validation
-    every = json.loads(
-        timed(
-            [
-                *seqbench,
-                "query",
-                "--format",
-                "json",
-                "SELECT id, model, k, seed, wall_seconds FROM runs",
-            ],
-            env,
-        )[2]
-    )
+    sql = "SELECT id, model, k, seed, wall_seconds FROM runs"
+    every = json.loads(timed([*seqbench, "query", "--format", "json", sql], env)[2])
     mine = {int(i) for i in answer["run_ids"]}
     runs = [r for r in every if r["id"] in mine]
     share, kept = oracle_share(answer, every)

@@ -137,11 +137,16 @@ def k_interval(cells: list[Cell]) -> tuple[int | None, int | None, int | None]:
     past the contexts shown outside in a fixed sequence from the smallest up (every cell of a
     context outside, the first context that is not ending it): each context below the low end
     was tried and shown too short, or lies between two that were."""
-    within = sorted({c.k for c in cells if c.k is not None and c.matches})
+    within = sorted(shown_within_ks(cells))
     if not within:
         return None, None, None
     k_star = within[0]
     return k_star, shown_short(cells, k_star) + 1, k_star
+
+
+def shown_within_ks(cells: list[Cell]) -> set[int]:
+    """The contexts with a cell shown within the tolerance (of any family)."""
+    return {c.k for c in cells if c.k is not None and c.matches}
 
 
 def shown_short(cells: list[Cell], below: int | None = None) -> int:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from seqbench.errors import SeqbenchError
 from seqbench.memory import k_grid, search_rounds, whole_descent
+from seqbench.memory.answer import shown_within_ks
 from seqbench.memory.plan import MemoryPlan, cell_key, next_ks, with_points
 from seqbench.memory.race import RACE_SEEDS, looks
 from seqbench.memory.reading import answer_facts, answers_from, plan_runs
@@ -197,18 +198,13 @@ def replay(store, plan, train, race, seen=None, read=None, extend=with_points):
             n = min(n + 1, len(plan.seeds))
         # every tolerance searches its own boundary; a round trains all their next contexts at once
         # an under-trained answer's k* is still what these budgets measured: it is searched too
-        ks = set().union(*(next_ks(list(plan.ks), a.k_star, within(a), plan.max_k)
+        ks = set().union(*(next_ks(list(plan.ks), a.k_star, shown_within_ks(a.cells), plan.max_k)
                            for a in answers if a.k_star is not None))  # fmt: skip
         if not ks or rounds >= most_rounds:
             break
         rounds += 1
         plan = extend(plan, [*plan.ks, *ks])
     return plan, asked, answers, ran, rounds
-
-
-def within(answer) -> set[int]:
-    """The contexts an answer shows within the tolerance (a cell of any family)."""
-    return {c.k for c in answer.cells if c.matches and c.k is not None}
 
 
 def _save(store, plan, asked, answers, ran, rounds, *, name: str) -> MemoryOutcome:
